@@ -1,0 +1,37 @@
+// The seed's three routes (Appendix B) as pure functions: no sockets, no pool, no globals
+// except a per-thread HMAC context. The server calls them inline or from a pool worker.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace knit_server::routes {
+
+// `new Date(t).toISOString()`: "2026-11-29T09:15:39.123Z" (UTC, milliseconds, 'Z').
+std::string iso8601_ms(std::chrono::system_clock::time_point t);
+
+// GET /ping body: {"ok":true,"pong":true,"runtime":"<runtime>","ts":"<iso8601_ms(now)>"}
+// (the key order and spelling of Hono's c.json of the seed's object literal).
+std::string ping_body(std::string_view runtime, std::chrono::system_clock::time_point now);
+
+// POST /ssr: the whole response body, "<!doctype html>" + React's renderToString of UserCard,
+// for the raw request body bytes (strict UTF-8; invalid UTF-8 or non-object JSON -> {}).
+// `rendered_at` is the already formatted ISO-8601 timestamp.
+std::string render_ssr_page(std::string_view body, std::string_view rendered_at);
+
+// POST /jwt: the 200 response body {"ok":true,"token":...,"sub":...,"exp":...}, or nullopt
+// when the seed answers 400 "Bad request". `now_sec` = Math.floor(Date.now()/1000).
+// Thread-safe: each thread keeps its own pre-keyed HMAC context.
+std::optional<std::string> issue_jwt(std::string_view body, std::string_view secret,
+                                     std::int64_t now_sec);
+
+// Cost emulation (KNIT_SSR_COST_US / KNIT_JWT_COST_US): keeps computing until the calling
+// thread's CPU time has advanced `cost_us` microseconds past `thread_cpu_start_ns`
+// (from thread_cpu_ns()). The computation's result is returned so it cannot be optimised out.
+std::uint64_t thread_cpu_ns();
+std::uint64_t burn_cpu_until(std::uint64_t thread_cpu_start_ns, std::uint32_t cost_us);
+
+}  // namespace knit_server::routes
