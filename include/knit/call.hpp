@@ -1,0 +1,116 @@
+// call: one job's record, allocated by the host, carried through the rings by pointer.
+// The task, its argument, its result and the completion handler all live in it, so the
+// rings move 8 bytes per call and nothing is copied.
+//
+// Lifecycle (state word; the host owns the record throughout, workers borrow it):
+//   host: construct, state = queued, push pointer into a worker's job_ring
+//   worker: CAS queued -> running; run(); store done (release); push pointer into its
+//           completion ring. A worker that loses the CAS (abandoned) pushes it back unrun.
+//   host: cancel/deadline: CAS queued -> abandoned and deliver the error at once; a running
+//         call is delivered timed_out and its late result discarded when it comes back.
+//   host: pops the pointer from a completion ring; delivers the result if not yet
+//         delivered; destroys the record. A record is destroyed only after it came back,
+//         so no worker can still hold it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "knit/result.hpp"
+
+namespace knit {
+
+using call_id = std::uint64_t;  // 0 = no call
+
+struct call_options {
+  // Deadline measured from submit(): queue wait counts. zero = none.
+  std::chrono::steady_clock::duration timeout{0};
+};
+
+namespace detail {
+
+enum class call_state : std::uint8_t { queued, running, done, abandoned };
+
+class call_base {
+ public:
+  call_base() = default;
+  call_base(const call_base&) = delete;
+  call_base& operator=(const call_base&) = delete;
+
+  // Worker: run the task, keep the value or the exception inside the record. Never throws.
+  virtual void run() noexcept = 0;
+  // Host: call the handler once, with the stored result (ec empty) or with ec.
+  virtual void deliver(std::error_code ec) noexcept = 0;
+  // Host: destroy in place (memory is returned by the pool's allocator).
+  virtual void destroy() noexcept = 0;
+
+  // Written by the host (queued, abandoned) and by the claiming worker (running, done);
+  // CAS decides who wins between a worker starting the call and the host abandoning it.
+  std::atomic<call_state> state{call_state::queued};
+
+  // Host-only bookkeeping (workers never touch these).
+  call_id id = 0;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool delivered = false;   // the handler has been called
+  bool in_ring = false;     // a worker ring (or a worker) holds the pointer
+  // Written by the worker in run(), read by the host after the record came back through
+  // the done ring (whose release/acquire publishes it).
+  bool threw = false;
+  std::uint32_t block_size = 0;  // allocator bookkeeping: 0 = heap
+
+ protected:
+  ~call_base() = default;
+};
+
+template <class Fn, class Arg, class Handler>
+class call final : public call_base {
+  using raw_result = std::invoke_result_t<Fn&, Arg&&>;
+  using value_type = std::conditional_t<std::is_void_v<raw_result>, unit, raw_result>;
+
+ public:
+  call(Fn fn, Arg arg, Handler handler)
+      : fn_(std::move(fn)), arg_(std::move(arg)), handler_(std::move(handler)) {}
+
+  void run() noexcept override {
+    try {
+      if constexpr (std::is_void_v<raw_result>) {
+        fn_(std::move(arg_));
+        value_.emplace();
+      } else {
+        value_.emplace(fn_(std::move(arg_)));
+      }
+    } catch (...) {
+      exception_ = std::current_exception();
+      threw = true;
+    }
+  }
+
+  void deliver(std::error_code ec) noexcept override {
+    // A handler that throws would unwind through the host's loop from inside drain();
+    // that is a bug in the handler, so it terminates rather than corrupting the pool.
+    if (ec) {
+      handler_(result<value_type>(ec));
+    } else if (exception_) {
+      handler_(result<value_type>(make_error_code(errc::task_failed), exception_));
+    } else {
+      handler_(result<value_type>(std::move(*value_)));
+    }
+  }
+
+  void destroy() noexcept override { this->~call(); }
+
+ private:
+  Fn fn_;
+  Arg arg_;
+  Handler handler_;
+  std::optional<value_type> value_;
+  std::exception_ptr exception_;
+};
+
+}  // namespace detail
+}  // namespace knit

@@ -1,0 +1,107 @@
+// job_ring<T>: a bounded ring with ONE producer (the host) and consumers that claim slots
+// with a CAS on the head (the owning worker, and thieves when stealing is on).
+//
+// Protocol
+//   producer (host, one thread):
+//     t = tail (own variable); if t - cached_head == capacity: reload head (acquire); full -> false
+//     slot[t & mask] = v (relaxed atomic store); tail = t + 1 (release)
+//   consumer (owner or thief, any number):
+//     h = head (acquire); t = tail (acquire); h == t -> empty
+//     v = slot[h & mask] (relaxed atomic load); CAS head h -> h + 1 (acq_rel)
+//     success -> v is ours; failure -> another consumer took h, retry with the new head
+// Guarantee: every pushed value is returned by exactly one successful try_pop.
+// Why the slot load before the CAS is safe: the producer rewrites slot (h & mask) only for
+// index h + capacity, which it does only after it has seen head > h, i.e. after the CAS that
+// consumed h. If our CAS succeeds, ours was that CAS, so our earlier load read index h's
+// value. If it fails the value is discarded. Slots are atomics so that losing race is not a
+// data race (and ThreadSanitizer agrees).
+// Head and tail are 64-bit counters, never wrapped in practice, so the CAS has no ABA.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+
+#include "knit/detail/cache_line.hpp"
+
+namespace knit {
+
+template <class T>
+class job_ring {
+  static_assert(std::is_trivially_copyable_v<T>, "job_ring carries small trivially copyable values (pointers)");
+  static_assert(std::atomic<T>::is_always_lock_free, "job_ring needs lock-free atomics of T");
+
+ public:
+  explicit job_ring(std::size_t capacity)
+      : capacity_(std::bit_ceil(capacity < 1 ? std::size_t{1} : capacity)),
+        mask_(capacity_ - 1),
+        slots_(std::make_unique<std::atomic<T>[]>(capacity_)) {
+    if (capacity == 0) throw std::invalid_argument("job_ring capacity must be at least 1");
+  }
+
+  job_ring(const job_ring&) = delete;
+  job_ring& operator=(const job_ring&) = delete;
+
+  // Producer only. Returns false when full (the value stays with the caller).
+  bool try_push(T value) noexcept {
+    const std::uint64_t t = tail_.load(std::memory_order_relaxed);  // only the producer writes it
+    if (t - cached_head_ >= capacity_) {
+      cached_head_ = head_.load(std::memory_order_acquire);  // pairs with the consumers' CAS
+      if (t - cached_head_ >= capacity_) return false;
+    }
+    slots_[t & mask_].store(value, std::memory_order_relaxed);
+    tail_.store(t + 1, std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
+    return true;
+  }
+
+  // Any thread. Returns false when empty.
+  bool try_pop(T& out) noexcept {
+    std::uint64_t h = head_.load(std::memory_order_acquire);
+    for (;;) {
+      const std::uint64_t t = tail_.load(std::memory_order_acquire);  // pairs with try_push's release
+      if (h >= t) return false;
+      const T value = slots_[h & mask_].load(std::memory_order_relaxed);
+      // acq_rel: release orders our slot load before the producer's reuse of the slot.
+      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        out = value;
+        return true;
+      }
+    }
+  }
+
+  // Approximate depth; exact when called by the producer with no concurrent consumer.
+  std::size_t size_approx() const noexcept {
+    const std::uint64_t h = head_.load(std::memory_order_acquire);
+    const std::uint64_t t = tail_.load(std::memory_order_acquire);
+    return t > h ? static_cast<std::size_t>(t - h) : 0;
+  }
+  bool empty_approx() const noexcept { return size_approx() == 0; }
+
+  // Producer only: depth seen through the producer's cached head, refreshed only when the
+  // cache says "non-empty" (so an empty ring costs no remote cache-line read).
+  std::size_t producer_size() noexcept {
+    const std::uint64_t t = tail_.load(std::memory_order_relaxed);
+    if (t == cached_head_) return 0;
+    cached_head_ = head_.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(t - cached_head_);
+  }
+
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  // Written by consumers (CAS), read by everyone.
+  alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};
+  // Written by the producer only; read by consumers.
+  alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
+  // Producer-private copy of head_, so a push usually touches no consumer-written line.
+  alignas(detail::kCacheLine) std::uint64_t cached_head_ = 0;
+  alignas(detail::kCacheLine) const std::size_t capacity_;
+  const std::size_t mask_;
+  std::unique_ptr<std::atomic<T>[]> slots_;
+};
+
+}  // namespace knit

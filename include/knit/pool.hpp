@@ -1,0 +1,124 @@
+// knit::pool: the host thread hands calls to N worker threads and gets results back on its
+// own thread. Public face and owner of the workers, rings, doorbells and backlog.
+//
+// Threading contract: the thread that constructs the pool is its host. submit, cancel,
+// drain, shutdown and stats must be called on the host thread; a call from any other
+// thread throws std::logic_error (checked, not assumed). Handlers always run on the host
+// thread, inside drain() (or shutdown(), which drains).
+//
+// Shutdown steps (pool.cpp, shutdown()):
+//   1. stop accepting: later submit() returns errc::shut_down;
+//   2. cancel mode only: every call not yet running is abandoned and its handler gets
+//      errc::cancelled;
+//   3. drain until every accepted call has been delivered AND every record has come back
+//      from the workers (a record is never freed while a worker may hold it);
+//   4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join.
+// Skipping 3 would free records a worker still holds; skipping the forced ring in 4 would
+// leave a worker parked forever and join() hanging.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "knit/call.hpp"
+#include "knit/error.hpp"
+#include "knit/options.hpp"
+#include "knit/result.hpp"
+#include "knit/stats.hpp"
+
+namespace knit {
+
+enum class shutdown_mode {
+  drain,   // finish every accepted call, deliver every result
+  cancel,  // calls not yet running fail with errc::cancelled; running ones finish
+};
+
+namespace detail {
+class pool_impl;
+}
+
+class pool {
+ public:
+  // Starts options.threads workers. Throws config_error for invalid options.
+  explicit pool(pool_options options = {});
+  // shutdown(drain) if not done yet. May run on any thread, but must not race host calls.
+  ~pool();
+
+  pool(const pool&) = delete;
+  pool& operator=(const pool&) = delete;
+
+  // Queues fn(std::move(arg)) on a worker. `handler(knit::result<R>)` is called exactly
+  // once, on the host thread, from drain(): with the value, or with errc::task_failed and
+  // the exception if fn threw, or errc::timed_out / errc::cancelled.
+  // fn, arg and handler are moved into the call record (no copies of a request body).
+  // Returns errc::queue_full (max_pending reached) or errc::shut_down without calling
+  // the handler; otherwise an empty error_code, and *id (if given) names the call for
+  // cancel(). Host thread only.
+  template <class Fn, class Arg, class Handler>
+  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
+                         call_id* id = nullptr) {
+    using call_type = detail::call<std::decay_t<Fn>, std::decay_t<Arg>, std::decay_t<Handler>>;
+    static_assert(std::is_invocable_v<std::decay_t<Fn>&, std::decay_t<Arg>&&>,
+                  "knit::pool::submit: fn must be callable with the argument moved in");
+    static_assert(alignof(call_type) <= 64, "knit::pool::submit: over-aligned task or argument");
+    if (std::error_code ec = admit()) return ec;
+    std::uint32_t block = 0;
+    void* memory = allocate_call(sizeof(call_type), alignof(call_type), block);
+    call_type* c;
+    try {
+      c = ::new (memory) call_type(std::forward<Fn>(fn), std::forward<Arg>(arg),
+                                   std::forward<Handler>(handler));
+    } catch (...) {
+      free_call_memory(memory, block);
+      throw;
+    }
+    c->block_size = block;
+    const call_id assigned = enqueue(c, options);
+    if (id) *id = assigned;
+    return {};
+  }
+
+  // Abandons a call that has not started running: its handler gets errc::cancelled before
+  // cancel() returns. Returns false if the call already ran, is running, or is unknown.
+  bool cancel(call_id id);
+
+  // An eventfd that becomes readable when results are waiting. Watch it in the host's
+  // event loop and call drain() when it fires (knit/asio.hpp does this for Asio).
+  int completion_fd() const noexcept;
+
+  // Delivers every waiting result and expired deadline, then moves backlogged calls into
+  // free ring slots. Returns the number of handlers called. Host thread only.
+  std::size_t drain();
+
+  // Accepted calls whose handler has not been called yet.
+  std::size_t pending() const noexcept;
+
+  // The earliest deadline among pending calls, if any (the host loop arms a timer on it
+  // and calls drain() when it passes).
+  std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
+
+  // See "Shutdown steps" above. Idempotent. Host thread only; not from inside a handler.
+  void shutdown(shutdown_mode mode = shutdown_mode::drain);
+  bool accepting() const noexcept;
+
+  pool_stats stats() const;
+  const pool_options& options() const noexcept;
+  std::string describe() const;
+
+ private:
+  std::error_code admit();
+  void* allocate_call(std::size_t size, std::size_t align, std::uint32_t& block);
+  void free_call_memory(void* memory, std::uint32_t block) noexcept;
+  call_id enqueue(detail::call_base* c, const call_options& options);
+
+  std::unique_ptr<detail::pool_impl> impl_;
+};
+
+}  // namespace knit

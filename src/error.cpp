@@ -1,0 +1,29 @@
+// knit's std::error_category: names and messages for knit::errc.
+#include "knit/error.hpp"
+
+namespace knit {
+namespace {
+
+class category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "knit"; }
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::queue_full: return "knit: the pool's max_pending limit is reached; call not accepted";
+      case errc::timed_out: return "knit: the call's deadline passed before its result arrived";
+      case errc::cancelled: return "knit: the call was cancelled before it ran";
+      case errc::shut_down: return "knit: the pool is shut down; call not accepted";
+      case errc::task_failed: return "knit: the task threw an exception";
+    }
+    return "knit: unknown error " + std::to_string(value);
+  }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const category_impl instance;
+  return instance;
+}
+
+}  // namespace knit

@@ -1,0 +1,38 @@
+// host_doorbell: the eventfd half of the completion path (protocol in host_doorbell.hpp).
+#include "host_doorbell.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <system_error>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace knit::detail {
+
+host_doorbell::host_doorbell() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "knit: eventfd");
+}
+
+host_doorbell::~host_doorbell() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool host_doorbell::notify() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with reset()'s fence
+  if (signalled_.load(std::memory_order_relaxed)) return false;
+  if (signalled_.exchange(true, std::memory_order_acq_rel)) return false;
+  const std::uint64_t one = 1;
+  // A full counter (2^64-2) cannot happen: the host resets it every round.
+  [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+  return true;
+}
+
+void host_doorbell::reset() noexcept {
+  std::uint64_t value = 0;
+  [[maybe_unused]] const ssize_t n = ::read(fd_, &value, sizeof value);  // EAGAIN when not signalled
+  signalled_.exchange(false, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with notify()'s fence
+}
+
+}  // namespace knit::detail

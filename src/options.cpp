@@ -1,0 +1,121 @@
+// pool_options: validation, the KNIT_* environment, and the one-line description.
+#include "knit/options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <string_view>
+
+namespace knit {
+namespace {
+
+// Parses a whole decimal unsigned integer within [lo, hi]; anything else is an error that
+// names the variable, the value and the accepted range.
+unsigned long long parse_unsigned(std::string_view text, const char* what, unsigned long long lo,
+                                  unsigned long long hi) {
+  unsigned long long v = 0;
+  const auto* first = text.data();
+  const auto* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, v);
+  if (text.empty() || ec != std::errc{} || ptr != last || v < lo || v > hi) {
+    std::ostringstream msg;
+    msg << what << "='" << text << "': expected a whole number from " << lo << " to " << hi;
+    throw config_error(msg.str());
+  }
+  return v;
+}
+
+bool parse_flag(std::string_view text, const char* what) {
+  if (text == "1") return true;
+  if (text == "0") return false;
+  throw config_error(std::string(what) + "='" + std::string(text) + "': expected 0 or 1");
+}
+
+// Unset and empty both mean "library default" (the seed's optNum does the same).
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+}  // namespace
+
+std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
+  std::vector<int> cpus;
+  std::string_view rest(text);
+  auto bad = [&] {
+    return config_error(std::string(what) + "='" + text + "': expected a CPU list like 0,2,4-7");
+  };
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const auto dash = item.find('-');
+    try {
+      const auto a = parse_unsigned(item.substr(0, dash), what, 0, 4095);
+      const auto b = dash == std::string_view::npos ? a : parse_unsigned(item.substr(dash + 1), what, 0, 4095);
+      if (b < a) throw bad();
+      for (auto c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
+    } catch (const config_error&) {
+      throw bad();
+    }
+  }
+  if (cpus.empty()) throw bad();
+  return cpus;
+}
+
+void pool_options::validate() const {
+  if (threads < 1 || threads > 1024) {
+    throw config_error("threads=" + std::to_string(threads) + ": expected 1 to 1024 workers");
+  }
+  if (spin_us && *spin_us > 1'000'000) {
+    throw config_error("spin_us=" + std::to_string(*spin_us) + ": expected at most 1000000 (1 s)");
+  }
+  if (park_ms > 3'600'000) throw config_error("park_ms=" + std::to_string(park_ms) + ": expected at most 3600000");
+  if (!doorbell && park_ms == 0) {
+    throw config_error(
+        "doorbell=off needs park_ms > 0: with no doorbell and no park timeout a parked worker would never "
+        "wake (set KNIT_PARK, e.g. 1)");
+  }
+  if (queue_capacity < 1 || queue_capacity > (std::size_t{1} << 24)) {
+    throw config_error("queue_capacity=" + std::to_string(queue_capacity) + ": expected 1 to 16777216");
+  }
+  for (int cpu : worker_cpus) {
+    if (cpu < 0 || cpu >= 4096) throw config_error("worker_cpus: CPU " + std::to_string(cpu) + " out of range");
+  }
+}
+
+pool_options pool_options::from_env() {
+  pool_options o;
+  if (const char* v = env("KNIT_THREADS")) o.threads = static_cast<unsigned>(parse_unsigned(v, "KNIT_THREADS", 1, 1024));
+  if (const char* v = env("KNIT_SPIN")) o.spin_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_SPIN", 0, 1'000'000));
+  if (const char* v = env("KNIT_PARK")) o.park_ms = static_cast<unsigned>(parse_unsigned(v, "KNIT_PARK", 0, 3'600'000));
+  if (const char* v = env("KNIT_DOORBELL")) o.doorbell = parse_flag(v, "KNIT_DOORBELL");
+  if (const char* v = env("KNIT_STEAL")) o.steal = parse_flag(v, "KNIT_STEAL");
+  if (const char* v = env("KNIT_MAX_SPINNERS")) o.max_spinners = static_cast<unsigned>(parse_unsigned(v, "KNIT_MAX_SPINNERS", 0, 1024));
+  if (const char* v = env("KNIT_QUEUE_CAPACITY")) o.queue_capacity = parse_unsigned(v, "KNIT_QUEUE_CAPACITY", 1, std::size_t{1} << 24);
+  if (const char* v = env("KNIT_MAX_PENDING")) o.max_pending = parse_unsigned(v, "KNIT_MAX_PENDING", 0, std::numeric_limits<std::uint32_t>::max());
+  if (const char* v = env("KNIT_WORKER_CPUS")) o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
+  try {
+    o.validate();
+  } catch (const config_error& e) {
+    throw config_error(std::string("KNIT_* environment: ") + e.what());
+  }
+  return o;
+}
+
+std::string pool_options::describe() const {
+  std::ostringstream out;
+  out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(seed policy)")
+      << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "") << " doorbell=" << (doorbell ? "on" : "off")
+      << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners
+      << " queue_capacity=" << queue_capacity << " max_pending=";
+  if (max_pending == 0) out << "unlimited"; else out << max_pending;
+  if (!worker_cpus.empty()) {
+    out << " worker_cpus=";
+    for (std::size_t i = 0; i < worker_cpus.size(); ++i) out << (i ? "," : "") << worker_cpus[i];
+  }
+  return out.str();
+}
+
+}  // namespace knit

@@ -1,0 +1,192 @@
+// worker: one worker thread's loop: claim a call (own ring, then peers' when stealing),
+// run it, hand the record back to the host, and when there is nothing to do, spin within
+// the idle policy's budget and then park on its doorbell.
+#include <chrono>
+#include <cstdio>
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "pool_shared.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KNIT_CPU_RELAX() _mm_pause()
+#else
+#define KNIT_CPU_RELAX() ((void)0)
+#endif
+
+namespace knit::detail {
+namespace {
+
+class worker_loop {
+ public:
+  worker_loop(pool_shared& shared, unsigned self)
+      : s_(shared), self_(self), me_(*shared.workers[self]), n_(static_cast<unsigned>(shared.workers.size())),
+        steal_(shared.options.steal && n_ > 1), doorbell_(shared.options.doorbell) {}
+
+  void run() noexcept {
+    for (;;) {
+      call_base* c = nullptr;
+      bool stolen = false;
+      if (claim(c, stolen)) {
+        execute(c, stolen);
+        continue;
+      }
+      if (s_.stopping.load(std::memory_order_acquire)) {
+        // The host sets stopping only after every record came back, so the rings are empty.
+        return;
+      }
+      if (spin(c, stolen)) {
+        execute(c, stolen);
+        continue;
+      }
+      park();
+    }
+  }
+
+ private:
+  // Own ring first (FIFO for the host's order), then one pass over the peers.
+  bool claim(call_base*& c, bool& stolen) noexcept {
+    if (me_.jobs.try_pop(c)) {
+      stolen = false;
+      return true;
+    }
+    if (!steal_) return false;
+    for (unsigned k = 1; k < n_; ++k) {
+      worker_slot& peer = *s_.workers[(self_ + k) % n_];
+      if (peer.jobs.try_pop(c)) {
+        stolen = true;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool work_visible() const noexcept {
+    if (!me_.jobs.empty_approx()) return true;
+    if (!steal_) return false;
+    for (unsigned k = 1; k < n_; ++k) {
+      if (!s_.workers[(self_ + k) % n_]->jobs.empty_approx()) return true;
+    }
+    return false;
+  }
+
+  void execute(call_base* c, bool stolen) noexcept {
+    me_.counters.calls_run.bump();
+    if (stolen) me_.counters.calls_stolen.bump();
+    // More work is queued behind this call: if nobody is spinning to catch it, wake a
+    // parked peer to steal it, so the host never has to pay that wake-up.
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.jobs.empty_approx()) wake_one_peer();
+
+    call_state expected = call_state::queued;
+    if (c->state.compare_exchange_strong(expected, call_state::running, std::memory_order_acq_rel)) {
+      c->run();
+      c->state.store(call_state::done, std::memory_order_release);
+    } else {
+      me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
+    }
+    // Capacity of `done` covers every record the host lets out (pool.cpp, enqueue), so
+    // this cannot fail; the loop is a belt for a broken invariant, not a code path.
+    while (!me_.done.try_push(c)) std::this_thread::yield();
+    if (s_.host_bell.notify()) me_.counters.completion_signals.bump();
+  }
+
+  void wake_one_peer() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the peer's park fence
+    for (unsigned k = 1; k < n_; ++k) {
+      worker_slot& peer = *s_.workers[(self_ + k) % n_];
+      if (peer.bell.state() == worker_state::parked && peer.bell.wake_if_parked()) {
+        me_.counters.peer_wakes.bump();
+        return;
+      }
+    }
+  }
+
+  bool spin(call_base*& c, bool& stolen) noexcept {
+    if (!s_.policy.try_begin_spin()) return false;
+    me_.counters.spins.bump();
+    me_.bell.set_spinning();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
+    bool caught = false;
+    for (unsigned i = 0;; ++i) {
+      if (claim(c, stolen)) {
+        caught = true;
+        break;
+      }
+      if ((i & 63) == 63) {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        if (s_.stopping.load(std::memory_order_relaxed)) break;
+      }
+      KNIT_CPU_RELAX();
+    }
+    me_.bell.set_running();
+    s_.policy.end_spin();
+    if (caught) {
+      me_.counters.spin_hits.bump();
+      if (doorbell_ && n_ > 1 && s_.policy.hand_off_after_catch()) wake_one_peer();
+    }
+    return caught;
+  }
+
+  void park() noexcept {
+    me_.bell.announce_park();  // state = parked; seq_cst fence
+    // Consider: the host pushed a call after our last claim() but before announce_park().
+    // It may have read our state as running and skipped the wake; this re-check sees it.
+    if (work_visible() || s_.stopping.load(std::memory_order_acquire)) {
+      me_.bell.cancel_park();
+      return;
+    }
+    me_.counters.parks.bump();
+    if (me_.bell.wait(s_.options.park_ms) == park_end::timeout) {
+      me_.counters.wakes_timeout.bump();
+    } else {
+      me_.counters.wakes_doorbell.bump();
+    }
+  }
+
+  pool_shared& s_;
+  const unsigned self_;
+  worker_slot& me_;
+  const unsigned n_;
+  const bool steal_;
+  const bool doorbell_;
+};
+
+void apply_affinity(const pool_options& options, unsigned self) noexcept {
+  if (options.worker_cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(options.worker_cpus[self % options.worker_cpus.size()], &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+    std::fprintf(stderr, "knit: worker %u: could not pin to CPU %d (continuing unpinned)\n", self,
+                 options.worker_cpus[self % options.worker_cpus.size()]);
+  }
+}
+
+}  // namespace
+
+void worker_main(pool_shared& shared, unsigned self) noexcept {
+  char name[16];
+  std::snprintf(name, sizeof name, "knit-worker-%u", self);
+  pthread_setname_np(pthread_self(), name);
+  apply_affinity(shared.options, self);
+  worker_loop(shared, self).run();
+}
+
+worker_stats worker_counters::snapshot() const noexcept {
+  worker_stats s;
+  s.calls_run = calls_run.get();
+  s.calls_stolen = calls_stolen.get();
+  s.calls_skipped = calls_skipped.get();
+  s.spin_hits = spin_hits.get();
+  s.spins = spins.get();
+  s.parks = parks.get();
+  s.wakes_doorbell = wakes_doorbell.get();
+  s.wakes_timeout = wakes_timeout.get();
+  s.peer_wakes = peer_wakes.get();
+  s.completion_signals = completion_signals.get();
+  return s;
+}
+
+}  // namespace knit::detail
