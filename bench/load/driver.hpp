@@ -1,0 +1,39 @@
+// The policy that decides when a route's connections send: the interface both loops implement.
+#pragma once
+
+#include <cstdint>
+
+#include "clock.hpp"
+
+namespace knit_load {
+
+class Connection;
+
+// Where a driver hands a request to go out: the worker, which writes it and accounts for
+// a failed write. `intended` is the time the request was meant to leave (latency origin).
+class RequestSink {
+ public:
+  virtual void send(Connection& c, Nanos intended, Nanos now) = 0;
+
+ protected:
+  ~RequestSink() = default;
+};
+
+class RouteDriver {
+ public:
+  virtual ~RouteDriver() = default;
+  // The measured window opens at t0.
+  virtual void start(Nanos t0) = 0;
+  // A connection of this route is connected and idle (fresh, or its response just arrived).
+  virtual void on_ready(Connection& c, Nanos now) = 0;
+  // A connection of this route is about to be closed; forget it if parked.
+  virtual void on_lost(Connection& c) = 0;
+  // Sends whatever has become due; called after every batch of events and timer wake.
+  virtual void dispatch(Nanos now) = 0;
+  // When dispatch() next has work, or kNever; the worker arms its timer for this.
+  virtual Nanos next_deadline() const = 0;
+  // Sends due before `end` that never went out (0 for a closed loop).
+  virtual std::uint64_t backlog(Nanos end) const = 0;
+};
+
+}  // namespace knit_load

@@ -1,0 +1,12 @@
+// The human-readable summary printed when no JSON is asked for on stdout.
+#pragma once
+
+#include <iosfwd>
+
+#include "runner.hpp"
+
+namespace knit_load {
+
+void print_summary(std::ostream& out, const RunResult& result);
+
+}  // namespace knit_load

@@ -1,0 +1,148 @@
+// Tests for the open-loop schedule and driver: intended times, pooling, CO correction.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "connection.hpp"
+#include "open_loop.hpp"
+#include "stats.hpp"
+
+using namespace knit_load;
+
+namespace {
+
+struct Sent {
+  Connection* c;
+  Nanos intended;
+  Nanos now;
+};
+
+class RecordingSink final : public RequestSink {
+ public:
+  void send(Connection& c, Nanos intended, Nanos now) override { sent.push_back({&c, intended, now}); }
+  std::vector<Sent> sent;
+};
+
+constexpr Nanos kT0 = 1'000'000'000'000;
+
+}  // namespace
+
+TEST(OpenLoopSchedule, IntendedTimesFollowRate) {
+  OpenLoopSchedule s(2000.0, kT0);
+  EXPECT_EQ(s.intended(0), kT0);
+  EXPECT_EQ(s.intended(1), kT0 + 500'000);
+  EXPECT_EQ(s.intended(2000), kT0 + kNanosPerSecond);
+  EXPECT_EQ(s.intended(30000), kT0 + 15 * kNanosPerSecond);
+  OpenLoopSchedule odd(3.0, kT0);
+  EXPECT_EQ(odd.intended(1), kT0 + 333'333'333);
+  EXPECT_EQ(odd.intended(3), kT0 + kNanosPerSecond);
+}
+
+TEST(OpenLoopSchedule, DueBeforeAgreesWithIntended) {
+  for (double rate : {1.0, 3.0, 7.5, 2000.0, 123456.7}) {
+    OpenLoopSchedule s(rate, kT0);
+    for (Nanos dt : {Nanos{0}, Nanos{1}, Nanos{499'999}, Nanos{500'000}, Nanos{500'001},
+                     kNanosPerSecond, 15 * kNanosPerSecond + 3}) {
+      const std::uint64_t n = s.due_before(kT0 + dt);
+      if (n > 0) {
+        EXPECT_LT(s.intended(n - 1), kT0 + dt);
+      }
+      EXPECT_GE(s.intended(n), kT0 + dt);
+    }
+  }
+}
+
+TEST(OpenLoopSchedule, TakeAndBacklog) {
+  OpenLoopSchedule s(1000.0, kT0);
+  EXPECT_TRUE(s.due(kT0));
+  EXPECT_FALSE(s.due(kT0 - 1));
+  EXPECT_EQ(s.take(), kT0);
+  EXPECT_EQ(s.take(), kT0 + 1'000'000);
+  EXPECT_EQ(s.taken(), 2u);
+  // Due before t0+10ms: requests 0..9; two taken.
+  EXPECT_EQ(s.backlog(kT0 + 10'000'000), 8u);
+  EXPECT_EQ(s.backlog(kT0 + 1'500'000), 0u);
+}
+
+TEST(OpenLoopDriver, SendsOnIdleConnectionsAtIntendedTimes) {
+  RecordingSink sink;
+  OpenLoopDriver d(sink, 1000.0);  // one every 1 ms
+  d.start(kT0);
+  Connection a(-1, nullptr), b(-1, nullptr);
+  d.on_ready(a, kT0);  // request 0 is due at t0: goes out at once
+  ASSERT_EQ(sink.sent.size(), 1u);
+  EXPECT_EQ(sink.sent[0].intended, kT0);
+  d.on_ready(b, kT0 + 100);  // nothing due: parked
+  EXPECT_EQ(sink.sent.size(), 1u);
+  EXPECT_EQ(d.idle_connections(), 1u);
+  EXPECT_EQ(d.next_deadline(), kT0 + 1'000'000);
+  d.dispatch(kT0 + 999'999);
+  EXPECT_EQ(sink.sent.size(), 1u);
+  d.dispatch(kT0 + 1'000'010);
+  ASSERT_EQ(sink.sent.size(), 2u);
+  EXPECT_EQ(sink.sent[1].c, &b);
+  EXPECT_EQ(sink.sent[1].intended, kT0 + 1'000'000);
+  EXPECT_EQ(d.next_deadline(), kNever);  // no idle connection left to schedule for
+}
+
+TEST(OpenLoopDriver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
+  RecordingSink sink;
+  OpenLoopDriver d(sink, 1000.0);
+  d.start(kT0);
+  Connection a(-1, nullptr);
+  d.on_ready(a, kT0);
+  // The only connection is busy for 5 ms; requests 1..4 fall due meanwhile.
+  d.dispatch(kT0 + 5'000'000);
+  EXPECT_EQ(sink.sent.size(), 1u);
+  EXPECT_EQ(d.backlog(kT0 + 5'000'000), 4u);
+  d.on_ready(a, kT0 + 5'000'000);
+  ASSERT_EQ(sink.sent.size(), 2u);
+  // Sent late, but its latency still counts from when it was due.
+  EXPECT_EQ(sink.sent[1].intended, kT0 + 1'000'000);
+  EXPECT_EQ(sink.sent[1].now, kT0 + 5'000'000);
+  for (const Sent& s : sink.sent) EXPECT_LE(s.intended, s.now);
+}
+
+TEST(OpenLoopDriver, LostConnectionLeavesThePool) {
+  RecordingSink sink;
+  OpenLoopDriver d(sink, 10.0);
+  d.start(kT0);
+  Connection a(-1, nullptr);
+  d.on_ready(a, kT0 - 1);
+  EXPECT_EQ(d.idle_connections(), 1u);
+  d.on_lost(a);
+  EXPECT_EQ(d.idle_connections(), 0u);
+  d.dispatch(kT0 + kNanosPerSecond);
+  EXPECT_TRUE(sink.sent.empty());
+}
+
+TEST(OpenLoop, CorrectedLatencyIsAtLeastUncorrected) {
+  RecordingSink sink;
+  OpenLoopDriver d(sink, 1000.0);
+  d.start(kT0);
+  Connection a(-1, nullptr), b(-1, nullptr);
+  RouteStats stats;
+  // Two connections, each response takes 3 ms: the schedule (1 ms) outruns them.
+  d.on_ready(a, kT0);
+  d.on_ready(b, kT0);
+  Nanos now = kT0;
+  for (std::size_t i = 0; i < sink.sent.size() && i < 200; ++i) {
+    const Sent s = sink.sent[i];
+    now = std::max(now, s.now) + 3'000'000;
+    stats.record_response(200, s.intended, s.now, now);
+    d.on_ready(*s.c, now);
+  }
+  ASSERT_GE(stats.requests, 100u);
+  for (double p : {50.0, 90.0, 99.0, 100.0}) {
+    EXPECT_GE(stats.latency.percentile(p), stats.uncorrected.percentile(p)) << p;
+  }
+  // Falling behind shows up only in the corrected figure.
+  EXPECT_GT(stats.latency.percentile(99), 10 * stats.uncorrected.percentile(99));
+}
+
+TEST(OpenLoop, RateMetFlag) {
+  EXPECT_TRUE(open_loop_rate_met(2000, 1999.8, 0));
+  EXPECT_TRUE(open_loop_rate_met(2000, 1980.0, 0));
+  EXPECT_FALSE(open_loop_rate_met(2000, 1979.0, 0));
+  EXPECT_FALSE(open_loop_rate_met(2000, 2000.0, 3));
+}
