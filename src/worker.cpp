@@ -73,14 +73,14 @@ class worker_loop {
   }
 
   void execute(call_base* c, bool stolen) noexcept {
-    me_.counters.calls_run.bump();
-    if (stolen) me_.counters.calls_stolen.bump();
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
     if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.jobs.empty_approx()) wake_one_peer();
 
     call_state expected = call_state::queued;
     if (c->state.compare_exchange_strong(expected, call_state::running, std::memory_order_acq_rel)) {
+      me_.counters.calls_run.bump();
+      if (stolen) me_.counters.calls_stolen.bump();
       c->run();
       c->state.store(call_state::done, std::memory_order_release);
     } else {

@@ -1,0 +1,60 @@
+#include "knit/job_ring.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace {
+
+TEST(job_ring, capacity_rounds_up_to_power_of_two) {
+  EXPECT_EQ(knit::job_ring<int*>(1).capacity(), 1u);
+  EXPECT_EQ(knit::job_ring<int*>(3).capacity(), 4u);
+  EXPECT_EQ(knit::job_ring<int*>(1000).capacity(), 1024u);
+}
+
+TEST(job_ring, zero_capacity_is_rejected) {
+  EXPECT_THROW(knit::job_ring<int*>(0), std::invalid_argument);
+}
+
+// Capacities 1, 2 and 4 so every run reaches the full state and wraps many times.
+class job_ring_small : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(job_ring_small, fifo_full_empty_and_wrap) {
+  knit::job_ring<std::uintptr_t> ring(GetParam());
+  const std::size_t cap = ring.capacity();
+  std::uintptr_t next_in = 1, next_out = 1;
+  for (int round = 0; round < 50; ++round) {
+    for (std::size_t i = 0; i < cap; ++i) ASSERT_TRUE(ring.try_push(next_in++));
+    EXPECT_FALSE(ring.try_push(999)) << "push into a full ring must fail";
+    EXPECT_EQ(ring.producer_size(), cap);
+    std::uintptr_t v = 0;
+    for (std::size_t i = 0; i < cap; ++i) {
+      ASSERT_TRUE(ring.try_pop(v));
+      EXPECT_EQ(v, next_out++);
+    }
+    EXPECT_FALSE(ring.try_pop(v)) << "pop from an empty ring must fail";
+    EXPECT_EQ(ring.producer_size(), 0u);
+  }
+}
+
+TEST_P(job_ring_small, interleaved_push_pop) {
+  knit::job_ring<std::uintptr_t> ring(GetParam());
+  std::uintptr_t v = 0;
+  for (std::uintptr_t i = 1; i < 1000; ++i) {
+    ASSERT_TRUE(ring.try_push(i));
+    ASSERT_TRUE(ring.try_pop(v));
+    ASSERT_EQ(v, i);
+  }
+  EXPECT_TRUE(ring.empty_approx());
+}
+
+INSTANTIATE_TEST_SUITE_P(capacities, job_ring_small, ::testing::Values(1, 2, 3));
+
+TEST(job_ring, head_and_tail_on_separate_cache_lines) {
+  // Layout claim from the protocol comment: the consumer-written head and the
+  // producer-written tail never share a line.
+  static_assert(alignof(knit::job_ring<int*>) >= knit::detail::kCacheLine);
+  SUCCEED();
+}
+
+}  // namespace
