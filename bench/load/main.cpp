@@ -1,4 +1,6 @@
 // knit-load entry point: parse flags, run, write the JSON and/or the human summary.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -16,6 +18,11 @@ int main(int argc, char** argv) {
   using namespace knit_load;
   // Writes use MSG_NOSIGNAL; this also covers anything else that writes to a dead socket/pipe.
   std::signal(SIGPIPE, SIG_IGN);
+  // Large --route CONNS counts can pass the usual soft limit of 1024 descriptors.
+  if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
 
   Config cfg;
   try {
