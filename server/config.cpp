@@ -1,0 +1,129 @@
+// Parses the server's environment variables; every bad value becomes a config_error naming it.
+#include "config.hpp"
+
+#include <openssl/rand.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace knit_server {
+namespace {
+
+// The error text shape every check uses: NAME="value": what was expected.
+[[noreturn]] void fail(const char* name, std::string_view value, std::string_view expected) {
+  std::string message = name;
+  message += "=\"";
+  message += value;
+  message += "\": ";
+  message += expected;
+  throw config_error(message);
+}
+
+// Unset and empty both mean "use the default".
+std::optional<std::string> lookup(const env_lookup& getenv, const char* name) {
+  std::optional<std::string> value = getenv(name);
+  if (value && value->empty()) return std::nullopt;
+  return value;
+}
+
+// A plain decimal integer in [lo, hi]: no sign, no spaces, no trailing text, no hex.
+std::uint64_t parse_uint(const char* name, const std::string& text, std::uint64_t lo,
+                         std::uint64_t hi) {
+  const std::string expected =
+      "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+  std::uint64_t value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc{} || end != last) fail(name, text, expected);  // also rejects '-' and '+'
+  if (value < lo || value > hi) fail(name, text, expected);
+  return value;
+}
+
+template <class T>
+void read_uint(const env_lookup& getenv, const char* name, T& out, std::uint64_t lo,
+               std::uint64_t hi) {
+  if (auto text = lookup(getenv, name)) out = static_cast<T>(parse_uint(name, *text, lo, hi));
+}
+
+// 32 bytes from OpenSSL's CSPRNG: a secret nobody can guess, and never a constant in the source.
+std::string random_secret() {
+  std::string secret(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()),
+                 static_cast<int>(secret.size())) != 1) {
+    throw std::runtime_error("RAND_bytes failed: cannot generate a JWT secret; set JWT_SECRET");
+  }
+  return secret;
+}
+
+// The cost ceiling for one emulated route: 10 s is far beyond anything a benchmark wants,
+// and low enough that a typo (an extra zero or two) is still caught.
+constexpr std::uint64_t kMaxCostUs = 10'000'000;
+
+}  // namespace
+
+std::string_view to_string(exec_mode mode) noexcept {
+  return mode == exec_mode::inline_host ? "inline" : "pooled";
+}
+
+server_config config_from_env(const env_lookup& getenv) {
+  server_config cfg;
+
+  if (auto host = lookup(getenv, "HOST")) {
+    // Only literals (and "localhost"): resolving names would make the bind address depend on
+    // DNS, and the benchmark must know exactly which interface it measures.
+    boost::system::error_code ec;
+    if (*host != "localhost") boost::asio::ip::make_address(*host, ec);
+    if (ec) fail("HOST", *host, "must be an IP address such as 127.0.0.1, 0.0.0.0 or ::1");
+    cfg.host = *host;
+  }
+  read_uint(getenv, "PORT", cfg.port, 0, 65535);
+
+  if (auto mode = lookup(getenv, "KNIT_MODE")) {
+    if (*mode == "inline") {
+      cfg.mode = exec_mode::inline_host;
+    } else if (*mode == "pooled") {
+      cfg.mode = exec_mode::pooled;
+    } else {
+      fail("KNIT_MODE", *mode, "must be inline or pooled");
+    }
+  }
+
+  if (auto profile = lookup(getenv, "KNIT_COST_PROFILE")) {
+    if (*profile == "bun") {
+      // The seed's Bun server spends about this much CPU per call in each route.
+      cfg.ssr_cost_us = 76;
+      cfg.jwt_cost_us = 72;
+    } else if (*profile != "native") {
+      fail("KNIT_COST_PROFILE", *profile, "must be bun or native");
+    }
+    cfg.cost_profile = *profile;
+  }
+  read_uint(getenv, "KNIT_SSR_COST_US", cfg.ssr_cost_us, 0, kMaxCostUs);
+  read_uint(getenv, "KNIT_JWT_COST_US", cfg.jwt_cost_us, 0, kMaxCostUs);
+
+  read_uint(getenv, "KNIT_MAX_CONNECTIONS", cfg.max_connections, 1, 1'000'000);
+  std::uint64_t idle_ms = static_cast<std::uint64_t>(cfg.idle_timeout.count());
+  read_uint(getenv, "KNIT_IDLE_TIMEOUT_MS", idle_ms, 1, 3'600'000);
+  cfg.idle_timeout = std::chrono::milliseconds(idle_ms);
+
+  if (auto secret = lookup(getenv, "JWT_SECRET")) {
+    cfg.jwt_secret = *secret;
+  } else {
+    cfg.jwt_secret = random_secret();
+    cfg.jwt_secret_generated = true;
+  }
+  return cfg;
+}
+
+server_config config_from_process_env() {
+  return config_from_env([](const char* name) -> std::optional<std::string> {
+    if (const char* value = std::getenv(name)) return std::string(value);
+    return std::nullopt;
+  });
+}
+
+}  // namespace knit_server

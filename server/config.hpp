@@ -1,0 +1,65 @@
+// Server settings from the environment (PORT, HOST, KNIT_MODE, costs, limits, JWT_SECRET), checked strictly.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace knit_server {
+
+// Where /ssr and /jwt run: on the host thread (the seed's hono_only) or on a knit pool
+// worker (hono_knitting). /ping always runs on the host thread.
+enum class exec_mode { inline_host, pooled };
+
+// "inline" or "pooled": the spelling of KNIT_MODE and of the knit-stats "mode" field.
+std::string_view to_string(exec_mode mode) noexcept;
+
+struct server_config {
+  std::string host = "127.0.0.1";  // HOST: an IPv4/IPv6 literal, or "localhost"
+  std::uint16_t port = 3000;       // PORT: 0 asks the kernel for a free port
+  exec_mode mode = exec_mode::pooled;  // KNIT_MODE
+
+  // KNIT_COST_PROFILE names the per-route CPU cost to emulate; KNIT_SSR_COST_US and
+  // KNIT_JWT_COST_US override it per route. "bun" is the seed's measured cost of the Bun
+  // routes, so a C++ server can stand in for the JS one; "native" adds nothing.
+  std::string cost_profile = "native";
+  std::uint32_t ssr_cost_us = 0;
+  std::uint32_t jwt_cost_us = 0;
+
+  // HS256 key bytes. From JWT_SECRET, or 32 random bytes when it is unset (then
+  // jwt_secret_generated is true and the caller warns: tokens will not survive a restart).
+  std::string jwt_secret;
+  bool jwt_secret_generated = false;
+
+  std::size_t max_connections = 10000;             // KNIT_MAX_CONNECTIONS
+  std::chrono::milliseconds idle_timeout{30'000};  // KNIT_IDLE_TIMEOUT_MS: read and write deadline
+
+  // Fixed limits. A request body above kBodyLimit gets 413, a header above kHeaderLimit 431.
+  static constexpr std::size_t kBodyLimit = 64 * 1024;
+  static constexpr std::size_t kHeaderLimit = 8 * 1024;
+};
+
+// A bad setting. what() names the variable and quotes the value, e.g.
+//   PORT="70000": must be an integer from 0 to 65535
+class config_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Looks a variable up; nullopt when unset. The seam that lets tests feed a fake environment.
+using env_lookup = std::function<std::optional<std::string>(const char* name)>;
+
+// Builds the configuration. Unset or empty variables take their defaults (the seed's
+// harness passes KNIT_SPIN="" to mean "default"); anything else that does not parse
+// throws config_error, never a silent default. May call RAND_bytes for the secret.
+server_config config_from_env(const env_lookup& getenv);
+
+// config_from_env over the real process environment.
+server_config config_from_process_env();
+
+}  // namespace knit_server

@@ -1,0 +1,98 @@
+// Runs the two heavy routes (/ssr, /jwt): inline on the host thread, or moved into a knit pool worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <boost/beast/http/status.hpp>
+#include <knit/asio.hpp>
+#include <knit/knit.hpp>
+
+#include "config.hpp"
+#include "router.hpp"
+
+namespace knit_server {
+
+// What a heavy route produces: the status and the finished body, moved back to the host.
+struct heavy_output {
+  boost::beast::http::status status = boost::beast::http::status::ok;
+  std::string body;
+};
+
+// One heavy call, complete except for the request body. It is the task a pool worker runs
+// (or the host, inline), so it holds only what the work needs: no pointers into a session.
+struct heavy_job {
+  route which = route::ssr;
+  std::uint32_t cost_us = 0;       // emulated CPU cost on the calling thread; 0 = none
+  std::string_view jwt_secret;     // views server_config::jwt_secret, which outlives the pool
+
+  // Does the route's work on the calling thread, then burns CPU until the thread has spent
+  // cost_us in total (the real work counts towards it). May throw (std::bad_alloc).
+  heavy_output operator()(std::string&& body) const;
+};
+
+class heavy_dispatch {
+ public:
+  // Inline mode: host == nullptr, the work runs inside start(). Pooled mode: `host` must
+  // outlive this object. `cfg` must outlive it too (the job views the secret).
+  heavy_dispatch(const server_config& cfg, knit::asio_host* host) noexcept
+      : host_(host), cfg_(cfg) {}
+
+  bool pooled() const noexcept { return host_ != nullptr; }
+
+  // Runs route `r` (ssr or jwt) on `body`, which is moved into the job, and calls
+  // `done(heavy_output&&)` on the host thread exactly once:
+  //   - inline: before start() returns;
+  //   - pooled: later, from the io_context, when the worker's result comes back.
+  // Returns knit::errc::queue_full (the pool's max_pending is reached) or
+  // knit::errc::shut_down, and then `done` is never called: the caller answers 503 itself.
+  // `done` must not throw (the pool would terminate): catch inside it.
+  template <class Done>
+  std::error_code start(route r, std::string&& body, Done&& done);
+
+ private:
+  heavy_job job_for(route r) const noexcept {
+    return {r, r == route::ssr ? cfg_.ssr_cost_us : cfg_.jwt_cost_us, cfg_.jwt_secret};
+  }
+
+  // An internal error as a route answer: the job threw (inline), or the worker's result
+  // carried an exception (pooled).
+  static heavy_output failed() {
+    return {boost::beast::http::status::internal_server_error, "Internal Server Error"};
+  }
+
+  knit::asio_host* host_;
+  const server_config& cfg_;
+};
+
+template <class Done>
+std::error_code heavy_dispatch::start(route r, std::string&& body, Done&& done) {
+  const heavy_job job = job_for(r);
+
+  if (!host_) {
+    // Inline: the seed's hono_only. The host thread does the work itself, and every other
+    // connection waits until it is done: the head-of-line blocking the pool exists to remove.
+    heavy_output out;
+    try {
+      out = job(std::move(body));
+    } catch (...) {
+      out = failed();
+    }
+    done(std::move(out));
+    return {};
+  }
+
+  // Pooled: the body string moves into the call record and from there into the job; the
+  // rendered body comes back by move inside the result. Nothing is copied either way.
+  return host_->submit(
+      job, std::move(body),
+      [done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+        done(result.ok() ? std::move(result.value()) : failed());
+      },
+      knit::call_options{});
+}
+
+}  // namespace knit_server

@@ -1,0 +1,167 @@
+// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline or on a knit pool.
+//
+// The steps, in order:
+//   1. read the configuration from the environment (bad value: message, exit 2);
+//   2. make the host's event loop, one io_context run by this thread only;
+//   3. pooled mode: start the pool (on this thread, which makes it the pool's host) and bind
+//      its completions to the io_context;
+//   4. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
+//   5. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats);
+//   6. shut the pool down (drain), exit 0.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/system/system_error.hpp>
+#include <knit/asio.hpp>
+#include <knit/knit.hpp>
+
+#include "config.hpp"
+#include "heavy_dispatch.hpp"
+#include "server.hpp"
+#include "stats.hpp"
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using namespace knit_server;
+
+namespace {
+
+constexpr int kExitConfig = 2;   // a bad environment variable
+constexpr int kExitStartup = 1;  // cannot listen, cannot start the pool
+
+std::string url_of(const tcp::endpoint& ep) {
+  const bool v6 = ep.address().is_v6();  // an IPv6 literal goes in brackets in a URL
+  std::string url = "http://";
+  if (v6) url += '[';
+  url += ep.address().to_string();
+  if (v6) url += ']';
+  url += ':';
+  url += std::to_string(ep.port());
+  return url;
+}
+
+void print_banner(const server_config& cfg, const knit::pool* pool) {
+  // The route list exactly as the seed's server prints it.
+  std::cout << "GET  /ping\n"
+            << "POST /ssr   body: { name?, plan?, bio?, projects? }\n"
+            << "POST /jwt   body: { user: { id, email?, role? }, ttlSec? }\n";
+  if (pool) {
+    std::cout << "mode: pooled (/ssr and /jwt on knit workers) pool: " << pool->describe() << '\n';
+  } else {
+    std::cout << "mode: inline (/ssr and /jwt on the host thread, no pool)\n";
+  }
+  std::cout << "cost profile: " << cfg.cost_profile << " (ssr " << cfg.ssr_cost_us << " us, jwt "
+            << cfg.jwt_cost_us << " us)\n";
+}
+
+}  // namespace
+
+int main() {
+  // 1. Configuration. Nothing is bound or started until every value has been checked.
+  server_config cfg;
+  knit::pool_options pool_options;
+  try {
+    cfg = config_from_process_env();
+    // Read the pool variables in inline mode too: a typo in KNIT_THREADS is an error
+    // whichever mode the benchmark happens to be running.
+    pool_options = knit::pool_options::from_env();
+  } catch (const std::invalid_argument& e) {  // config_error and knit::config_error
+    std::cerr << "knit-server: " << e.what() << '\n';
+    return kExitConfig;
+  } catch (const std::exception& e) {
+    std::cerr << "knit-server: " << e.what() << '\n';
+    return kExitStartup;
+  }
+  if (cfg.jwt_secret_generated) {
+    std::cerr << "knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
+                 "secret for this run only (tokens will not verify after a restart)\n";
+  }
+
+  // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
+  //    skip the locking a multi-threaded loop needs.
+  net::io_context io{1};
+
+  // 3. The pool and its glue, pooled mode only. Constructed here, on the thread that runs
+  //    io: knit checks that every pool call comes from the thread that created the pool.
+  std::optional<knit::pool> pool;
+  std::optional<knit::asio_host> host;
+  if (cfg.mode == exec_mode::pooled) {
+    try {
+      pool.emplace(pool_options);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "knit-server: " << e.what() << '\n';
+      return kExitConfig;
+    } catch (const std::exception& e) {
+      std::cerr << "knit-server: cannot start the pool: " << e.what() << '\n';
+      return kExitStartup;
+    }
+    host.emplace(io, *pool);
+  }
+  heavy_dispatch dispatch(cfg, host ? &*host : nullptr);
+  server srv(io, cfg, dispatch);
+
+  // 4. Listen, then tell the world.
+  tcp::endpoint bound;
+  try {
+    bound = srv.listen();
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "knit-server: cannot listen on " << cfg.host << ':' << cfg.port << ": "
+              << e.code().message() << '\n';
+    return kExitStartup;
+  }
+  srv.start();
+  print_banner(cfg, pool ? &*pool : nullptr);
+  std::cout << "listening on " << url_of(bound) << std::endl;  // flushed: scripts wait for it
+
+  // 5. Signals. SIGINT/SIGTERM start the graceful stop (server.hpp); once the last
+  //    connection is gone, stop the loop. A second one exits at once. SIGUSR1 prints one
+  //    knit-stats line, which the benchmark driver reads.
+  net::signal_set signals(io, SIGINT, SIGTERM, SIGUSR1);
+  int stop_requests = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;  // cancelled: the server has drained
+        if (signo == SIGUSR1) {
+          std::optional<std::string> pool_json;
+          if (pool) pool_json = knit::to_json(pool->stats());
+          std::cout << format_stats_line(cfg.mode, srv.counters(), pool_json) << std::endl;
+        } else if (++stop_requests == 1) {
+          std::cerr << "knit-server: signal " << signo
+                    << ": stopping; finishing the requests in progress\n";
+          srv.stop([&] {
+            signals.cancel();
+            io.stop();
+          });
+        } else {
+          std::cerr << "knit-server: second stop signal: exiting without draining\n";
+          std::_Exit(1);
+        }
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+
+  // Run the loop. A handler that throws unwinds out of run(); report it and carry on, so a
+  // bug in one request cannot take the server down. run() returns normally after io.stop().
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      std::cerr << "knit-server: error in the event loop: " << e.what() << '\n';
+    }
+  }
+
+  // 6. Every accepted call has completed (each one's session was waiting for it), so this
+  //    only joins the workers.
+  if (pool) pool->shutdown(knit::shutdown_mode::drain);
+  std::cerr << "knit-server: stopped\n";
+  return 0;
+}

@@ -1,0 +1,86 @@
+// The shared server state and the graceful stop: close the acceptor, stop every session, report when drained.
+#include "server.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+
+#include "session.hpp"
+
+namespace knit_server {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+server::server(net::io_context& io, const server_config& cfg, heavy_dispatch& dispatch)
+    : io_(io),
+      cfg_(cfg),
+      dispatch_(dispatch),
+      listener_(io, *this),
+      sweep_timer_(io),
+      sweep_period_(std::clamp<std::chrono::milliseconds>(cfg.idle_timeout / 8,
+                                                          std::chrono::milliseconds(10),
+                                                          std::chrono::milliseconds(1000))) {}
+
+tcp::endpoint server::listen() {
+  const net::ip::address address =
+      cfg_.host == "localhost" ? net::ip::address(net::ip::address_v4::loopback())
+                               : net::ip::make_address(cfg_.host);
+  return listener_.open(tcp::endpoint(address, cfg_.port));
+}
+
+void server::start() { listener_.run(); }
+
+void server::stop(std::function<void()> drained) {
+  if (stopping_) return;
+  stopping_ = true;
+  drained_ = std::move(drained);
+
+  // 1. No new connections.
+  listener_.stop();
+
+  // 2. Every session closes as soon as it has nothing in progress. session::stop() may
+  //    cancel a read but never destroys the session here (the pending handler holds it),
+  //    so iterating the set is safe.
+  for (session* s : sessions_) s->stop();
+
+  // 3. Already drained? Report it from the event loop, like every other completion.
+  if (sessions_.empty()) net::post(io_, std::exchange(drained_, nullptr));
+}
+
+void server::attach(session& s) {
+  sessions_.insert(&s);
+  if (!sweeping_) start_sweep();
+}
+
+void server::detach(session& s) {
+  sessions_.erase(&s);
+  if (stopping_ && sessions_.empty() && drained_) {
+    sweep_timer_.cancel();
+    // exchange: `drained` is reported once, however the last sessions go.
+    net::post(io_, std::exchange(drained_, nullptr));
+  }
+}
+
+void server::start_sweep() {
+  sweeping_ = true;
+  sweep_timer_.expires_after(sweep_period_);
+  sweep_timer_.async_wait([this](boost::system::error_code ec) { on_sweep(ec); });
+}
+
+void server::on_sweep(boost::system::error_code ec) {
+  sweeping_ = false;
+  // No connections, no timer: an idle server wakes up for nothing (the seed measures idle
+  // CPU). The next attach() starts the sweep again.
+  if (ec || sessions_.empty()) return;
+
+  // check_deadline() may cancel a socket, never destroy a session (the cancelled handler
+  // runs later), so iterating the set is safe.
+  const auto now = std::chrono::steady_clock::now();
+  for (session* s : sessions_) s->check_deadline(now);
+  start_sweep();
+}
+
+}  // namespace knit_server

@@ -1,0 +1,87 @@
+// What every connection shares (configuration, counters, heavy-route dispatch, the session list) and the stop protocol.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <unordered_set>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config.hpp"
+#include "heavy_dispatch.hpp"
+#include "listener.hpp"
+#include "stats.hpp"
+
+namespace knit_server {
+
+class session;
+
+// Lives on the host thread, as does everything it holds: no member needs a lock.
+//
+// Stop protocol (stop()):
+//   1. close the acceptor: no new connections;
+//   2. ask every session to stop: an idle keep-alive connection (no byte of a next request
+//      received) is closed at once; any other finishes its current request, sends the
+//      response with "Connection: close", and closes;
+//   3. when the last session is gone, call `drained` (posted, never from inside stop()).
+// The caller then stops the io_context and shuts the pool down. Skipping 2 would keep idle
+// keep-alive clients' connections open until their idle timeout; calling `drained` before
+// the last session is gone could cut a response short.
+//
+// Deadlines: each session records when its pending read or write must have finished, and
+// one sweep timer, running only while connections exist, cancels the overdue ones every
+// idle_timeout/8 (10 ms to 1 s). A timer per session operation (beast::tcp_stream) would put
+// two timer-queue updates on every request; the sweep costs a request one clock read.
+// A deadline is therefore enforced up to one sweep period late.
+class server {
+ public:
+  // `cfg` and `dispatch` must outlive the server; the server must outlive every session,
+  // which the stop protocol guarantees when the io_context is stopped only from `drained`.
+  server(boost::asio::io_context& io, const server_config& cfg, heavy_dispatch& dispatch);
+
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and listens on cfg.host:cfg.port and returns the bound endpoint (the real port
+  // when PORT=0). Throws boost::system::system_error, e.g. when the port is taken.
+  boost::asio::ip::tcp::endpoint listen();
+
+  // Starts the accept loop. Call after listen().
+  void start();
+
+  // Graceful stop; see the protocol above. `drained` runs on the io_context thread.
+  // A second call does nothing.
+  void stop(std::function<void()> drained);
+
+  bool stopping() const noexcept { return stopping_; }
+  const server_config& config() const noexcept { return cfg_; }
+  heavy_dispatch& dispatch() noexcept { return dispatch_; }
+  request_counters& counters() noexcept { return counters_; }
+  const request_counters& counters() const noexcept { return counters_; }
+  std::size_t connections() const noexcept { return sessions_.size(); }
+
+  // Called by session's constructor and destructor.
+  void attach(session& s);
+  void detach(session& s);
+
+ private:
+  void start_sweep();
+  void on_sweep(boost::system::error_code ec);
+
+  boost::asio::io_context& io_;
+  const server_config& cfg_;
+  heavy_dispatch& dispatch_;
+  request_counters counters_;
+  listener listener_;
+  std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
+  boost::asio::steady_timer sweep_timer_;
+  std::chrono::milliseconds sweep_period_;
+  bool sweeping_ = false;                  // a sweep wait is pending
+  bool stopping_ = false;
+  std::function<void()> drained_;
+};
+
+}  // namespace knit_server

@@ -1,0 +1,267 @@
+// The session's read -> route -> write chain, narrated step by step in the manner of Beast's examples.
+#include "session.hpp"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <system_error>
+#include <utility>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "routes/routes.hpp"
+#include "server.hpp"
+
+namespace knit_server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// How long a closing connection waits for the client to close its side, and how much it
+// reads meanwhile. Enough for a client to finish sending a refused 64 KiB body; a client
+// that keeps sending beyond that is not worth waiting for.
+constexpr std::chrono::milliseconds kLingerTimeout{2000};
+constexpr std::size_t kLingerLimit = 256 * 1024;
+constexpr std::size_t kLingerChunk = 16 * 1024;
+
+// True when the parser rejected the bytes (as opposed to the connection failing).
+bool is_parse_error(const beast::error_code& ec) {
+  static const std::error_category& http_category =
+      beast::error_code(http::error::bad_method).category();
+  return ec.category() == http_category;
+}
+
+}  // namespace
+
+session::session(socket_type&& socket, server& srv) : socket_(std::move(socket)), server_(srv) {
+  server_.attach(*this);
+}
+
+session::~session() {
+  // The socket closes with socket_. Telling the server last lets it report "drained" only
+  // once this connection is really gone.
+  server_.detach(*this);
+}
+
+void session::run() { do_read(); }
+
+void session::stop() {
+  // Idle between requests, with no byte of a next request received: nothing has started,
+  // so nothing is lost by closing now. Cancel the read; on_read sees operation_aborted and
+  // the session ends. A read that has already completed is not affected: its request is
+  // answered, with Connection: close.
+  if (phase_ == phase::reading && buffer_.size() == 0 && !parser_->got_some()) {
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+  }
+  // Otherwise a request is in progress: send_response sees server_.stopping() and answers
+  // with Connection: close, and on_write closes once the response is out.
+}
+
+void session::check_deadline(clock_type::time_point now) {
+  if (now < deadline_) return;
+  // Too slow. Cancel the pending read or write; its handler sees operation_aborted, does
+  // not start another, and the session ends.
+  deadline_ = clock_type::time_point::max();
+  beast::error_code ignored;
+  socket_.cancel(ignored);
+}
+
+void session::do_read() {
+  phase_ = phase::reading;
+
+  // Make a fresh parser for this request: Beast parsers are single-use. Emplacing into the
+  // same optional reuses its storage, so this allocates nothing.
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(server_config::kHeaderLimit));
+  parser_->body_limit(server_config::kBodyLimit);
+
+  // The client has idle_timeout to deliver the whole request, starting now. That bounds an
+  // idle keep-alive connection and a slow client dribbling its header alike. (The server's
+  // sweep enforces it; see server.hpp.)
+  deadline_ = clock_type::now() + server_.config().idle_timeout;
+
+  // Read a request. A pipelined request already in buffer_ is parsed from the buffer
+  // without touching the socket.
+  http::async_read(socket_, buffer_, *parser_,
+                   beast::bind_front_handler(&session::on_read, shared_from_this()));
+}
+
+void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
+  if (!ec) return handle_request();
+
+  // The parser refused the request: answer it, then close, because after a bad message we
+  // cannot know where the next one would start.
+  if (ec == http::error::header_limit) return refuse(http::status::request_header_fields_too_large);
+  if (ec == http::error::body_limit) return refuse(http::status::payload_too_large);
+  if (is_parse_error(ec) && ec != http::error::end_of_stream &&
+      ec != http::error::partial_message) {
+    return refuse(http::status::bad_request);
+  }
+
+  // Everything else ends the connection without a response, and there is nobody to tell:
+  //   end_of_stream      the client closed between requests, the normal end of keep-alive;
+  //   partial_message    the client closed in the middle of a request;
+  //   operation_aborted  the deadline passed (idle or too slow), or stop() closed an idle
+  //                      connection;
+  //   anything else      the connection failed (reset and the like).
+  // Returning drops the last reference: the session is destroyed and the socket closed.
+}
+
+void session::handle_request() {
+  phase_ = phase::handling;
+  deadline_ = clock_type::time_point::max();
+  auto& req = parser_->get();
+
+  // Remember what the response depends on before the body is moved away.
+  keep_alive_ = req.keep_alive();
+  http10_ = req.version() == 10;
+  head_only_ = req.method() == http::verb::head;
+  route_ = match_route(req.method(), req.target());
+  server_.counters().count(route_);
+
+  if (is_heavy(route_)) {
+    // Hand the body over to the heavy route: moved, never copied. In inline mode the route
+    // runs right here and on_heavy_done is called before start() returns; in pooled mode a
+    // worker runs it and on_heavy_done is called later from the event loop. This session
+    // stays alive meanwhile because the completion holds a shared_ptr to it.
+    std::error_code ec;
+    try {
+      ec = server_.dispatch().start(
+          route_, std::move(req.body()),
+          [self = shared_from_this()](heavy_output&& out) { self->on_heavy_done(std::move(out)); });
+    } catch (const std::exception&) {
+      // submit() could not allocate the call: answer, do not crash.
+      fill_error(res_, http::status::internal_server_error);
+      return send_response();
+    }
+    if (ec) {
+      // The pool refused the call (its max_pending is reached, or it is shutting down).
+      // Say so at once instead of queueing without bound: 503 with Retry-After.
+      fill_overloaded(res_);
+      send_response();
+    }
+    return;
+  }
+
+  // /ping and 404 are cheap: answer them here, on the host thread, without the pool.
+  try {
+    if (route_ == route::ping) {
+      fill(res_, http::status::ok, content_type::json,
+           routes::ping_body("knit", std::chrono::system_clock::now()));
+    } else {
+      fill_not_found(res_);
+    }
+  } catch (const std::exception&) {
+    fill_error(res_, http::status::internal_server_error);
+  }
+  send_response();
+}
+
+void session::on_heavy_done(heavy_output&& out) noexcept {
+  // Back on the host thread with the route's result. It must not throw: in pooled mode we
+  // are inside the pool's completion delivery.
+  try {
+    if (out.status == http::status::internal_server_error) {
+      fill_error(res_, out.status);  // what Hono's default error handler answers
+    } else {
+      // /ssr answers HTML; /jwt answers JSON, its 400 "Bad request" included (the seed sets
+      // the content type for both outcomes).
+      fill(res_, out.status, route_ == route::ssr ? content_type::html : content_type::json_utf8,
+           std::move(out.body));
+    }
+    send_response();
+  } catch (const std::exception&) {
+    // Out of memory while building the response: drop the connection, keep the server.
+    beast::error_code ignored;
+    socket_.close(ignored);
+  }
+}
+
+void session::refuse(http::status status) {
+  // The request could not be parsed: answer it, then close.
+  server_.counters().count(route::not_found);
+  phase_ = phase::handling;
+  keep_alive_ = false;
+  http10_ = false;
+  head_only_ = false;
+  fill_error(res_, status);
+  send_response();
+}
+
+void session::send_response() {
+  phase_ = phase::writing;
+
+  // Keep the connection open only if the client wants that and the server is not stopping.
+  const bool keep = keep_alive_ && !server_.stopping();
+  serialize_head(head_, res_,
+                 !keep     ? connection_header::close
+                 : http10_ ? connection_header::keep_alive
+                           : connection_header::none);
+
+  // A client that does not read its response cannot hold the connection forever either.
+  deadline_ = clock_type::now() + server_.config().idle_timeout;
+
+  // Write the head and the body with one gathering write (one writev). HEAD: the same
+  // head, Content-Length included, and no body.
+  const std::array<net::const_buffer, 2> buffers{
+      net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
+  net::async_write(socket_, buffers,
+                   beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
+}
+
+void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
+  // The client is gone, or it stopped reading until the deadline passed.
+  if (ec) return;
+
+  // The response said "Connection: close", or the server began stopping while we wrote.
+  if (close || server_.stopping()) return do_close();
+
+  // Keep-alive: read the next request (it may already be waiting in buffer_).
+  do_read();
+}
+
+void session::do_close() {
+  phase_ = phase::closing;
+
+  // Send a TCP FIN: the client reads the whole response, then the end of the stream.
+  beast::error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_send, ignored);
+
+  // Then wait for the client to close its side, discarding whatever it still sends.
+  // Closing at once could destroy the response we just sent: a socket closed with unread
+  // input (the rest of a refused 413 body, a pipelined request) sends RST instead of FIN,
+  // and the client's kernel may drop our response before the client has read it.
+  buffer_.clear();
+  lingered_ = 0;
+  deadline_ = clock_type::now() + std::min<clock_type::duration>(kLingerTimeout,
+                                                                 server_.config().idle_timeout);
+  do_linger();
+}
+
+void session::do_linger() {
+  // prepare() without commit() hands out the same bytes every time: discarding costs no
+  // memory beyond one chunk.
+  socket_.async_read_some(buffer_.prepare(kLingerChunk),
+                          beast::bind_front_handler(&session::on_linger, shared_from_this()));
+}
+
+void session::on_linger(beast::error_code ec, std::size_t bytes) {
+  // End of stream (the client closed, the usual case), deadline or reset: we are done, and
+  // returning lets the session and its socket go.
+  if (ec) return;
+  lingered_ += bytes;
+  if (lingered_ > kLingerLimit) return;
+  do_linger();
+}
+
+}  // namespace knit_server

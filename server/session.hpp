@@ -1,0 +1,100 @@
+// One HTTP/1.1 connection: read a request, route it, run it (inline or pooled), write the response, repeat.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <chrono>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "heavy_dispatch.hpp"
+#include "responses.hpp"
+#include "router.hpp"
+
+namespace knit_server {
+
+class server;
+
+// A TCP socket bound to the io_context's own executor type rather than the type-erased
+// any_io_executor: every operation then skips the type erasure's copies and indirections.
+using socket_type =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+// A session is a chain of completion handlers, as in Beast's examples:
+//
+//   do_read -> on_read -> handle_request -> [heavy route: pool] -> send_response -> on_write
+//      ^                                                                                |
+//      +-------------------------- keep-alive: next request ----------------------------+
+//                                                     Connection: close / error -> do_close
+//
+// Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
+// the previous response has been written, so responses always leave in request order.
+// Each pending operation's handler holds a shared_ptr to the session: the session lives
+// exactly as long as something is in progress on it. Everything runs on the host thread.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  // Takes ownership of an accepted socket and registers with the server.
+  session(socket_type&& socket, server& srv);
+  ~session();
+
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Starts the chain (reads the first request).
+  void run();
+
+  // The server is stopping. Closes the connection now if it is idle between requests;
+  // otherwise the current request is answered (with Connection: close) and then it closes.
+  void stop();
+
+  // Called by the server's periodic sweep: if the current read or write has outlived its
+  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends.
+  void check_deadline(std::chrono::steady_clock::time_point now);
+
+ private:
+  enum class phase : std::uint8_t {
+    reading,   // waiting for (the rest of) a request
+    handling,  // running the route, possibly on a pool worker
+    writing,   // sending the response
+    closing,   // sent our FIN; discarding input until the client closes
+  };
+
+  void do_read();
+  void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void handle_request();
+  void on_heavy_done(heavy_output&& out) noexcept;
+  void refuse(boost::beast::http::status status);
+  void send_response();
+  void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
+  void do_close();
+  void do_linger();
+  void on_linger(boost::beast::error_code ec, std::size_t bytes);
+
+  socket_type socket_;
+  boost::beast::flat_buffer buffer_;  // read buffer, reused for every request on the connection
+  // The current request's parser. Parsers are single-use; emplace() reuses the storage.
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  response res_;                      // the current response, reused
+  std::string head_;                  // its serialized status line and headers, reused
+  server& server_;
+  // When the pending read or write gives up. max() while a route runs: waiting for a pool
+  // worker is the server's time, not the client's.
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  phase phase_ = phase::reading;
+  route route_ = route::not_found;    // the current request's route
+  bool keep_alive_ = false;           // the client asked to keep the connection
+  bool http10_ = false;               // HTTP/1.0 client: keep-alive must be confirmed
+  bool head_only_ = false;            // HEAD request: send the headers only
+  std::size_t lingered_ = 0;          // bytes discarded while closing
+};
+
+}  // namespace knit_server
