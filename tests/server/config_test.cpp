@@ -1,0 +1,113 @@
+// config.hpp: defaults, profiles, overrides, and a clear error for every bad value.
+#include "config.hpp"  // first: the header must be self-contained
+
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace knit_server {
+namespace {
+
+server_config parse(std::map<std::string, std::string> env) {
+  return config_from_env([&](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+// The config_error message for `env`, or "" if it parsed.
+std::string error_of(std::map<std::string, std::string> env) {
+  try {
+    parse(std::move(env));
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, Defaults) {
+  const server_config cfg = parse({});
+  EXPECT_EQ(cfg.host, "127.0.0.1");
+  EXPECT_EQ(cfg.port, 3000);
+  EXPECT_EQ(cfg.mode, exec_mode::pooled);
+  EXPECT_EQ(cfg.cost_profile, "native");
+  EXPECT_EQ(cfg.ssr_cost_us, 0u);
+  EXPECT_EQ(cfg.jwt_cost_us, 0u);
+  EXPECT_EQ(cfg.max_connections, 10000u);
+  EXPECT_EQ(cfg.idle_timeout, std::chrono::milliseconds(30000));
+}
+
+TEST(Config, UnsetSecretIsRandomAndFlagged) {
+  const server_config a = parse({});
+  const server_config b = parse({});
+  EXPECT_TRUE(a.jwt_secret_generated);
+  EXPECT_EQ(a.jwt_secret.size(), 32u);
+  EXPECT_NE(a.jwt_secret, b.jwt_secret);
+  const server_config given = parse({{"JWT_SECRET", "s3cret"}});
+  EXPECT_FALSE(given.jwt_secret_generated);
+  EXPECT_EQ(given.jwt_secret, "s3cret");
+}
+
+TEST(Config, EmptyMeansDefault) {
+  const server_config cfg = parse({{"PORT", ""}, {"KNIT_MODE", ""}, {"KNIT_SSR_COST_US", ""}});
+  EXPECT_EQ(cfg.port, 3000);
+  EXPECT_EQ(cfg.mode, exec_mode::pooled);
+  EXPECT_EQ(cfg.ssr_cost_us, 0u);
+}
+
+TEST(Config, ReadsEveryVariable) {
+  const server_config cfg = parse({{"HOST", "0.0.0.0"},
+                                   {"PORT", "8080"},
+                                   {"KNIT_MODE", "inline"},
+                                   {"KNIT_MAX_CONNECTIONS", "5"},
+                                   {"KNIT_IDLE_TIMEOUT_MS", "250"}});
+  EXPECT_EQ(cfg.host, "0.0.0.0");
+  EXPECT_EQ(cfg.port, 8080);
+  EXPECT_EQ(cfg.mode, exec_mode::inline_host);
+  EXPECT_EQ(cfg.max_connections, 5u);
+  EXPECT_EQ(cfg.idle_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(parse({{"HOST", "::1"}}).host, "::1");
+  EXPECT_EQ(parse({{"HOST", "localhost"}}).host, "localhost");
+  EXPECT_EQ(parse({{"PORT", "0"}}).port, 0);
+  EXPECT_EQ(parse({{"PORT", "65535"}}).port, 65535);
+}
+
+TEST(Config, BunProfileAndOverrides) {
+  const server_config bun = parse({{"KNIT_COST_PROFILE", "bun"}});
+  EXPECT_EQ(bun.ssr_cost_us, 76u);
+  EXPECT_EQ(bun.jwt_cost_us, 72u);
+  const server_config mixed =
+      parse({{"KNIT_COST_PROFILE", "bun"}, {"KNIT_JWT_COST_US", "10"}});
+  EXPECT_EQ(mixed.ssr_cost_us, 76u);
+  EXPECT_EQ(mixed.jwt_cost_us, 10u);
+  const server_config native = parse({{"KNIT_COST_PROFILE", "native"}, {"KNIT_SSR_COST_US", "5"}});
+  EXPECT_EQ(native.ssr_cost_us, 5u);
+  EXPECT_EQ(native.jwt_cost_us, 0u);
+}
+
+TEST(Config, BadValuesNameTheVariableAndTheValue) {
+  const std::map<std::string, std::string> bad = {
+      {"PORT", "abc"},          {"PORT", "65536"},
+      {"HOST", "example.com"},  {"KNIT_MODE", "Pooled"},
+      {"KNIT_COST_PROFILE", "node"}, {"KNIT_SSR_COST_US", "-1"},
+      {"KNIT_JWT_COST_US", "0x10"},  {"KNIT_MAX_CONNECTIONS", "0"},
+      {"KNIT_IDLE_TIMEOUT_MS", "1.5"}};
+  for (const auto& [name, value] : bad) {
+    const std::string message = error_of({{name, value}});
+    EXPECT_NE(message.find(name), std::string::npos) << name << "=" << value << ": " << message;
+    EXPECT_NE(message.find("\"" + value + "\""), std::string::npos) << message;
+  }
+  for (const char* value : {"+5", " 5", "5 ", "99999999999999999999999", "10000001"}) {
+    EXPECT_NE(error_of({{"KNIT_SSR_COST_US", value}}), "") << value;
+  }
+}
+
+TEST(Config, ModeNames) {
+  EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
+  EXPECT_EQ(to_string(exec_mode::pooled), "pooled");
+}
+
+}  // namespace
+}  // namespace knit_server

@@ -1,0 +1,177 @@
+// fork/exec of knit-server with a controlled environment; stdout read by line with deadlines.
+#include "server_process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace knit_test {
+namespace {
+
+// Every variable knit-server or the knit pool reads: removed from the inherited environment.
+bool server_reads(const std::string& entry) {
+  for (const char* prefix : {"KNIT_", "PORT=", "HOST=", "JWT_SECRET="}) {
+    if (entry.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+using steady = std::chrono::steady_clock;
+
+int remaining_ms(steady::time_point end) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - steady::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind/getsockname on port 0 failed");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+server_process::server_process(std::map<std::string, std::string> env) {
+  if (!env.count("PORT")) env["PORT"] = std::to_string(free_port());
+  if (!env.count("JWT_SECRET")) env["JWT_SECRET"] = "knit-test-secret";
+  try {
+    port_ = static_cast<std::uint16_t>(std::stoul(env["PORT"]));
+  } catch (...) {
+    port_ = 0;  // a deliberately invalid PORT: the test expects the server to refuse it
+  }
+
+  std::vector<std::string> entries;
+  for (char** e = environ; *e; ++e) {
+    if (!server_reads(*e)) entries.emplace_back(*e);
+  }
+  for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : entries) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  char stderr_template[] = "/tmp/knit-server-test-stderr-XXXXXX";
+  // O_CLOEXEC here and on every test socket: a later server child must not inherit them.
+  const int stderr_fd = ::mkostemp(stderr_template, O_CLOEXEC);
+  if (stderr_fd < 0) throw std::runtime_error("mkostemp failed");
+  stderr_path_ = stderr_template;
+
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+
+  const char* path = KNIT_SERVER_PATH;
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    // Child: stdout to the pipe, stderr to the file, then become the server.
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(stderr_fd, STDERR_FILENO);
+    char* argv[] = {const_cast<char*>(path), nullptr};
+    ::execve(path, argv, envp.data());
+    std::_Exit(127);
+  }
+  ::close(out[1]);
+  ::close(stderr_fd);
+  stdout_fd_ = out[0];
+}
+
+server_process::~server_process() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  if (!stderr_path_.empty()) ::unlink(stderr_path_.c_str());
+}
+
+std::optional<std::string> server_process::read_line(std::chrono::milliseconds deadline) {
+  const auto end = steady::now() + deadline;
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      stdout_seen_ += line + "\n";
+      return line;
+    }
+    pollfd p{stdout_fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, remaining_ms(end));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;  // deadline
+    char chunk[4096];
+    const ssize_t n = ::read(stdout_fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;  // the child closed stdout (exited)
+    pending_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+bool server_process::wait_listening(std::chrono::milliseconds deadline) {
+  const auto end = steady::now() + deadline;
+  while (auto line = read_line(std::chrono::milliseconds(remaining_ms(end)))) {
+    if (line->rfind("listening on ", 0) == 0) return true;
+  }
+  return false;
+}
+
+void server_process::signal(int signo) const {
+  if (pid_ > 0) ::kill(pid_, signo);
+}
+
+int server_process::wait_exit(std::chrono::milliseconds deadline) {
+  if (pid_ <= 0) return -1;
+  const auto end = steady::now() + deadline;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    if (steady::now() >= end) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+      return -1;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+int server_process::stop(std::chrono::milliseconds deadline) {
+  signal(SIGTERM);
+  return wait_exit(deadline);
+}
+
+std::string server_process::stderr_text() const {
+  std::ifstream in(stderr_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace knit_test

@@ -1,0 +1,66 @@
+// Runs the real knit-server binary as a child process on a free port, for end-to-end tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace knit_test {
+
+using namespace std::chrono_literals;
+
+// A port nobody listens on right now (bind port 0, read it back, close). Another process
+// could take it before the server binds it; on a test machine that is rare enough.
+std::uint16_t free_port();
+
+// One knit-server child. The environment is the test's own minus every variable the server
+// reads (so a developer's KNIT_THREADS cannot change a test), plus `env`. PORT defaults to
+// a free port and JWT_SECRET to a fixed test secret unless `env` sets them.
+// stdout is a pipe (the tests read the banner and knit-stats lines); stderr goes to a file.
+// The destructor kills a child that is still running (SIGKILL), so a failed test never
+// leaves a server behind.
+class server_process {
+ public:
+  explicit server_process(std::map<std::string, std::string> env = {});
+  ~server_process();
+
+  server_process(const server_process&) = delete;
+  server_process& operator=(const server_process&) = delete;
+
+  // Waits for "listening on ..." on stdout. False if the child exits or prints nothing
+  // within the deadline; stderr_text() then says why.
+  bool wait_listening(std::chrono::milliseconds deadline = 15s);
+
+  // The next stdout line (without '\n'), or nullopt at the deadline or end of output.
+  std::optional<std::string> read_line(std::chrono::milliseconds deadline = 10s);
+
+  // Sends a signal to the child (by PID).
+  void signal(int signo) const;
+
+  // Waits for the child to exit and returns its exit code, or -1 at the deadline or when it
+  // died from a signal. At the deadline the child is killed.
+  int wait_exit(std::chrono::milliseconds deadline = 20s);
+
+  // SIGTERM, then wait_exit.
+  int stop(std::chrono::milliseconds deadline = 20s);
+
+  bool running() const { return pid_ > 0; }
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string stdout_seen() const { return stdout_seen_; }  // every stdout line read so far
+  std::string stderr_text() const;                            // all of stderr so far
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string stderr_path_;
+  std::string pending_;      // stdout bytes read but not yet returned as a line
+  std::string stdout_seen_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace knit_test

@@ -1,0 +1,35 @@
+// stats.hpp: the exact knit-stats line the benchmark driver parses.
+#include "stats.hpp"  // first: the header must be self-contained
+
+#include <gtest/gtest.h>
+
+namespace knit_server {
+namespace {
+
+TEST(Stats, CountsByRoute) {
+  request_counters c;
+  c.count(route::ping);
+  c.count(route::ping);
+  c.count(route::ssr);
+  c.count(route::jwt);
+  c.count(route::not_found);
+  EXPECT_EQ(c.ping, 2u);
+  EXPECT_EQ(c.ssr, 1u);
+  EXPECT_EQ(c.jwt, 1u);
+  EXPECT_EQ(c.other, 1u);
+}
+
+TEST(Stats, InlineLine) {
+  request_counters c{3, 2, 1, 0};
+  EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, std::nullopt),
+            R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},"pool":null})");
+}
+
+TEST(Stats, PooledLineEmbedsThePoolJson) {
+  request_counters c{1, 0, 0, 7};
+  EXPECT_EQ(format_stats_line(exec_mode::pooled, c, std::string_view(R"({"threads":1})")),
+            R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},"pool":{"threads":1}})");
+}
+
+}  // namespace
+}  // namespace knit_server
