@@ -117,13 +117,13 @@ class pool_impl {
     return true;
   }
 
-  std::size_t drain() {
+  std::size_t drain(bool reset_doorbell = true) {
     check_host("drain");
     if (draining_) return 0;  // a handler called drain(): the outer round finishes the job
     draining_ = true;
     std::size_t delivered = 0;
     try {
-      shared_.host_bell.reset();
+      if (reset_doorbell) shared_.host_bell.reset();
       std::size_t returned = 0;
       for (auto& w : shared_.workers) {
         call_base* c;
@@ -351,6 +351,7 @@ call_id pool::enqueue(detail::call_base* c, const call_options& options) { retur
 bool pool::cancel(call_id id) { return impl_->cancel(id); }
 int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
 std::size_t pool::drain() { return impl_->drain(); }
+std::size_t pool::poll() { return impl_->drain(false); }
 std::size_t pool::pending() const noexcept { return impl_->pending(); }
 std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const { return impl_->next_deadline(); }
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode); }

@@ -97,6 +97,10 @@ class pool {
   // free ring slots. Returns the number of handlers called. Host thread only.
   std::size_t drain();
 
+  // drain() without touching the completion eventfd: for a host that busy-polls instead of
+  // waiting on completion_fd() (benchmarks, spin-then-block loops). Host thread only.
+  std::size_t poll();
+
   // Accepted calls whose handler has not been called yet.
   std::size_t pending() const noexcept;
 

@@ -1,0 +1,103 @@
+// The pool's own transport, measured against the floors in floor_benchmarks.cpp:
+// an empty task's round trip with a spinning and with a parked worker, and throughput
+// with 64 calls in flight. The host busy-polls (pool::poll) so the eventfd path is not
+// part of these figures; steady_load_benchmarks.cpp measures the real blocking host.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <thread>
+
+#include "bench_support.hpp"
+#include "knit/pool.hpp"
+
+namespace {
+
+struct empty_task {
+  int operator()(int x) const noexcept { return x; }
+};
+
+// ns per submit -> run -> result delivered, worker spinning the whole time.
+void pool_round_trip_spinning_worker(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  knit_bench::pin_self(l.host);
+  knit::pool_options o;
+  o.threads = 1;
+  o.spin_us = 1'000'000;  // a budget longer than any gap here: the worker never parks
+  o.worker_cpus = {l.worker};
+  knit::pool p(o);
+  bool done = false;
+  auto handler = [&done](knit::result<int>) { done = true; };
+  for (int i = 0; i < 1000; ++i) {  // warm-up: the free list and the rings
+    done = false;
+    (void)p.submit(empty_task{}, i, handler);
+    while (!done) p.poll();
+  }
+  for (auto _ : state) {
+    done = false;
+    (void)p.submit(empty_task{}, 1, handler);
+    while (!done) p.poll();
+  }
+  state.counters["host_wakes_per_call"] = benchmark::Counter(
+      static_cast<double>(p.stats().host_wakes) / static_cast<double>(state.iterations() + 1000));
+  state.SetLabel("ns per round trip");
+}
+BENCHMARK(pool_round_trip_spinning_worker)->MinTime(0.5);
+
+// µs per round trip when the worker is parked (spin 0) ~300 µs before each call, as in
+// floor_futex_wake_round_trip: the wake dominates.
+void pool_round_trip_parked_worker(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  knit_bench::pin_self(l.host);
+  knit::pool_options o;
+  o.threads = 1;
+  o.spin_us = 0;
+  o.worker_cpus = {l.worker};
+  knit::pool p(o);
+  bool done = false;
+  auto handler = [&done](knit::result<int>) { done = true; };
+  double host_cpu_ns = 0;
+  for (auto _ : state) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    done = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto c0 = knit_bench::thread_cpu_ns();
+    (void)p.submit(empty_task{}, 1, handler);
+    host_cpu_ns += static_cast<double>(knit_bench::thread_cpu_ns() - c0);  // submit incl. FUTEX_WAKE
+    while (!done) p.poll();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const auto s = p.stats();
+  state.counters["host_wakes_per_call"] =
+      benchmark::Counter(static_cast<double>(s.host_wakes) / static_cast<double>(state.iterations()));
+  state.counters["host_submit_cpu_us"] = benchmark::Counter(host_cpu_ns / 1e3 / static_cast<double>(state.iterations()));
+}
+BENCHMARK(pool_round_trip_parked_worker)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(400);
+
+// Calls per second with 64 in flight, seed policy, threads = range(0). Workers unpinned.
+void pool_throughput_64_in_flight(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  knit_bench::pin_self(l.host);
+  knit::pool_options o;
+  o.threads = static_cast<unsigned>(state.range(0));
+  knit::pool p(o);
+  std::int64_t in_flight = 0, completed = 0;
+  auto handler = [&](knit::result<int>) {
+    --in_flight;
+    ++completed;
+  };
+  for (auto _ : state) {
+    while (in_flight < 64) {
+      (void)p.submit(empty_task{}, 1, handler);
+      ++in_flight;
+    }
+    p.poll();
+  }
+  while (in_flight > 0) p.poll();
+  state.counters["calls_per_s"] = benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
+  const auto s = p.stats();
+  state.counters["host_wakes_per_call"] =
+      benchmark::Counter(static_cast<double>(s.host_wakes) / static_cast<double>(completed));
+}
+BENCHMARK(pool_throughput_64_in_flight)->Arg(1)->Arg(2)->Arg(4)->MinTime(1.0)->UseRealTime();
+
+}  // namespace
