@@ -67,7 +67,12 @@ void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
     // Small responses must leave at once, not wait for Nagle to gather a full segment.
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<session>(std::move(socket), server_)->run();
+    try {
+      std::make_shared<session>(std::move(socket), server_)->run();
+    } catch (const std::exception& e) {
+      // Out of memory for one more session: that connection is closed, the loop goes on.
+      std::cerr << "knit-server: cannot start a session: " << e.what() << '\n';
+    }
   }
 
   // Accept the next connection.

@@ -10,6 +10,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -59,7 +60,7 @@ void session::stop() {
   // so nothing is lost by closing now. Cancel the read; on_read sees operation_aborted and
   // the session ends. A read that has already completed is not affected: its request is
   // answered, with Connection: close.
-  if (phase_ == phase::reading && buffer_.size() == 0 && !parser_->got_some()) {
+  if (phase_ == phase::reading && buffer_.size() == 0 && parser_ && !parser_->got_some()) {
     beast::error_code ignored;
     socket_.cancel(ignored);
   }
@@ -90,8 +91,39 @@ void session::do_read() {
   // sweep enforces it; see server.hpp.)
   deadline_ = clock_type::now() + server_.config().idle_timeout;
 
-  // Read a request. A pipelined request already in buffer_ is parsed from the buffer
-  // without touching the socket.
+  // Read the request's header. A pipelined request already in buffer_ is parsed from the
+  // buffer without touching the socket.
+  http::async_read_header(socket_, buffer_, *parser_,
+                          beast::bind_front_handler(&session::on_read_header, shared_from_this()));
+}
+
+void session::on_read_header(beast::error_code ec, std::size_t bytes) {
+  if (ec) return on_read(ec, bytes);
+
+  // No body (GET /ping): the request is complete.
+  if (parser_->is_done()) return handle_request();
+
+  // A body follows. A client that sent "Expect: 100-continue" waits for a go-ahead before
+  // sending it; Node's server, and so the seed's Hono server, gives it automatically. (A
+  // body over the limit never gets here: the parser refuses its Content-Length already.)
+  const auto& req = parser_->get();
+  if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                     beast::bind_front_handler(&session::on_continue, shared_from_this()));
+    return;
+  }
+  do_read_body();
+}
+
+void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
+  if (ec) return;  // the client is gone
+  do_read_body();
+}
+
+void session::do_read_body() {
+  // Read the rest of the message into the parser's string body. Bytes already in buffer_
+  // (usually the whole body, sent with the header) are used first.
   http::async_read(socket_, buffer_, *parser_,
                    beast::bind_front_handler(&session::on_read, shared_from_this()));
 }

@@ -31,10 +31,13 @@ using socket_type =
 
 // A session is a chain of completion handlers, as in Beast's examples:
 //
-//   do_read -> on_read -> handle_request -> [heavy route: pool] -> send_response -> on_write
-//      ^                                                                                |
-//      +-------------------------- keep-alive: next request ----------------------------+
-//                                                     Connection: close / error -> do_close
+//   do_read -> on_read_header -+-----------------------------> handle_request
+//                              | body follows:                       |
+//                              +-> [100 Continue] -> do_read_body    | [heavy route: pool]
+//                                                    -> on_read -----+ -> send_response
+//      ^                                                                  -> on_write
+//      +---------------------- keep-alive: next request -----------------------+
+//                                            Connection: close / error -> do_close
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
@@ -69,6 +72,9 @@ class session : public std::enable_shared_from_this<session> {
   };
 
   void do_read();
+  void on_read_header(boost::beast::error_code ec, std::size_t bytes);
+  void on_continue(boost::beast::error_code ec, std::size_t bytes);
+  void do_read_body();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void handle_request();
   void on_heavy_done(heavy_output&& out) noexcept;

@@ -156,6 +156,17 @@ std::optional<http_response> connection::request(std::string_view method, std::s
   return res;
 }
 
+std::optional<std::string> connection::read_until(std::string_view delimiter) {
+  if (fd_ < 0) return std::nullopt;
+  std::size_t at;
+  while ((at = buffer_.find(delimiter)) == std::string::npos) {
+    if (fill() <= 0) return std::nullopt;
+  }
+  std::string out = buffer_.substr(0, at + delimiter.size());
+  buffer_.erase(0, at + delimiter.size());
+  return out;
+}
+
 bool connection::wait_closed(std::string* received) {
   if (fd_ < 0) return true;
   for (;;) {

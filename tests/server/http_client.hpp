@@ -58,6 +58,10 @@ class connection {
   // Reads one response. `head_request`: the response has no body (HEAD).
   read_outcome read_response(http_response& out, bool head_request = false);
 
+  // Reads up to and including `delimiter` (e.g. an interim "100 Continue" head). nullopt if
+  // the connection ends or the timeout passes first.
+  std::optional<std::string> read_until(std::string_view delimiter);
+
   // Convenience: send one request, read its response; the outcome must be complete.
   std::optional<http_response> request(std::string_view method, std::string_view target,
                                        std::string_view body = {});

@@ -297,6 +297,26 @@ TEST_P(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
   }
 }
 
+TEST_P(ServerTest, ExpectContinueGetsAGoAhead) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  const std::string body = kJwtBody;
+  // The header alone; the client waits for "100 Continue" before sending the body.
+  ASSERT_TRUE(c.send("POST /jwt HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_EQ(c.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(c.send(body));
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 200);
+
+  // A body over the limit is refused at once, without a go-ahead.
+  ASSERT_TRUE(c.send("POST /jwt HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                     "Content-Length: 1000000\r\n\r\n"));
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 413);
+}
+
 TEST_P(ServerTest, Http10ClosesUnlessKeepAliveIsAsked) {
   ASSERT_NO_FATAL_FAILURE(start());
   {
