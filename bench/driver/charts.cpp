@@ -1,0 +1,313 @@
+// PNG charts for the report, drawn by the gnuplot binary (skipped with a warning
+// when it is not installed).
+#include "driver/charts.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "driver/numfmt.hpp"
+#include "driver/spawn.hpp"
+
+namespace knit::bench {
+namespace {
+
+std::string file_safe(const std::string& s) {
+  std::string o;
+  for (char ch : s) o += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return o.empty() ? "none" : o;
+}
+
+std::string quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    o += ch;
+  }
+  return o + "\"";
+}
+
+std::string num(const Stat& s) { return s ? shortest(s.median) : "?"; }
+
+// One chart: a gnuplot script with its data inline.
+struct Script {
+  std::string name;   // file stem
+  std::string title;
+  std::string section;
+  std::string body;   // data blocks and plot commands, after the terminal/output lines
+};
+
+class Drawer {
+ public:
+  Drawer(std::string report_dir, std::string gnuplot) : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
+    ::mkdir((dir_ + "/charts").c_str(), 0755);
+    // pngcairo draws nicer text; plain png (libgd) is the fallback some builds have.
+    terminal_ = capture_output({gnuplot_, "-e", "set terminal pngcairo"}) ? "pngcairo" : "png";
+  }
+
+  void draw(const Script& s, ChartSet& out) {
+    const std::string png = "charts/" + s.name + ".png";
+    const std::string gp = dir_ + "/charts/" + s.name + ".gp";
+    {
+      std::ofstream f(gp, std::ios::trunc);
+      f << "# " << s.title << "\n"
+        << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
+        << "set output " << quoted(dir_ + "/" + png) << "\n"
+        << "set datafile missing \"?\"\n"
+        << "set key inside left top opaque\n"
+        << "set grid\n"
+        << s.body;
+    }
+    SpawnSpec sp;
+    sp.exe = gnuplot_;
+    sp.argv = {gnuplot_, gp};
+    sp.env = child_environment({});
+    sp.output_path = dir_ + "/charts/gnuplot.log";
+    try {
+      pid_t pid = spawn_process(sp);
+      auto st = wait_exit(pid, 60);
+      if (!st) {
+        stop_process(pid, 1);
+        out.warnings.push_back("gnuplot timed out on " + gp);
+        return;
+      }
+      struct stat info {};
+      if (!st->exited || st->code != 0 || ::stat((dir_ + "/" + png).c_str(), &info) != 0 || info.st_size == 0) {
+        out.warnings.push_back("gnuplot failed on " + gp + " (see charts/gnuplot.log)");
+        return;
+      }
+    } catch (const std::exception& e) {
+      out.warnings.push_back(std::string("cannot run gnuplot: ") + e.what());
+      return;
+    }
+    out.charts.push_back({s.section, s.title, png});
+  }
+
+ private:
+  std::string dir_, gnuplot_, terminal_;
+};
+
+// Lines over categorical x labels: rows of (label, values...).
+std::string categorical_block(const std::string& name, const std::vector<std::string>& columns,
+                              const std::vector<std::pair<std::string, std::vector<std::string>>>& rows) {
+  // Built with append: GCC 12 flags "literal" + std::string with a bogus -Wrestrict at -O3.
+  std::string b = "$";
+  b += name;
+  b += " << EOD\n# label";
+  for (const auto& c : columns) {
+    b += ' ';
+    b += quoted(c);
+  }
+  b += "\n";
+  for (const auto& [label, vals] : rows) {
+    b += quoted(label);
+    for (const auto& v : vals) b += " " + v;
+    b += "\n";
+  }
+  return b + "EOD\n";
+}
+
+std::string plot_columns(const std::string& block, const std::vector<std::string>& columns, const std::string& style) {
+  std::string p = "plot ";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i) p += ", \\\n     ";
+    p += "$" + block + " using 0:" + std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with " + style +
+         " title " + quoted(columns[i]);
+  }
+  return p + "\n";
+}
+
+void profile_charts(const std::vector<Config>& cs, const std::string& profile, Drawer& d, ChartSet& out) {
+  const std::string sec = "profile:" + profile;
+  const std::string suffix = file_safe(profile.empty() ? "seed" : profile);
+  Scope sat{profile, std::nullopt, "sat"}, rate{profile, std::nullopt, "rate"};
+
+  // 1. rps per route vs pool size, seed policy, saturating.
+  {
+    std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+    auto add = [&](const Config* c, const std::string& label) {
+      if (!c) return;
+      rows.push_back({label, {num(c->route("ping", &RouteStats::rps)), num(c->route("ssr", &RouteStats::rps)),
+                              num(c->route("jwt", &RouteStats::rps))}});
+    };
+    add(inline_config(cs, sat), "inline");
+    for (int n : pool_sizes(cs, sat)) add(seed_policy_config(cs, sat, n), std::to_string(n));
+    if (rows.size() >= 2) {
+      std::vector<std::string> cols = {"/ping", "/ssr", "/jwt"};
+      d.draw({"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (seed policy)", sec,
+              categorical_block("d", cols, rows) +
+                  "set title \"Saturating load: rps per route vs pool size (seed policy)\"\n"
+                  "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
+                  plot_columns("d", cols, "linespoints lw 2 pt 7")},
+             out);
+    }
+  }
+
+  // 2. /ping p99 per configuration (one panel per load mode).
+  {
+    std::string body;
+    int panels = 0;
+    for (const Scope* s : {&sat, &rate}) {
+      std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+      for (const auto& c : cs)
+        if (in_scope(c, *s)) rows.push_back({c.tag, {num(c.route("ping", &RouteStats::p99))}});
+      if (rows.empty()) continue;
+      std::string block = s->mode == "sat" ? "sat" : "rate";
+      body += categorical_block(block, {"/ping p99"}, rows);
+      ++panels;
+    }
+    if (panels > 0) {
+      std::string plots;
+      for (const Scope* s : {&sat, &rate}) {
+        if (body.find("$" + std::string(s->mode == "sat" ? "sat" : "rate") + " <<") == std::string::npos) continue;
+        plots += std::string("set title \"/ping p99 per configuration, ") +
+                 (s->mode == "sat" ? "saturating" : "fixed rate") + "\"\n" +
+                 "plot $" + (s->mode == "sat" ? "sat" : "rate") +
+                 " using 2:xtic(1) with boxes fill solid 0.6 notitle\n";
+      }
+      d.draw({"ping_p99_" + suffix, "/ping p99 per configuration", sec,
+              body + "set multiplot layout " + std::to_string(panels) + ",1\n" +
+                  "set style fill solid 0.6\nset boxwidth 0.7\nset ylabel \"ms\"\nset yrange [0:*]\n"
+                  "set xtics rotate by -30\nunset key\n" +
+                  plots + "unset multiplot\n"},
+             out);
+    }
+  }
+
+  // 3 and 4. Idle cores and CPU-us/request vs N, one line per policy (saturating).
+  auto per_policy = [&](const std::string& stem, const std::string& title, const std::string& ylabel,
+                        const std::function<Stat(const Config&)>& metric, bool with_model) {
+    std::vector<int> sizes = pool_sizes(cs, sat);
+    if (sizes.empty()) return;
+    std::map<std::string, std::vector<std::pair<int, Stat>>> series;
+    std::vector<std::string> order;
+    auto put = [&](const std::string& name, int n, const Stat& v) {
+      if (!v) return;
+      if (!series.count(name)) order.push_back(name);
+      series[name].push_back({n, v});
+    };
+    for (int n : sizes) {
+      if (auto* c = seed_policy_config(cs, sat, n)) put("seed policy", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, Policy::OldDefault)) put("old default (N*50us, park 1ms)", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, Policy::Flat50)) put("flat 50us", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, Policy::NoSpin); c && !c->seed_equivalent) put("no spin", n, metric(*c));
+    }
+    if (auto* c = inline_config(cs, sat); c && !with_model) {
+      Stat v = metric(*c);
+      put("inline", sizes.front(), v);
+      put("inline", sizes.back(), v);
+    }
+    if (order.empty()) return;
+    std::string body, plot = "plot ";
+    int i = 0;
+    for (const auto& name : order) {
+      std::string block = "s" + std::to_string(i);
+      body += "$" + block + " << EOD\n";
+      for (const auto& [n, v] : series[name]) body += std::to_string(n) + " " + shortest(v.median) + "\n";
+      body += "EOD\n";
+      if (i) plot += ", \\\n     ";
+      plot += "$" + block + " using 1:2 with linespoints lw 2 pt 7 title " + quoted(name);
+      ++i;
+    }
+    if (with_model) {
+      body += "$model << EOD\n";
+      for (int n : sizes) body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
+      body += "EOD\n";
+      plot += ", \\\n     $model using 1:2 with lines dt 2 lw 2 title \"model N*spin/(spin+park), old default\"";
+    }
+    d.draw({stem + "_" + suffix, title, sec,
+            body + "set title " + quoted(title) + "\nset xlabel \"pool size N\"\nset ylabel " + quoted(ylabel) +
+                "\nset yrange [0:*]\nset xtics (" + [&] {
+                  std::string t;
+                  for (int n : sizes) t += (t.empty() ? "" : ", ") + std::to_string(n);
+                  return t;
+                }() + ")\n" + plot + "\n"},
+           out);
+  };
+  per_policy("idle_by_n", "Idle cores vs pool size, per timer policy", "cores with no load",
+             [](const Config& c) { return c.stat([](const Row& r) { return std::optional<double>(r.idle_cores); }); },
+             true);
+  per_policy("cpu_per_req_by_n", "CPU-us per request vs pool size (saturating)", "CPU-us / request",
+             [](const Config& c) {
+               return c.stat([](const Row& r) -> std::optional<double> {
+                 if (!r.cpu_us_per_req) return std::nullopt;
+                 return static_cast<double>(*r.cpu_us_per_req);
+               });
+             },
+             false);
+}
+
+void sweep_charts(const std::vector<Config>& cs, const std::string& profile, Drawer& d, ChartSet& out) {
+  std::vector<int> costs;
+  for (const auto& c : cs)
+    if (c.extra_cost_us && c.profile == profile && std::find(costs.begin(), costs.end(), *c.extra_cost_us) == costs.end())
+      costs.push_back(*c.extra_cost_us);
+  std::sort(costs.begin(), costs.end());
+  if (costs.empty()) return;
+  std::vector<int> sizes;
+  for (int cost : costs)
+    for (const char* m : {"sat", "rate"})
+      for (int n : pool_sizes(cs, {profile, cost, m}))
+        if (std::find(sizes.begin(), sizes.end(), n) == sizes.end()) sizes.push_back(n);
+  std::sort(sizes.begin(), sizes.end());
+  std::vector<std::string> cols = {"inline"};
+  for (int n : sizes) cols.push_back("threads: " + std::to_string(n));
+
+  auto block = [&](const std::string& name, const std::string& mode, const std::function<Stat(const Config&)>& f) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+    for (int cost : costs) {
+      Scope s{profile, cost, mode};
+      std::vector<std::string> vals;
+      auto* in = inline_config(cs, s);
+      vals.push_back(in ? num(f(*in)) : "?");
+      for (int n : sizes) {
+        auto* c = seed_policy_config(cs, s, n);
+        vals.push_back(c ? num(f(*c)) : "?");
+      }
+      rows.push_back({std::to_string(cost), vals});
+    }
+    return categorical_block(name, cols, rows);
+  };
+  std::string body =
+      block("rps", "sat",
+            [](const Config& c) {
+              return c.stat([](const Row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
+            }) +
+      block("p99", "rate", [](const Config& c) { return c.route("ping", &RouteStats::p99); });
+  body += "set multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
+  body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
+  body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
+  body += "unset multiplot\n";
+  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "seed" : profile), "Cost sweep: where pooling starts to pay",
+          "sweep:" + profile, body},
+         out);
+}
+
+}  // namespace
+
+ChartSet render_charts(const std::vector<Config>& configs, const std::string& report_dir) {
+  ChartSet out;
+  std::string gnuplot;
+  if (const char* g = std::getenv("KNIT_BENCH_GNUPLOT")) {
+    if (std::string(g).empty()) {
+      out.warnings.push_back("charts skipped: KNIT_BENCH_GNUPLOT is empty");
+      return out;
+    }
+    gnuplot = find_in_path(g);
+  } else {
+    gnuplot = find_in_path("gnuplot");
+  }
+  if (gnuplot.empty()) {
+    out.warnings.push_back("charts skipped: gnuplot not found in PATH (install gnuplot-nox)");
+    return out;
+  }
+  Drawer d(report_dir, gnuplot);
+  for (const auto& p : profiles(configs, false)) profile_charts(configs, p, d, out);
+  for (const auto& p : profiles(configs, true)) sweep_charts(configs, p, d, out);
+  return out;
+}
+
+}  // namespace knit::bench

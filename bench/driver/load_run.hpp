@@ -1,0 +1,72 @@
+// knit-load as the driver uses it: the routes and bodies, the command line, running
+// it pinned and with a deadline, and reading its JSON.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace knit::bench {
+
+struct LoadRoute {
+  std::string name;    // "ping"
+  std::string method;  // "GET"
+  std::string path;    // "/ping"
+  int conns = 50;
+  double rate = 0;        // requests/s for this route; 0 = closed loop
+  std::string body_file;  // sent as application/json; "" = no body
+};
+
+// The seed's three routes (load.sh): GET /ping, POST /ssr and POST /jwt with its bodies.
+std::vector<LoadRoute> standard_routes(int conns, double rate_per_route, const std::string& body_dir);
+// Writes ssr.json and jwt.json (the seed's bodies) into dir.
+void write_bodies(const std::string& dir);
+extern const char* const kSsrBody;
+extern const char* const kJwtBody;
+
+struct LoadSpec {
+  std::string exe;
+  std::string host = "127.0.0.1";
+  int port = 3000;
+  double duration_s = 5;
+  int threads = 0;      // 0 = knit-load's default
+  int timeout_ms = 0;   // 0 = knit-load's default
+  std::string json_path;
+  std::vector<LoadRoute> routes;
+};
+
+// The exact argv (argv[0] = exe) recorded in every row.
+std::vector<std::string> load_argv(const LoadSpec& spec);
+
+struct LoadRouteResult {
+  double rps = 0;
+  double success_rate = 1;
+  double requests = 0, successes = 0, errors = 0;
+  // Seconds, as knit-load (oha style) reports them.
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
+  std::map<std::string, double> status_codes;
+  std::optional<double> rate_target, rate_achieved;
+  std::optional<bool> rate_met;
+};
+
+struct LoadResult {
+  double duration_s = 0;
+  std::optional<double> gen_cpu_s;
+  std::optional<double> gen_cores;
+  std::map<std::string, LoadRouteResult> routes;
+};
+
+// Parses knit-load's JSON; throws std::runtime_error naming what is missing.
+LoadResult parse_load_json(std::string_view text);
+
+// Runs knit-load to completion (deadline: duration + 30 s, then SIGTERM/SIGKILL by PID),
+// output to log_path, pinned to cpus. Throws on a non-zero exit, with the log's tail.
+// Ends early (throwing) when the driver is interrupted.
+LoadResult run_load(const LoadSpec& spec, const std::vector<int>& cpus, const std::string& log_path);
+
+// The last `max_bytes` of a file, for error messages.
+std::string file_tail(const std::string& path, size_t max_bytes = 800);
+
+}  // namespace knit::bench

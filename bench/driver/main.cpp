@@ -1,0 +1,257 @@
+// knit-bench: command line for running benchmark plans and re-rendering reports.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "driver/json_write.hpp"
+#include "driver/plan.hpp"
+#include "driver/report.hpp"
+#include "driver/runner.hpp"
+#include "driver/spawn.hpp"
+
+namespace {
+
+using namespace knit::bench;
+
+const char* const kUsage = R"(usage:
+  knit-bench run [--plan FILE.json | --default | --full | --cost-sweep] [options]
+  knit-bench report DIR/rows.jsonl [--no-charts]
+  knit-bench plan (--default | --full | --cost-sweep) [--profiles LIST]   print a built-in plan as JSON
+
+run options:
+  --out DIR            output directory (rows.jsonl, meta.json, report.md, charts/, logs/)
+                       default: bench-out/<plan>-<date>-<time>
+  --repeat N           repetitions, interleaved (A B A B ...); report shows median and min-max
+  --idle S             idle window with no load (CPU while idle)
+  --warmup S           warm-up load before the window
+  --duration S         measured window
+  --conns N            connections per route (default: the plan's, 50; --full: 100)
+  --rate-fraction F    rate cases offer F x the inline saturating total (default 0.7)
+  --profiles LIST      cost profiles for built-in plans, e.g. bun,native
+  --server PATH        knit-server binary (default: beside knit-bench)
+  --load PATH          knit-load binary (default: beside knit-bench)
+  --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: unpinned)
+  --gen-cpus LIST      pin knit-load, e.g. 1 (default: unpinned)
+  --gen-threads N      knit-load --threads (default: one per generator CPU)
+  --host H             default 127.0.0.1
+  --port P             default 3000
+  --append             add rows to an existing --out directory
+  --no-charts          skip the gnuplot charts
+  --lock PATH          single-instance lock file (default /tmp/knit-bench.lock)
+
+Plans are JSON arrays of cases:
+  {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled","threads":4,
+   "spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
+   "env":{"KNIT_...":"..."},"cost_profile":""|"bun"|"native","extra_cost_us":N,
+   "conns":N,"rate_per_route":R}
+"" leaves a setting unset (library default). Rate cases without rate_per_route
+offer rate-fraction x the inline saturating total of the same profile / 3 per route.
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::cerr << "knit-bench: " << msg << "\n\n" << kUsage;
+  std::exit(2);
+}
+
+double seconds_arg(const std::string& flag, const std::string& v) {
+  try {
+    size_t pos = 0;
+    double d = std::stod(v, &pos);
+    if (pos != v.size() || !(d >= 0)) throw std::invalid_argument(v);
+    return d;
+  } catch (const std::exception&) {
+    usage_error(flag + " needs a number of seconds >= 0, got \"" + v + "\"");
+  }
+}
+
+int int_arg(const std::string& flag, const std::string& v, int lo, int hi) {
+  try {
+    size_t pos = 0;
+    long n = std::stol(v, &pos);
+    if (pos != v.size() || n < lo || n > hi) throw std::invalid_argument(v);
+    return static_cast<int>(n);
+  } catch (const std::exception&) {
+    usage_error(flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got \"" +
+                v + "\"");
+  }
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) v.push_back(x);
+  return v;
+}
+
+// Directory of this executable: knit-server and knit-load are built beside it.
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  return std::filesystem::path(std::string(buf, static_cast<size_t>(n))).parent_path().string();
+}
+
+std::string stamp() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+BuiltinPlan builtin(const std::string& which, const std::vector<std::string>& profiles) {
+  if (which == "default") return profiles.empty() ? default_plan() : default_plan(profiles);
+  if (which == "full") return profiles.empty() ? full_plan() : full_plan(profiles);
+  return profiles.empty() ? cost_sweep_plan() : cost_sweep_plan(profiles);
+}
+
+int cmd_plan(const std::vector<std::string>& args) {
+  std::string which;
+  std::vector<std::string> profiles;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--default") which = "default";
+    else if (args[i] == "--full") which = "full";
+    else if (args[i] == "--cost-sweep") which = "cost-sweep";
+    else if (args[i] == "--profiles" && i + 1 < args.size()) profiles = split_list(args[++i]);
+    else usage_error("plan: unknown argument " + args[i]);
+  }
+  if (which.empty()) usage_error("plan: choose --default, --full or --cost-sweep");
+  std::cout << to_json_pretty(plan_to_json(builtin(which, profiles).cases));
+  return 0;
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  std::string rows;
+  bool charts = true;
+  for (const auto& a : args) {
+    if (a == "--no-charts") charts = false;
+    else if (!a.empty() && a[0] == '-') usage_error("report: unknown option " + a);
+    else if (rows.empty()) rows = a;
+    else usage_error("report: one rows.jsonl only");
+  }
+  if (rows.empty()) usage_error("report: give the path of rows.jsonl");
+  try {
+    std::vector<std::string> warnings;
+    std::string out = write_report(rows, charts, &warnings);
+    for (const auto& w : warnings) std::cerr << "knit-bench: warning: " << w << "\n";
+    std::cerr << "knit-bench: wrote " << out << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "knit-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>& full_argv) {
+  RunConfig cfg;
+  cfg.command_line = full_argv;
+  std::string plan_file, builtin_name;
+  std::vector<std::string> profiles;
+  std::optional<double> idle, warmup, duration;
+  std::optional<int> repeat, conns;
+  std::string server = self_dir() + "/knit-server", load = self_dir() + "/knit-load";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) usage_error(a + " needs a value");
+      return args[++i];
+    };
+    auto choose = [&](const std::string& name) {
+      if (!builtin_name.empty() || !plan_file.empty()) usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      builtin_name = name;
+    };
+    if (a == "--plan") {
+      if (!builtin_name.empty() || !plan_file.empty()) usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      plan_file = value();
+    } else if (a == "--default") choose("default");
+    else if (a == "--full") choose("full");
+    else if (a == "--cost-sweep") choose("cost-sweep");
+    else if (a == "--out") cfg.out_dir = value();
+    else if (a == "--repeat") repeat = int_arg(a, value(), 1, 1000);
+    else if (a == "--idle") idle = seconds_arg(a, value());
+    else if (a == "--warmup") warmup = seconds_arg(a, value());
+    else if (a == "--duration") duration = seconds_arg(a, value());
+    else if (a == "--conns") conns = int_arg(a, value(), 1, 100000);
+    else if (a == "--rate-fraction") {
+      cfg.rate_fraction = seconds_arg(a, value());
+      if (cfg.rate_fraction <= 0 || cfg.rate_fraction > 10) usage_error("--rate-fraction must be in (0, 10]");
+    } else if (a == "--profiles") profiles = split_list(value());
+    else if (a == "--server") server = value();
+    else if (a == "--load") load = value();
+    else if (a == "--server-cpus" || a == "--gen-cpus") {
+      try {
+        (a == "--server-cpus" ? cfg.server_cpus : cfg.gen_cpus) = parse_cpu_list(value());
+      } catch (const std::exception& e) {
+        usage_error(e.what());
+      }
+    } else if (a == "--gen-threads") cfg.gen_threads = int_arg(a, value(), 1, 1024);
+    else if (a == "--host") cfg.host = value();
+    else if (a == "--port") cfg.port = int_arg(a, value(), 1, 65535);
+    else if (a == "--append") cfg.append = true;
+    else if (a == "--no-charts") cfg.charts = false;
+    else if (a == "--lock") cfg.lock_path = value();
+    else usage_error("run: unknown argument " + a);
+  }
+  for (const auto& p : profiles)
+    if (p != "bun" && p != "native") usage_error("--profiles: unknown cost profile \"" + p + "\" (bun, native)");
+  if (!profiles.empty() && !plan_file.empty()) usage_error("--profiles applies to built-in plans only");
+  if (builtin_name.empty() && plan_file.empty()) builtin_name = "default";
+
+  if (!plan_file.empty()) {
+    try {
+      cfg.cases = load_plan_file(plan_file);
+    } catch (const std::exception& e) {
+      std::cerr << "knit-bench: " << e.what() << "\n";
+      return 2;
+    }
+    cfg.plan_name = plan_file;
+  } else {
+    BuiltinPlan p = builtin(builtin_name, profiles);
+    cfg.plan_name = p.name;
+    cfg.cases = p.cases;
+    cfg.idle_s = p.idle_s;
+    cfg.warmup_s = p.warmup_s;
+    cfg.window_s = p.window_s;
+    cfg.repeat = p.repeat;
+    cfg.conns = p.conns;
+  }
+  if (idle) cfg.idle_s = *idle;
+  if (warmup) cfg.warmup_s = *warmup;
+  if (duration) cfg.window_s = *duration;
+  if (repeat) cfg.repeat = *repeat;
+  if (conns) cfg.conns = *conns;
+  if (cfg.window_s <= 0) usage_error("--duration must be > 0");
+  if (cfg.idle_s <= 0) usage_error("--idle must be > 0 (idle CPU is part of every row)");
+  cfg.server_exe = std::filesystem::absolute(server).string();
+  cfg.load_exe = std::filesystem::absolute(load).string();
+  if (cfg.out_dir.empty()) {
+    std::string name = builtin_name.empty() ? "plan" : builtin_name;
+    cfg.out_dir = "bench-out/" + name + "-" + stamp();
+  }
+  return run_benchmark(cfg);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> all(argv, argv + argc);
+  if (argc < 2) usage_error("missing subcommand");
+  std::string sub = all[1];
+  std::vector<std::string> rest(all.begin() + 2, all.end());
+  if (sub == "run") return cmd_run(rest, all);
+  if (sub == "report") return cmd_report(rest);
+  if (sub == "plan") return cmd_plan(rest);
+  if (sub == "-h" || sub == "--help" || sub == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  usage_error("unknown subcommand " + sub);
+}

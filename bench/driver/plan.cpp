@@ -1,0 +1,353 @@
+// Benchmark plans: the list of server configurations to measure, as JSON and as built-ins.
+#include "driver/plan.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "driver/json_write.hpp"
+
+namespace knit::bench {
+namespace {
+
+namespace json = boost::json;
+
+// Builds "plan case 3 (tag "t4")" so every error points at the offending entry.
+std::string where(size_t index, const std::string& tag) {
+  std::string s = "plan case " + std::to_string(index + 1);
+  if (!tag.empty()) s += " (tag \"" + tag + "\")";
+  return s;
+}
+
+std::string kind_name(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "?";
+}
+
+// Settings such as spin are strings so that "" can mean unset; numbers are accepted
+// too because {"spin": 0} is the natural thing to write.
+std::string setting_text(const json::value& v, const std::string& ctx, const std::string& field) {
+  if (v.is_string()) return std::string(v.get_string());
+  if (v.is_int64() && v.get_int64() >= 0) return std::to_string(v.get_int64());
+  if (v.is_uint64()) return std::to_string(v.get_uint64());
+  if (v.is_bool()) return v.get_bool() ? "1" : "0";
+  throw PlanError(ctx + ": field \"" + field + "\" must be a string or a non-negative integer, got " +
+                  kind_name(v));
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+bool valid_env_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) return false;
+  return true;
+}
+
+long long integer_field(const json::value& v, const std::string& ctx, const std::string& field,
+                        long long lo, long long hi) {
+  long long n = 0;
+  if (v.is_int64()) {
+    n = v.get_int64();
+  } else if (v.is_uint64()) {
+    n = static_cast<long long>(std::min<uint64_t>(v.get_uint64(), INT64_MAX));
+  } else if (v.is_double() && std::floor(v.get_double()) == v.get_double()) {
+    n = static_cast<long long>(v.get_double());
+  } else {
+    throw PlanError(ctx + ": field \"" + field + "\" must be an integer, got " + kind_name(v));
+  }
+  if (n < lo || n > hi)
+    throw PlanError(ctx + ": field \"" + field + "\" must be between " + std::to_string(lo) +
+                    " and " + std::to_string(hi) + ", got " + std::to_string(n));
+  return n;
+}
+
+std::string string_field(const json::value& v, const std::string& ctx, const std::string& field) {
+  if (!v.is_string())
+    throw PlanError(ctx + ": field \"" + field + "\" must be a string, got " + kind_name(v));
+  return std::string(v.get_string());
+}
+
+void check_one_of(const std::string& value, std::initializer_list<const char*> allowed,
+                  const std::string& ctx, const std::string& field) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return;
+    if (!list.empty()) list += ", ";
+    list += std::string("\"") + a + "\"";
+  }
+  throw PlanError(ctx + ": field \"" + field + "\" must be one of " + list + ", got \"" + value +
+                  "\"");
+}
+
+// The variables the driver derives from fields; a plan's "env" may not override them,
+// or the row would describe one configuration while the server ran another.
+const std::set<std::string>& owned_vars() {
+  static const std::set<std::string> vars = {
+      "PORT",          "HOST",          "KNIT_MODE",         "KNIT_THREADS",
+      "KNIT_SPIN",     "KNIT_PARK",     "KNIT_DOORBELL",     "KNIT_STEAL",
+      "KNIT_COST_PROFILE", "KNIT_SSR_COST_US", "KNIT_JWT_COST_US"};
+  return vars;
+}
+
+Case parse_case(const json::value& v, size_t index) {
+  if (!v.is_object()) throw PlanError(where(index, "") + ": must be an object, got " + kind_name(v));
+  const auto& o = v.get_object();
+  Case c;
+  std::string tag;
+  if (auto* t = o.if_contains("tag"); t && t->is_string()) tag = std::string(t->get_string());
+  const std::string ctx = where(index, tag);
+
+  static const std::set<std::string> known = {
+      "tag",          "mode",          "server_mode", "threads", "spin",  "park",
+      "doorbell",     "steal",         "env",         "cost_profile", "extra_cost_us", "conns",
+      "rate_per_route", "note"};
+  for (const auto& kv : o) {
+    if (!known.count(std::string(kv.key())))
+      throw PlanError(ctx + ": unknown field \"" + std::string(kv.key()) +
+                      "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
+                      "env, cost_profile, extra_cost_us, conns, rate_per_route, note)");
+  }
+
+  const json::value* tv = o.if_contains("tag");
+  if (!tv) throw PlanError(ctx + ": missing field \"tag\"");
+  c.tag = string_field(*tv, ctx, "tag");
+  if (c.tag.empty() || c.tag.find_first_of("/ \t\n") != std::string::npos)
+    throw PlanError(ctx + ": field \"tag\" must be a non-empty name without spaces or '/'");
+
+  if (auto* m = o.if_contains("mode")) c.mode = string_field(*m, ctx, "mode");
+  check_one_of(c.mode, {"sat", "rate"}, ctx, "mode");
+  if (auto* m = o.if_contains("server_mode")) c.server_mode = string_field(*m, ctx, "server_mode");
+  check_one_of(c.server_mode, {"inline", "pooled"}, ctx, "server_mode");
+  if (auto* t = o.if_contains("threads")) c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
+
+  if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
+  if (!c.spin.empty() && !all_digits(c.spin))
+    throw PlanError(ctx + ": field \"spin\" must be microseconds (digits) or \"\", got \"" + c.spin + "\"");
+  if (auto* s = o.if_contains("park")) c.park = setting_text(*s, ctx, "park");
+  if (!c.park.empty() && !all_digits(c.park))
+    throw PlanError(ctx + ": field \"park\" must be milliseconds (digits) or \"\", got \"" + c.park + "\"");
+  if (auto* s = o.if_contains("doorbell")) c.doorbell = setting_text(*s, ctx, "doorbell");
+  check_one_of(c.doorbell, {"", "0", "1"}, ctx, "doorbell");
+  if (auto* s = o.if_contains("steal")) c.steal = setting_text(*s, ctx, "steal");
+  check_one_of(c.steal, {"", "0", "1"}, ctx, "steal");
+  if (auto* s = o.if_contains("cost_profile")) c.cost_profile = string_field(*s, ctx, "cost_profile");
+  check_one_of(c.cost_profile, {"", "bun", "native"}, ctx, "cost_profile");
+  if (auto* s = o.if_contains("extra_cost_us"); s && !s->is_null())
+    c.extra_cost_us = static_cast<int>(integer_field(*s, ctx, "extra_cost_us", 0, 10'000'000));
+  if (auto* s = o.if_contains("conns")) c.conns = static_cast<int>(integer_field(*s, ctx, "conns", 0, 100000));
+  if (auto* s = o.if_contains("rate_per_route")) {
+    if (!s->is_number()) throw PlanError(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
+    c.rate_per_route = s->to_number<double>();
+    if (!(c.rate_per_route >= 0) || !std::isfinite(c.rate_per_route))
+      throw PlanError(ctx + ": field \"rate_per_route\" must be >= 0");
+    if (c.mode == "sat" && c.rate_per_route > 0)
+      throw PlanError(ctx + ": field \"rate_per_route\" only applies to mode \"rate\"");
+  }
+  if (auto* e = o.if_contains("env")) {
+    if (!e->is_object()) throw PlanError(ctx + ": field \"env\" must be an object, got " + kind_name(*e));
+    for (const auto& kv : e->get_object()) {
+      std::string name(kv.key());
+      if (!valid_env_name(name)) throw PlanError(ctx + ": env name \"" + name + "\" is not a valid variable name");
+      if (owned_vars().count(name))
+        throw PlanError(ctx + ": env \"" + name + "\" is set by the driver from the case's fields; use the field instead");
+      if (kv.value().is_string()) c.env[name] = std::string(kv.value().get_string());
+      else if (kv.value().is_number()) c.env[name] = setting_text(kv.value(), ctx, "env." + name);
+      else throw PlanError(ctx + ": env \"" + name + "\" must be a string, got " + kind_name(kv.value()));
+    }
+  }
+  if (c.server_mode == "inline" && (!c.spin.empty() || !c.park.empty() || !c.doorbell.empty() || !c.steal.empty()))
+    throw PlanError(ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"inline\"");
+  return c;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw PlanError("cannot read plan file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Case make(const std::string& tag, const std::string& mode, const std::string& server_mode, int threads,
+          const std::string& spin, const std::string& park, const std::string& profile) {
+  Case c;
+  c.tag = tag;
+  c.mode = mode;
+  c.server_mode = server_mode;
+  c.threads = threads;
+  c.spin = spin;
+  c.park = park;
+  c.cost_profile = profile;
+  return c;
+}
+
+}  // namespace
+
+std::string reference_key(const Case& c) {
+  return c.cost_profile + "|" + (c.extra_cost_us ? std::to_string(*c.extra_cost_us) : std::string("-"));
+}
+
+std::vector<Case> parse_plan(std::string_view json_text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(json_text, ec);
+  if (ec) throw PlanError("plan is not valid JSON: " + ec.message());
+  if (!v.is_array()) throw PlanError("plan must be a JSON array of cases, got " + kind_name(v));
+  std::vector<Case> cases;
+  std::set<std::string> seen;
+  std::set<std::string> inline_sat_refs;
+  size_t index = 0;
+  for (const auto& e : v.get_array()) {
+    Case c = parse_case(e, index);
+    std::string key = c.tag + "|" + c.mode + "|" + reference_key(c);
+    if (!seen.insert(key).second)
+      throw PlanError(where(index, c.tag) + ": duplicate of an earlier case with the same tag, mode, "
+                      "cost_profile and extra_cost_us (rows could not be told apart)");
+    if (c.server_mode == "inline" && c.mode == "sat") inline_sat_refs.insert(reference_key(c));
+    if (c.mode == "rate" && c.rate_per_route == 0 && !inline_sat_refs.count(reference_key(c)))
+      throw PlanError(where(index, c.tag) +
+                      ": rate case without \"rate_per_route\" needs an earlier inline \"sat\" case with the "
+                      "same cost_profile and extra_cost_us to derive its rate from");
+    cases.push_back(std::move(c));
+    ++index;
+  }
+  if (cases.empty()) throw PlanError("plan has no cases");
+  return cases;
+}
+
+std::vector<Case> load_plan_file(const std::string& path) {
+  try {
+    return parse_plan(read_file(path));
+  } catch (const PlanError& e) {
+    throw PlanError(path + ": " + e.what());
+  }
+}
+
+json::value case_to_json(const Case& c) {
+  json::object o;
+  o["tag"] = c.tag;
+  o["mode"] = c.mode;
+  o["server_mode"] = c.server_mode;
+  o["threads"] = c.threads;
+  o["spin"] = c.spin;
+  o["park"] = c.park;
+  o["doorbell"] = c.doorbell;
+  o["steal"] = c.steal;
+  o["cost_profile"] = c.cost_profile;
+  if (c.extra_cost_us) o["extra_cost_us"] = *c.extra_cost_us;
+  if (!c.env.empty()) {
+    json::object env;
+    for (const auto& [k, val] : c.env) env[k] = val;
+    o["env"] = std::move(env);
+  }
+  if (c.conns) o["conns"] = c.conns;
+  if (c.rate_per_route > 0) o["rate_per_route"] = c.rate_per_route;
+  return o;
+}
+
+json::array plan_to_json(const std::vector<Case>& cases) {
+  json::array a;
+  for (const auto& c : cases) a.push_back(case_to_json(c));
+  return a;
+}
+
+std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port) {
+  std::map<std::string, std::string> env = c.env;
+  env["PORT"] = std::to_string(port);
+  env["HOST"] = host;
+  env["KNIT_MODE"] = c.server_mode;
+  if (c.threads > 0) env["KNIT_THREADS"] = std::to_string(c.threads);
+  if (!c.spin.empty()) env["KNIT_SPIN"] = c.spin;
+  if (!c.park.empty()) env["KNIT_PARK"] = c.park;
+  if (!c.doorbell.empty()) env["KNIT_DOORBELL"] = c.doorbell;
+  if (!c.steal.empty()) env["KNIT_STEAL"] = c.steal;
+  if (!c.cost_profile.empty()) env["KNIT_COST_PROFILE"] = c.cost_profile;
+  if (c.extra_cost_us) {
+    env["KNIT_SSR_COST_US"] = std::to_string(*c.extra_cost_us);
+    env["KNIT_JWT_COST_US"] = std::to_string(*c.extra_cost_us);
+  }
+  return env;
+}
+
+BuiltinPlan default_plan(const std::vector<std::string>& profiles) {
+  BuiltinPlan p;
+  p.name = "default";
+  // 24 cases at ~14 s each (2 s idle, 3 s warm-up, 8 s window, ~1 s start/stop) is
+  // about 6 minutes: long enough windows to be readable, short enough to run often.
+  p.idle_s = 2;
+  p.warmup_s = 3;
+  p.window_s = 8;
+  p.repeat = 1;
+  p.conns = 50;
+  for (const auto& prof : profiles) {
+    for (const char* mode : {"sat", "rate"}) {
+      p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
+      for (int n : {1, 2, 4}) p.cases.push_back(make("t" + std::to_string(n), mode, "pooled", n, "", "", prof));
+      // The old default: spin N*50us, park 1ms (seed section C).
+      for (int n : {2, 4})
+        p.cases.push_back(make("t" + std::to_string(n) + "old", mode, "pooled", n, std::to_string(n * 50), "1", prof));
+    }
+  }
+  return p;
+}
+
+BuiltinPlan full_plan(const std::vector<std::string>& profiles) {
+  BuiltinPlan p;
+  p.name = "full";
+  p.idle_s = 5;
+  p.warmup_s = 6;
+  p.window_s = 15;
+  p.repeat = 3;
+  p.conns = 100;  // the seed's -c 100 per route
+  for (const auto& prof : profiles) {
+    for (const char* mode : {"sat", "rate"}) {
+      p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
+      for (int n : {1, 2, 4, 8, 15}) {
+        std::string t = "t" + std::to_string(n);
+        p.cases.push_back(make(t, mode, "pooled", n, "", "", prof));                               // seed policy
+        p.cases.push_back(make(t + "old", mode, "pooled", n, std::to_string(n * 50), "1", prof));  // old default
+        p.cases.push_back(make(t + "s50", mode, "pooled", n, "50", "", prof));                     // flat 50us
+      }
+    }
+  }
+  return p;
+}
+
+BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles) {
+  BuiltinPlan p;
+  p.name = "cost-sweep";
+  // 48 cases per profile at ~10 s each: idle matters little here, so it is short.
+  p.idle_s = 1;
+  p.warmup_s = 2;
+  p.window_s = 6;
+  p.repeat = 1;
+  p.conns = 50;
+  for (const auto& prof : profiles) {
+    for (int cost : {0, 5, 10, 20, 50, 100, 200, 400}) {
+      for (const char* mode : {"sat", "rate"}) {
+        std::vector<Case> trio = {make("inline", mode, "inline", 0, "", "", prof),
+                                  make("t1", mode, "pooled", 1, "", "", prof),
+                                  make("t2", mode, "pooled", 2, "", "", prof)};
+        for (auto& c : trio) {
+          c.extra_cost_us = cost;
+          p.cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace knit::bench

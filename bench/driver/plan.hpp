@@ -1,0 +1,73 @@
+// Benchmark plans: the list of server configurations to measure, as JSON and as built-ins.
+#pragma once
+
+#include <boost/json.hpp>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace knit::bench {
+
+// One configuration to measure. Empty strings mean "leave unset": the server then
+// uses its library default, which is how the seed distinguished "default" rows.
+struct Case {
+  std::string tag;                     // short name, e.g. "t4" or "inline"
+  std::string mode = "sat";            // "sat" (closed loop) or "rate" (open loop, fixed rate)
+  std::string server_mode = "pooled";  // KNIT_MODE: "inline" or "pooled"
+  int threads = 0;                     // KNIT_THREADS; 0 = unset
+  std::string spin;                    // KNIT_SPIN in us; "" = unset
+  std::string park;                    // KNIT_PARK in ms; "" = unset
+  std::string doorbell;                // KNIT_DOORBELL "0"/"1"; "" = unset
+  std::string steal;                   // KNIT_STEAL "0"/"1"; "" = unset
+  std::map<std::string, std::string> env;  // further variables, passed verbatim
+  std::string cost_profile;            // KNIT_COST_PROFILE "bun"/"native"; "" = unset
+  std::optional<int> extra_cost_us;    // sets KNIT_SSR_COST_US and KNIT_JWT_COST_US (cost sweep)
+  int conns = 0;                       // connections per route; 0 = the run's default
+  double rate_per_route = 0;           // rate mode: offered rps per route; 0 = derive from inline sat
+
+  bool operator==(const Case&) const = default;
+};
+
+// Thrown for a plan that cannot be run; what() names the case and the field.
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses a JSON array of cases and checks it as a whole (unique tags per mode and
+// profile, a reference inline sat case before any rate case that needs one).
+std::vector<Case> parse_plan(std::string_view json_text);
+std::vector<Case> load_plan_file(const std::string& path);
+boost::json::value case_to_json(const Case& c);
+boost::json::array plan_to_json(const std::vector<Case>& cases);
+
+// The environment a case's server runs with (only the variables the driver owns;
+// the rest of the environment is inherited minus any stray KNIT_* from the caller).
+std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port);
+
+// Key that groups cases measured against the same inline reference: a rate case
+// without an explicit rate offers a fraction of the inline sat total with this key.
+std::string reference_key(const Case& c);
+
+// A built-in plan with the durations it was sized for.
+struct BuiltinPlan {
+  std::string name;
+  std::vector<Case> cases;
+  double idle_s = 2;
+  double warmup_s = 2;
+  double window_s = 5;
+  int repeat = 1;
+  int conns = 50;
+};
+
+// Default: inline and pooled 1/2/4 under the seed policy, pooled 2/4 under the old
+// default (spin N*50us, park 1ms), for both cost profiles, saturating and at 70% rate.
+BuiltinPlan default_plan(const std::vector<std::string>& profiles = {"bun", "native"});
+// The seed's sweep: 1,2,4,8,15 workers x (seed policy, old default, flat 50us), plus inline.
+BuiltinPlan full_plan(const std::vector<std::string>& profiles = {"bun"});
+// Extra CPU per heavy call from 0 to 400us: inline vs pooled 1 and 2 workers.
+BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles = {"native"});
+
+}  // namespace knit::bench

@@ -1,0 +1,88 @@
+// One measured case as a row of rows.jsonl: the struct, and its JSON line both ways.
+#pragma once
+
+#include <boost/json.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace knit::bench {
+
+// Per-route results. Latencies are milliseconds. Fields the seed's rows do not
+// carry (p90, p999, max, rate_*) are optional so both schemas read back.
+struct RouteStats {
+  double rps = 0;
+  double p50 = 0;
+  double p99 = 0;
+  double ok = 1.0;  // success rate, 0..1
+  std::optional<double> p90, p999, max;
+  std::optional<double> rate_target;  // rate mode: offered rps for this route
+  std::optional<bool> rate_met;       // rate mode: knit-load says the rate was achieved
+
+  bool operator==(const RouteStats&) const = default;
+};
+
+// The seed's Appendix A schema plus what this harness adds. Seed rows have no
+// server_mode; it is derived from the tag ("only" = inline) when they are read.
+struct Row {
+  // Identity of the configuration.
+  std::string tag;
+  std::string mode;            // "sat" | "rate"
+  int threads = 0;
+  std::string spin;            // seed: "default" = threads*50; ours: "" = unset (library default)
+  std::string park;            // seed: "default" = 1 ms;       ours: "" = unset
+  std::optional<bool> doorbell;  // null = unset
+  std::optional<bool> steal;
+  std::string server_mode;     // "inline" | "pooled"
+  std::string cost_profile;    // "" = not recorded (seed rows)
+  std::optional<int> extra_cost_us;
+  std::map<std::string, std::string> env;  // extra variables from the plan's "env"
+  int rep = 0;
+
+  // Measurements, rounded as the seed's drive.py rounds them.
+  double idle_cores = 0;       // 3 decimals
+  long long total_rps = 0;
+  double cores = 0;            // 2 decimals
+  std::optional<long long> rps_per_core;
+  std::optional<long long> cpu_us_per_req;
+  int os_threads = 0;
+  double gen_cores = 0;        // 2 decimals
+  std::map<std::string, RouteStats> routes;  // "ping", "ssr", "jwt"
+
+  // Context (absent in seed rows).
+  std::optional<double> idle_s, warmup_s, window_s;
+  std::optional<double> rate_per_route;
+  std::optional<int> conns;
+  std::map<std::string, double> pool_counters;  // diff of pool.totals over the window
+  std::map<std::string, double> pool_per_call;  // each counter per pooled call
+  std::map<std::string, double> server_requests;  // diff of the server's request counters
+  boost::json::object cpu_layout;  // {"server_cpus": .., "gen_cpus": ..}
+  boost::json::object cpu;         // raw CPU accounting (ticks and schedstat)
+  std::map<std::string, std::string> server_env;
+  std::vector<std::string> load_cmd;
+  std::optional<long long> server_pid;
+
+  // Keys this version does not know, kept so a round trip loses nothing.
+  boost::json::object unknown;
+
+  bool operator==(const Row&) const = default;
+};
+
+// Row -> one JSON line (no trailing newline). Seed keys come first, in seed order.
+std::string row_to_json_line(const Row& r);
+boost::json::object row_to_json(const Row& r);
+
+// JSON line -> Row. Accepts both the seed's rows and ours; throws std::runtime_error
+// naming the field on anything it cannot read.
+Row row_from_json(const boost::json::value& v);
+Row row_from_json_line(std::string_view line);
+
+// Reads a rows.jsonl; blank lines are skipped, bad lines throw with their line number.
+std::vector<Row> read_rows_file(const std::string& path);
+void append_row_file(const std::string& path, const Row& r);
+
+// True when the row came from the seed's schema (or mimics it): spin/park "default".
+bool is_seed_schema(const Row& r);
+
+}  // namespace knit::bench

@@ -1,0 +1,429 @@
+// Runs a plan: for every case and repetition, start a server, measure idle CPU,
+// warm up, measure a window, stop it; append one row per case and render the report.
+#include "driver/runner.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "driver/identity.hpp"
+#include "driver/interrupt.hpp"
+#include "driver/json_write.hpp"
+#include "driver/numfmt.hpp"
+#include "driver/report.hpp"
+#include "driver/server_process.hpp"
+#include "driver/single_instance.hpp"
+#include "driver/spawn.hpp"
+
+namespace knit::bench {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+std::string wall_clock_text() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %z", std::localtime(&t));
+  return buf;
+}
+
+// Sleeps in small steps so Ctrl-C ends an idle window promptly.
+void sleep_for(double s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (interrupted()) throw CaseError("interrupted");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string case_summary(const Case& c) {
+  std::string s = c.tag + " " + c.mode + " " + c.server_mode;
+  if (c.threads) s += " threads=" + std::to_string(c.threads);
+  if (!c.spin.empty()) s += " spin=" + c.spin;
+  if (!c.park.empty()) s += " park=" + c.park;
+  if (!c.doorbell.empty()) s += " doorbell=" + c.doorbell;
+  if (!c.steal.empty()) s += " steal=" + c.steal;
+  for (const auto& [k, v] : c.env) s += " " + k + "=" + v;
+  if (!c.cost_profile.empty()) s += " profile=" + c.cost_profile;
+  if (c.extra_cost_us) s += " extra=" + std::to_string(*c.extra_cost_us) + "us";
+  return s;
+}
+
+std::string file_stem(int index, const Case& c, int rep) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%03d", index);
+  std::string s = std::string(buf) + "-" + c.tag + "-" + c.mode;
+  if (!c.cost_profile.empty()) s += "-" + c.cost_profile;
+  if (c.extra_cost_us) s += "-c" + std::to_string(*c.extra_cost_us);
+  return s + "-r" + std::to_string(rep);
+}
+
+std::string result_line(const Row& r) {
+  std::ostringstream s;
+  s << "      total " << r.total_rps << " rps (";
+  bool first = true;
+  for (const char* n : {"ping", "ssr", "jwt"})
+    if (auto it = r.routes.find(n); it != r.routes.end()) {
+      s << (first ? "" : " / ") << n << " " << fixed(it->second.rps, 0);
+      first = false;
+    }
+  s << "), /ping p99 " << (r.routes.count("ping") ? fixed(r.routes.at("ping").p99, 2) : "?") << " ms, server "
+    << fixed(r.cores, 2) << " cores, idle " << fixed(r.idle_cores, 3) << " cores";
+  if (r.cpu_us_per_req) s << ", " << *r.cpu_us_per_req << " CPU-us/req";
+  for (const auto& [n, rs] : r.routes) {
+    if (rs.rate_met && !*rs.rate_met) s << "  RATE NOT MET on /" << n;
+    if (rs.ok < 1.0) s << "  /" << n << " success " << fixed(rs.ok * 100, 2) << "%";
+  }
+  return s.str();
+}
+
+json::object meta_run(const RunConfig& cfg, const MachineInfo& m) {
+  json::object run;
+  std::string cmd;
+  json::array argv;
+  for (const auto& a : cfg.command_line) {
+    cmd += (cmd.empty() ? "" : " ") + a;
+    argv.push_back(json::value(a));
+  }
+  run["command"] = cmd;
+  run["argv"] = std::move(argv);
+  run["cwd"] = fs::current_path().string();
+  run["plan"] = cfg.plan_name;
+  run["cases"] = cfg.cases.size();
+  run["repeat"] = cfg.repeat;
+  run["idle_s"] = cfg.idle_s;
+  run["warmup_s"] = cfg.warmup_s;
+  run["window_s"] = cfg.window_s;
+  run["conns"] = cfg.conns;
+  run["rate_fraction"] = cfg.rate_fraction;
+  run["server"] = cfg.server_exe;
+  run["load"] = cfg.load_exe;
+  run["host"] = cfg.host;
+  run["port"] = cfg.port;
+  run["cpu_layout"] = json::object{{"server_cpus", format_cpu_list(cfg.server_cpus)},
+                                   {"gen_cpus", format_cpu_list(cfg.gen_cpus)}};
+  run["machine"] = json::object{{"model", m.model}, {"cpus", m.cpus}, {"kernel", m.kernel},
+                                {"hostname", m.hostname}, {"date", m.date}};
+  run["started"] = wall_clock_text();
+  run["finished"] = nullptr;
+  run["status"] = "running";
+  run["plan_cases"] = plan_to_json(cfg.cases);
+  return run;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::trunc);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+// Everything that happens while one server is up: steps (1)-(8) of the brief.
+CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
+                        const fs::path& bodies, double rate_per_route, std::string* stop_note) {
+  CaseMeasurement m;
+  m.window_s = cfg.window_s;
+  m.conns = c.conns > 0 ? c.conns : cfg.conns;
+  m.rate_per_route = rate_per_route;
+  m.server_env = server_env(c, cfg.host, cfg.port);
+
+  ServerOptions so;
+  so.exe = cfg.server_exe;
+  so.args = cfg.server_args;
+  so.env = m.server_env;
+  so.host = cfg.host;
+  so.port = cfg.port;
+  so.cpus = cfg.server_cpus;
+  so.log_path = (logs / (stem + ".server.log")).string();
+  so.ready_timeout_s = cfg.ready_timeout_s;
+  so.stop_grace_s = cfg.stop_grace_s;
+  ServerProcess srv(so);  // port check, exec, identity, readiness, socket ownership
+  m.server_pid = srv.pid();
+
+  auto sample = [&](const char* phase) {
+    srv.check_alive(phase);
+    try {
+      return sample_cpu(srv.pid());
+    } catch (const std::exception& e) {
+      throw CaseError(std::string(phase) + ": " + e.what());
+    }
+  };
+
+  // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
+  CpuSample i0 = sample("idle");
+  sleep_for(cfg.idle_s);
+  CpuSample i1 = sample("idle");
+  m.idle = cpu_delta(i0, i1);
+
+  LoadSpec ls;
+  ls.exe = cfg.load_exe;
+  ls.host = cfg.host;
+  ls.port = cfg.port;
+  ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
+  ls.routes = standard_routes(m.conns, c.mode == "rate" ? rate_per_route : 0.0, bodies.string());
+  try {
+    if (cfg.warmup_s > 0) {
+      ls.duration_s = cfg.warmup_s;
+      ls.json_path = (logs / (stem + ".warmup.json")).string();
+      run_load(ls, cfg.gen_cpus, (logs / (stem + ".warmup.log")).string());
+    }
+    srv.check_alive("warm-up");
+
+    ls.duration_s = cfg.window_s;
+    ls.json_path = (logs / (stem + ".load.json")).string();
+    m.load_cmd = load_argv(ls);
+    m.stats_before = srv.request_stats();
+    CpuSample w0 = sample("window");
+    m.load = run_load(ls, cfg.gen_cpus, (logs / (stem + ".load.log")).string());
+    CpuSample w1 = sample("window");
+    m.window = cpu_delta(w0, w1);
+    m.stats_after = srv.request_stats();
+    m.os_threads = thread_count(srv.pid());
+  } catch (const CaseError&) {
+    throw;
+  } catch (const FatalError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CaseError(e.what());
+  }
+  *stop_note = srv.stop();
+  return m;
+}
+
+}  // namespace
+
+std::string clock_text(double seconds) {
+  long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig& cfg) {
+  Row r;
+  r.tag = c.tag;
+  r.mode = c.mode;
+  r.threads = c.threads;
+  r.spin = c.spin;
+  r.park = c.park;
+  if (!c.doorbell.empty()) r.doorbell = c.doorbell == "1";
+  if (!c.steal.empty()) r.steal = c.steal == "1";
+  r.server_mode = c.server_mode;
+  r.cost_profile = c.cost_profile;
+  r.extra_cost_us = c.extra_cost_us;
+  r.env = c.env;
+  r.rep = rep;
+
+  const double idle_wall = m.idle.wall_s > 0 ? m.idle.wall_s : cfg.idle_s;
+  r.idle_cores = idle_wall > 0 ? py_round(m.idle.best_s() / idle_wall, 3) : 0;
+  // Like drive.py: CPU over the window divided by the nominal window length, and the
+  // derived ratios from the unrounded values.
+  const double cores = m.window_s > 0 ? m.window.best_s() / m.window_s : 0;
+  double total = 0;
+  for (const auto& [name, lr] : m.load.routes) {
+    RouteStats rs;
+    rs.rps = py_round(lr.rps, 2);
+    rs.p50 = py_round(lr.p50 * 1000, 2);
+    rs.p90 = py_round(lr.p90 * 1000, 2);
+    rs.p99 = py_round(lr.p99 * 1000, 2);
+    rs.p999 = py_round(lr.p999 * 1000, 2);
+    rs.max = py_round(lr.max * 1000, 2);
+    rs.ok = py_round(lr.success_rate, 2);
+    if (c.mode == "rate") {
+      rs.rate_target = py_round(lr.rate_target.value_or(m.rate_per_route), 2);
+      if (lr.rate_met) rs.rate_met = lr.rate_met;
+    }
+    r.routes[name] = rs;
+    total += lr.rps;
+  }
+  r.total_rps = py_round_int(total);
+  r.cores = py_round(cores, 2);
+  if (cores > 0) r.rps_per_core = py_round_int(total / cores);
+  if (total > 0) r.cpu_us_per_req = py_round_int(cores * 1e6 / total);
+  r.os_threads = m.os_threads;
+  double gen = 0;
+  if (m.load.gen_cores) gen = *m.load.gen_cores;
+  else if (m.load.gen_cpu_s && m.window_s > 0) gen = *m.load.gen_cpu_s / m.window_s;
+  r.gen_cores = py_round(gen, 2);
+
+  r.idle_s = cfg.idle_s;
+  r.warmup_s = cfg.warmup_s;
+  r.window_s = m.window_s;
+  r.conns = m.conns;
+  if (c.mode == "rate") r.rate_per_route = py_round(m.rate_per_route, 2);
+  if (m.stats_before && m.stats_after) {
+    if (m.stats_before->has_pool && m.stats_after->has_pool) {
+      r.pool_counters = diff_counters(m.stats_before->pool_totals, m.stats_after->pool_totals);
+      r.pool_per_call = per_call(r.pool_counters);
+    }
+    r.server_requests = diff_counters(m.stats_before->requests, m.stats_after->requests);
+  }
+  r.cpu_layout = json::object{{"server_cpus", format_cpu_list(cfg.server_cpus)},
+                              {"gen_cpus", format_cpu_list(cfg.gen_cpus)}};
+  auto six = [](double x) { return py_round(x, 6); };
+  json::object cpu;
+  cpu["source"] = m.window.source();
+  cpu["idle_ticks_s"] = six(m.idle.ticks_s);
+  cpu["idle_sched_s"] = m.idle.sched_s ? json::value(six(*m.idle.sched_s)) : json::value(nullptr);
+  cpu["idle_wall_s"] = six(m.idle.wall_s);
+  cpu["window_ticks_s"] = six(m.window.ticks_s);
+  cpu["window_sched_s"] = m.window.sched_s ? json::value(six(*m.window.sched_s)) : json::value(nullptr);
+  cpu["window_wall_s"] = six(m.window.wall_s);
+  cpu["cores_ticks"] = m.window_s > 0 ? py_round(m.window.ticks_s / m.window_s, 2) : 0.0;
+  cpu["idle_cores_ticks"] = idle_wall > 0 ? py_round(m.idle.ticks_s / idle_wall, 3) : 0.0;
+  if (m.load.gen_cpu_s) cpu["gen_cpu_s"] = six(*m.load.gen_cpu_s);
+  r.cpu = std::move(cpu);
+  r.server_env = m.server_env;
+  r.load_cmd = m.load_cmd;
+  r.server_pid = m.server_pid;
+  return r;
+}
+
+int run_benchmark(const RunConfig& cfg) {
+  auto fail = [](int code, const std::string& msg) {
+    std::cerr << "knit-bench: " << msg << "\n";
+    return code;
+  };
+  if (find_in_path(cfg.server_exe).empty())
+    return fail(2, "server binary not found or not executable: " + cfg.server_exe + " (use --server PATH)");
+  if (find_in_path(cfg.load_exe).empty())
+    return fail(2, "load generator not found or not executable: " + cfg.load_exe + " (use --load PATH)");
+  if (cfg.cases.empty()) return fail(2, "the plan has no cases");
+
+  std::unique_ptr<InstanceLock> lock;
+  try {
+    lock = std::make_unique<InstanceLock>(cfg.lock_path);
+  } catch (const std::exception& e) {
+    return fail(3, e.what());
+  }
+  // A server or load generator still running from an earlier (crashed) run would
+  // share the CPUs and skew every number; report it rather than kill anything.
+  auto strays = processes_running({cfg.server_exe, cfg.load_exe}, ::getpid());
+  if (!strays.empty()) {
+    std::string pids;
+    for (pid_t p : strays) pids += " " + std::to_string(p);
+    return fail(3, "already running from " + cfg.server_exe + " or " + cfg.load_exe + ": PID" + pids +
+                       ". Stop them yourself (by PID) and retry; knit-bench never kills by name.");
+  }
+
+  fs::path out = fs::absolute(cfg.out_dir);
+  fs::path logs = out / "logs", bodies = out / "bodies";
+  fs::path rows_path = out / "rows.jsonl", meta_path = out / "meta.json";
+  if (out.string().find(':') != std::string::npos)
+    return fail(2, "--out must not contain ':' (knit-load route specs use it as a separator)");
+  std::error_code ec;
+  fs::create_directories(logs, ec);
+  fs::create_directories(bodies, ec);
+  if (ec) return fail(2, "cannot create " + out.string() + ": " + ec.message());
+  if (fs::exists(rows_path) && !cfg.append)
+    return fail(2, rows_path.string() + " already exists; choose another --out or pass --append");
+  write_bodies(bodies.string());
+
+  json::object meta;
+  if (cfg.append && fs::exists(meta_path)) {
+    std::ifstream in(meta_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      auto v = parse_json(ss.str(), meta_path.string());
+      if (v.is_object()) meta = v.get_object();
+    } catch (const std::exception& e) {
+      std::cerr << "knit-bench: warning: " << e.what() << "; starting a new meta.json\n";
+    }
+  }
+  if (!meta.contains("runs") || !meta["runs"].is_array()) meta["runs"] = json::array();
+  MachineInfo machine = machine_info();
+  meta["runs"].get_array().push_back(meta_run(cfg, machine));
+  auto& run_meta = meta["runs"].get_array().back().get_object();
+  write_file(meta_path, to_json_pretty(meta));
+
+  install_interrupt_handlers();
+  const int total_cases = static_cast<int>(cfg.cases.size()) * cfg.repeat;
+  std::cerr << "knit-bench: " << cfg.plan_name << " plan, " << cfg.cases.size() << " cases x " << cfg.repeat
+            << " repetition(s); idle " << seconds_text(cfg.idle_s) << " s, warm-up " << seconds_text(cfg.warmup_s)
+            << " s, window " << seconds_text(cfg.window_s) << " s; out " << out.string() << "\n";
+
+  // Inline saturating totals, per cost profile and extra cost, from the first
+  // repetition: rate cases in every repetition offer the same load.
+  std::map<std::string, double> inline_total;
+  int k = 0, failed = 0, measured = 0;
+  double spent = 0;
+  std::string status = "complete";
+  const double estimate = cfg.idle_s + cfg.warmup_s + cfg.window_s + 1.5;
+  for (int rep = 0; rep < cfg.repeat && status == "complete"; ++rep) {
+    for (const Case& c : cfg.cases) {
+      if (interrupted()) {
+        status = "interrupted";
+        break;
+      }
+      ++k;
+      double per_case = k > 1 ? spent / (k - 1) : estimate;
+      std::cerr << "[" << k << "/" << total_cases << "] " << case_summary(c) << " rep " << rep + 1 << "/"
+                << cfg.repeat << "  ETA " << clock_text(per_case * (total_cases - k + 1)) << "\n";
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        double rate = 0;
+        if (c.mode == "rate") {
+          if (c.rate_per_route > 0) {
+            rate = c.rate_per_route;
+          } else {
+            auto it = inline_total.find(reference_key(c));
+            if (it == inline_total.end())
+              throw CaseError("no inline saturating measurement to derive the rate from (did it fail?)");
+            rate = std::max(1.0, std::round(cfg.rate_fraction * it->second / 3.0));
+          }
+        }
+        std::string note;
+        CaseMeasurement m = measure(c, cfg, logs, file_stem(k, c, rep), bodies, rate, &note);
+        Row row = build_row(c, rep, m, cfg);
+        for (const char* need : {"ping", "ssr", "jwt"})
+          if (!row.routes.count(need)) throw CaseError(std::string("knit-load JSON has no route ") + need);
+        append_row_file(rows_path.string(), row);
+        ++measured;
+        if (c.server_mode == "inline" && c.mode == "sat" && !inline_total.count(reference_key(c)))
+          inline_total[reference_key(c)] = static_cast<double>(row.total_rps);
+        std::cerr << result_line(row) << "\n";
+        if (!note.empty()) std::cerr << "      note: " << note << "\n";
+      } catch (const FatalError& e) {
+        std::cerr << "      FATAL: " << e.what() << "\n";
+        status = std::string("aborted: ") + e.what();
+        ++failed;
+        break;
+      } catch (const std::exception& e) {
+        std::cerr << "      FAILED: " << e.what() << "\n";
+        ++failed;
+      }
+      spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  if (interrupted() && status == "complete") status = "interrupted";
+  if (status == "complete" && failed) status = "complete, " + std::to_string(failed) + " case(s) failed";
+  run_meta["finished"] = wall_clock_text();
+  run_meta["status"] = status;
+  run_meta["rows_written"] = measured;
+  write_file(meta_path, to_json_pretty(meta));
+
+  if (fs::exists(rows_path)) {
+    try {
+      std::vector<std::string> warnings;
+      std::string report = write_report(rows_path.string(), cfg.charts, &warnings);
+      for (const auto& w : warnings) std::cerr << "knit-bench: warning: " << w << "\n";
+      std::cerr << "knit-bench: " << measured << " row(s) -> " << rows_path.string() << "; report " << report << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "knit-bench: report failed: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  if (status.rfind("aborted", 0) == 0 || status == "interrupted") return 1;
+  return failed ? 1 : 0;
+}
+
+}  // namespace knit::bench

@@ -1,0 +1,30 @@
+// Only one knit-bench at a time: a flock'd lock file, and a scan for leftover servers
+// and load generators (found by their binary's path in /proc, never killed by name).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace knit::bench {
+
+class InstanceLock {
+ public:
+  // Takes an exclusive, non-blocking flock on `path`. On failure throws
+  // std::runtime_error naming the holder recorded in the file.
+  explicit InstanceLock(const std::string& path);
+  ~InstanceLock();
+  InstanceLock(const InstanceLock&) = delete;
+  InstanceLock& operator=(const InstanceLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// PIDs of running processes whose /proc/PID/exe is one of `exes` (canonical paths
+// compared), excluding `self`. Two drivers measuring at once was the seed's third
+// harness bug; a stray knit-load skews every number without failing anything.
+std::vector<pid_t> processes_running(const std::vector<std::string>& exes, pid_t self);
+
+}  // namespace knit::bench

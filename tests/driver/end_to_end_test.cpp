@@ -1,0 +1,170 @@
+// knit-bench run end to end against the fake server and fake load generator: rows,
+// meta.json and report.md come out, and the run refuses unsafe situations.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "driver/json_write.hpp"
+#include "driver/plan.hpp"
+#include "driver/port.hpp"
+#include "driver/report.hpp"
+#include "driver/rows.hpp"
+#include "driver/runner.hpp"
+#include "driver/single_instance.hpp"
+
+namespace knit::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A private copy of the fakes, named like the real binaries: the stray-process check
+// looks for running copies of *these* paths, so parallel tests do not trip it.
+struct Sandbox {
+  fs::path dir;
+  Sandbox() {
+    dir = fs::path(::testing::TempDir()) / ("knit-bench-e2e-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir / "bin");
+    fs::copy_file(KNIT_FAKE_SERVER, dir / "bin/knit-server");
+    fs::copy_file(KNIT_FAKE_LOAD, dir / "bin/knit-load");
+  }
+  ~Sandbox() { fs::remove_all(dir); }
+  RunConfig config() const {
+    RunConfig cfg;
+    cfg.plan_name = "test";
+    cfg.cases = parse_plan(R"([
+      {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
+      {"tag":"t2","mode":"sat","threads":2,"cost_profile":"bun"},
+      {"tag":"t2old","mode":"sat","threads":2,"spin":"100","park":"1","cost_profile":"bun"},
+      {"tag":"inline","mode":"rate","server_mode":"inline","cost_profile":"bun"},
+      {"tag":"t2","mode":"rate","threads":2,"cost_profile":"bun"}
+    ])");
+    cfg.idle_s = 0.2;
+    cfg.warmup_s = 0.1;
+    cfg.window_s = 0.3;
+    cfg.repeat = 2;
+    cfg.out_dir = (dir / "out").string();
+    cfg.server_exe = (dir / "bin/knit-server").string();
+    cfg.load_exe = (dir / "bin/knit-load").string();
+    cfg.port = pick_free_port();
+    cfg.lock_path = (dir / "lock").string();
+    cfg.charts = false;
+    cfg.command_line = {"knit-bench", "run", "--plan", "test.json"};
+    return cfg;
+  }
+};
+
+TEST(EndToEnd, RunWritesRowsMetaAndReport) {
+  Sandbox box;
+  RunConfig cfg = box.config();
+  ASSERT_EQ(run_benchmark(cfg), 0);
+  fs::path out = cfg.out_dir;
+  auto rows = read_rows_file((out / "rows.jsonl").string());
+  ASSERT_EQ(rows.size(), 10u);
+  // Repetitions interleave: the whole plan once, then again.
+  EXPECT_EQ(rows[0].rep, 0);
+  EXPECT_EQ(rows[4].rep, 0);
+  EXPECT_EQ(rows[5].rep, 1);
+  EXPECT_EQ(rows[5].tag, "inline");
+
+  const Row& inline_sat = rows[0];
+  EXPECT_EQ(inline_sat.server_mode, "inline");
+  EXPECT_EQ(inline_sat.total_rps, 6000);  // fake: 1000.126 + 2000.126 + 3000.126
+  EXPECT_DOUBLE_EQ(inline_sat.routes.at("ping").p50, 1.23);  // 0.0012345 s -> ms, 2 decimals
+  EXPECT_DOUBLE_EQ(inline_sat.routes.at("ping").p99, 5.68);
+  EXPECT_TRUE(inline_sat.pool_counters.empty());
+  EXPECT_EQ(inline_sat.server_env.count("KNIT_THREADS"), 0u);
+  EXPECT_DOUBLE_EQ(inline_sat.gen_cores, 0.25);
+
+  const Row& t2 = rows[1];
+  EXPECT_EQ(t2.server_env.at("KNIT_THREADS"), "2");
+  EXPECT_EQ(t2.server_env.at("PORT"), std::to_string(cfg.port));
+  EXPECT_DOUBLE_EQ(t2.pool_counters.at("calls_submitted"), 1000);
+  EXPECT_DOUBLE_EQ(t2.pool_per_call.at("host_wakes"), 0.25);
+  EXPECT_GE(t2.os_threads, 3);
+  EXPECT_EQ(t2.load_cmd.front(), cfg.load_exe);
+  EXPECT_NE(std::find(t2.load_cmd.begin(), t2.load_cmd.end(), "--route"), t2.load_cmd.end());
+  EXPECT_TRUE(t2.server_pid.has_value());
+  EXPECT_DOUBLE_EQ(*t2.window_s, 0.3);
+
+  // Rate cases offer 70% of the inline saturating total, split over three routes.
+  const Row& t2rate = rows[4];
+  EXPECT_EQ(t2rate.mode, "rate");
+  EXPECT_DOUBLE_EQ(*t2rate.rate_per_route, 1400);
+  EXPECT_DOUBLE_EQ(*t2rate.routes.at("ssr").rate_target, 1400);
+  EXPECT_EQ(t2rate.routes.at("ssr").rate_met, std::optional<bool>(true));
+  bool rate_in_cmd = false;
+  for (const auto& a : t2rate.load_cmd)
+    if (a.find("ssr:POST:/ssr:50:1400:") == 0) rate_in_cmd = true;
+  EXPECT_TRUE(rate_in_cmd);
+  // Bodies are the seed's.
+  EXPECT_EQ(slurp(out / "bodies/jwt.json"), R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})");
+
+  auto meta = parse_json(slurp(out / "meta.json"), "meta");
+  const auto& run = meta.at("runs").at(0);
+  EXPECT_EQ(run.at("status").as_string(), "complete");
+  EXPECT_EQ(run.at("rows_written").to_number<int>(), 10);
+
+  std::string md = slurp(out / "report.md");
+  EXPECT_NE(md.find("## Cost profile: bun"), std::string::npos);
+  EXPECT_NE(md.find("| inline | 1000 | 2000 | 3000 | 6000 | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("knit-bench run --plan test.json"), std::string::npos);
+  EXPECT_NE(md.find("host_wakes/call"), std::string::npos);
+  EXPECT_NE(md.find("Offered 1400 rps per route"), std::string::npos);
+
+  // Same directory again without --append: refused, rows untouched.
+  EXPECT_EQ(run_benchmark(cfg), 2);
+  EXPECT_EQ(read_rows_file((out / "rows.jsonl").string()).size(), 10u);
+
+  // report re-renders from rows alone.
+  fs::remove(out / "report.md");
+  write_report((out / "rows.jsonl").string(), false);
+  EXPECT_EQ(slurp(out / "report.md"), md);
+}
+
+TEST(EndToEnd, BusyPortFailsEveryCaseAndMeasuresNothing) {
+  Sandbox box;
+  RunConfig cfg = box.config();
+  cfg.repeat = 1;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(cfg.port));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  EXPECT_EQ(run_benchmark(cfg), 1);
+  ::close(fd);
+  EXPECT_FALSE(fs::exists(fs::path(cfg.out_dir) / "rows.jsonl"));
+}
+
+TEST(EndToEnd, SecondDriverIsRefused) {
+  Sandbox box;
+  RunConfig cfg = box.config();
+  InstanceLock held(cfg.lock_path);
+  EXPECT_EQ(run_benchmark(cfg), 3);
+}
+
+TEST(EndToEnd, MissingBinariesAreAClearError) {
+  Sandbox box;
+  RunConfig cfg = box.config();
+  cfg.server_exe = (box.dir / "bin/nope").string();
+  EXPECT_EQ(run_benchmark(cfg), 2);
+}
+
+}  // namespace
+}  // namespace knit::bench

@@ -1,0 +1,129 @@
+// Identity from /proc: passes for the server we started, fails for any other PID.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "driver/identity.hpp"
+#include "driver/plan.hpp"
+#include "driver/port.hpp"
+#include "driver/spawn.hpp"
+
+namespace knit::bench {
+namespace {
+
+// Starts the fake server on a free port with a case's environment; stops it on scope exit.
+struct FakeServer {
+  pid_t pid = -1;
+  int port = 0;
+  std::map<std::string, std::string> env;
+  std::string log = ::testing::TempDir() + "fake_server_identity.log";
+  explicit FakeServer(std::map<std::string, std::string> extra = {}) {
+    port = pick_free_port();
+    Case c;
+    c.tag = "t2";
+    c.threads = 2;
+    c.spin = "0";
+    env = server_env(c, "127.0.0.1", port);
+    for (auto& [k, v] : extra) env[k] = v;
+    SpawnSpec sp;
+    sp.exe = KNIT_FAKE_SERVER;
+    sp.argv = {KNIT_FAKE_SERVER};
+    sp.env = child_environment(env);
+    sp.output_path = log;
+    pid = spawn_process(sp);
+    for (int i = 0; i < 500 && !tcp_connect_ok("127.0.0.1", port, 100); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ~FakeServer() {
+    if (pid > 0) stop_process(pid, 5);
+  }
+  ExpectedIdentity expected() const { return {KNIT_FAKE_SERVER, {KNIT_FAKE_SERVER}, env}; }
+};
+
+TEST(Identity, PassesForTheServerWeStarted) {
+  FakeServer s;
+  auto problems = check_process_identity(s.pid, s.expected());
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  auto sock = check_socket_owner(s.pid, s.port);
+  EXPECT_TRUE(sock.empty()) << sock.front();
+  EXPECT_EQ(read_environ(s.pid)->at("KNIT_SPIN"), "0");
+}
+
+TEST(Identity, FailsForTheTestsOwnPid) {
+  FakeServer s;
+  auto problems = check_process_identity(::getpid(), s.expected());
+  ASSERT_FALSE(problems.empty());
+  bool exe_reported = false;
+  for (const auto& p : problems)
+    if (p.find("exe is") != std::string::npos) exe_reported = true;
+  EXPECT_TRUE(exe_reported);
+  // And we do not own the fake's listening socket.
+  EXPECT_FALSE(check_socket_owner(::getpid(), s.port).empty());
+}
+
+TEST(Identity, FailsForAChildSleepWithTheRightEnvironment) {
+  FakeServer s;
+  SpawnSpec sp;
+  sp.exe = "/bin/sleep";
+  sp.argv = {"/bin/sleep", "30"};
+  sp.env = child_environment(s.env);  // same KNIT_* as the server: only exe/cmdline differ
+  pid_t sleeper = spawn_process(sp);
+  auto problems = check_process_identity(sleeper, s.expected());
+  stop_process(sleeper, 5);
+  ASSERT_GE(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("exe is"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("cmdline"), std::string::npos) << problems[1];
+}
+
+TEST(Identity, EnvironmentMismatchesAreReported) {
+  FakeServer s(std::map<std::string, std::string>{{"KNIT_STEAL", "0"}});
+  ExpectedIdentity want = s.expected();
+  want.env.erase("KNIT_STEAL");  // server has a KNIT_* we did not ask for
+  want.env["KNIT_THREADS"] = "4";  // and a different pool size
+  auto problems = check_process_identity(s.pid, want);
+  ASSERT_EQ(problems.size(), 2u);
+  std::string all = problems[0] + "\n" + problems[1];
+  EXPECT_NE(all.find("KNIT_THREADS=\"2\", expected \"4\""), std::string::npos) << all;
+  EXPECT_NE(all.find("unexpected KNIT_STEAL"), std::string::npos) << all;
+}
+
+TEST(Identity, ExitedProcessIsReported) {
+  SpawnSpec sp;
+  sp.exe = "/bin/true";
+  sp.argv = {"/bin/true"};
+  pid_t pid = spawn_process(sp);
+  // Until reaped it is a zombie; after that the PID does not exist (or is someone else).
+  for (int i = 0; i < 200; ++i) {
+    auto p = check_process_identity(pid, {"/bin/true", {"/bin/true"}, {}});
+    if (!p.empty()) {
+      EXPECT_NE(p[0].find("zombie"), std::string::npos) << p[0];
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  wait_exit(pid, 5);
+}
+
+TEST(Spawn, CpuListsAndEnvironment) {
+  EXPECT_EQ(parse_cpu_list("0-3,6"), (std::vector<int>{0, 1, 2, 3, 6}));
+  EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 6}), "0-3,6");
+  EXPECT_EQ(format_cpu_list({}), "");
+  EXPECT_THROW(parse_cpu_list("a-b"), std::invalid_argument);
+  EXPECT_THROW(parse_cpu_list("3-1"), std::invalid_argument);
+  ::setenv("KNIT_SPIN", "999", 1);  // a stray export in the caller's shell
+  auto env = child_environment({{"KNIT_THREADS", "2"}});
+  ::unsetenv("KNIT_SPIN");
+  EXPECT_EQ(std::count(env.begin(), env.end(), "KNIT_THREADS=2"), 1);
+  for (const auto& kv : env) EXPECT_NE(kv.rfind("KNIT_SPIN=", 0), 0u) << kv;
+}
+
+TEST(Spawn, ExecFailureIsAnError) {
+  SpawnSpec sp;
+  sp.exe = "/nonexistent/knit-server";
+  EXPECT_THROW(spawn_process(sp), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace knit::bench

@@ -1,0 +1,123 @@
+// The renderer must reproduce the seed report's printed tables from its Appendix A rows.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "driver/report.hpp"
+#include "driver/rows.hpp"
+
+namespace knit::bench {
+namespace {
+
+std::string seed_markdown() {
+  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+  return render_markdown(rows, nullptr, {}, {});
+}
+
+// The text between a heading and the next heading of the same or higher level.
+std::string section(const std::string& md, const std::string& heading) {
+  auto a = md.find(heading);
+  if (a == std::string::npos) return "";
+  auto b = md.find("\n### ", a + heading.size());
+  return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+TEST(SeedReport, FixtureHasAllAppendixRows) {
+  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+  ASSERT_EQ(rows.size(), 29u);  // 16 saturating + 13 fixed-rate
+}
+
+// Section A of the seed, with the bold markers removed and "hono_only" called "inline".
+TEST(SeedReport, SectionAThroughputMatchesSeed) {
+  const std::string a = section(seed_markdown(), "### A.");
+  ASSERT_FALSE(a.empty());
+  for (const char* line : {
+           "| inline | 2815 | 2815 | 2578 | 8208 | - | 0.002 | 1.19 | 6909 | 145 |",
+           "| threads: 1 | 8486 | 4816 | 4712 | 18014 | +119% | 0.058 | 1.79 | 10041 | 100 |",
+           "| threads: 2 | 5785 | 4997 | 5029 | 15811 | +93% | 0.034 | 1.92 | 8244 | 121 |",
+           "| threads: 4 | 4763 | 4410 | 4733 | 13906 | +69% | 0.054 | 2.00 | 6944 | 144 |",
+           "| threads: 8 | 3946 | 3921 | 3782 | 11649 | +42% | 0.106 | 2.31 | 5046 | 198 |",
+           "| threads: 15 | 4032 | 3981 | 3974 | 11987 | +46% | 0.164 | 2.83 | 4238 | 236 |",
+       })
+    EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
+}
+
+TEST(SeedReport, SectionALatencyMatchesSeed) {
+  const std::string a = section(seed_markdown(), "### A.");
+  for (const char* line : {
+           "| inline | 35.42 / 42.99 | 35.44 / 42.89 | 35.64 / 74.01 |",
+           "| threads: 1 | 11.50 / 22.10 | 19.88 / 40.36 | 20.41 / 41.51 |",
+           "| threads: 2 | 16.04 / 27.31 | 17.94 / 44.30 | 17.84 / 43.53 |",
+           "| threads: 4 | 19.31 / 31.65 | 20.30 / 49.86 | 19.69 / 32.93 |",
+           "| threads: 8 | 25.70 / 36.21 | 25.48 / 39.35 | 25.78 / 52.40 |",
+           "| threads: 15 | 23.78 / 36.03 | 24.36 / 38.16 | 24.39 / 40.03 |",
+       })
+    EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
+}
+
+TEST(SeedReport, SectionBPingMatchesSeed) {
+  const std::string b = section(seed_markdown(), "### B.");
+  ASSERT_FALSE(b.empty());
+  for (const char* line : {
+           "| inline | 0.81 | 16.93 | 1.08 | 0.002 |",
+           "| threads: 1 | 0.40 | 2.31 | 1.10 | 0.060 |",
+           "| threads: 4 | 0.45 | 3.18 | 1.57 | 0.046 |",
+           "| threads: 8 | 0.50 | 2.91 | 1.94 | 0.096 |",
+           "| threads: 15 | 0.49 | 3.00 | 2.29 | 0.194 |",
+       })
+    EXPECT_NE(b.find(line), std::string::npos) << "missing: " << line;
+  // /ssr and /jwt tables carry the seed's p50/p99 too (seed: hono_only 0.84 / 14.32, threads: 15 0.88 / 4.33).
+  EXPECT_NE(b.find("| inline | 0.84 | 14.32 | 1.08 |"), std::string::npos);
+  EXPECT_NE(b.find("| threads: 15 | 0.88 | 4.33 | 2.29 |"), std::string::npos);
+}
+
+TEST(SeedReport, SectionCIdleTableMatchesSeed) {
+  const std::string c = section(seed_markdown(), "### C.");
+  ASSERT_FALSE(c.empty());
+  for (const char* line : {
+           "| 1 | 0.058 | 0.048 | 0.058 |",
+           "| 2 | 0.208 | 0.182 | 0.034 |",
+           "| 4 | 0.682 | 0.667 | 0.054 |",
+           "| 8 | 2.288 | 2.286 | 0.106 |",
+           "| 15 | 6.368 | 6.429 | 0.164 |",
+       })
+    EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << c;
+}
+
+TEST(SeedReport, SectionCLoadedAndBeforeAfterMatchSeed) {
+  const std::string c = section(seed_markdown(), "### C.");
+  for (const char* line : {
+           "| 1 | 1.79 | 0.058 | 1.73 |",
+           "| 2 | 2.03 | 0.208 | 1.82 |",
+           "| 4 | 2.70 | 0.682 | 2.02 |",
+           "| 8 | 4.82 | 2.288 | 2.53 |",
+           "| 15 | 10.03 | 6.368 | 3.66 |",
+           "| `threads: 15` rps/core, saturating | 1048 | 4238 | 4.0x |",
+           "| `threads: 15` CPU-us/request, fixed rate | 1984 | 382 | 5.2x less |",
+           "| `threads: 15` /ssr p99, fixed rate | 7.84ms | 4.12ms | -47% |",
+           "| `threads: 15` idle cores | 6.368 | 0.164 | 39x less |",
+           "| `threads: 8` CPU-us/request, fixed rate | 940 | 323 | 2.9x less |",
+           "| `threads: 4` CPU-us/request, fixed rate | 415 | 262 | 1.6x less |",
+       })
+    EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line;
+  // Full CPU picture: the seed policy row at 15 workers is bold, as in the seed.
+  EXPECT_NE(c.find("| **no spin (= seed policy)** | **0.164** | **2.83** | **4238** | **236** |"), std::string::npos);
+}
+
+TEST(SeedReport, PercentAndRatioFormatting) {
+  EXPECT_EQ(pct_change(8208, 18014), "+119%");
+  EXPECT_EQ(pct_change(8208, 15811), "+93%");  // 92.6 rounds up: the seed rounded, not truncated
+  EXPECT_EQ(pct_change(7.84, 4.12), "-47%");
+  EXPECT_EQ(ratio_text(1048, 4238, true), "4.0x");
+  EXPECT_EQ(ratio_text(1984, 382, false), "5.2x less");
+  EXPECT_EQ(ratio_text(6.368, 0.164, false), "39x less");
+}
+
+TEST(SeedReport, NoCountersAndNoSweepForSeedRows) {
+  const std::string md = seed_markdown();
+  EXPECT_NE(md.find("No pool counters in these rows"), std::string::npos);
+  EXPECT_EQ(md.find("## Cost sweep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace knit::bench
