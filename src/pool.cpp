@@ -139,8 +139,8 @@ class pool_impl {
         }
       }
       if (returned > 0) ++stats_.completion_batches;
-      delivered += expire_deadlines(std::chrono::steady_clock::now());
-      flush_backlog();
+      if (!deadlines_.empty()) delivered += expire_deadlines(std::chrono::steady_clock::now());
+      if (!backlog_.empty()) flush_backlog();
     } catch (...) {
       draining_ = false;
       throw;
