@@ -8,6 +8,9 @@
 //   4. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
 //   5. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats);
 //   6. shut the pool down (drain), exit 0.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +51,22 @@ std::string url_of(const tcp::endpoint& ep) {
   return url;
 }
 
+// Each connection is a file descriptor. Raise the soft RLIMIT_NOFILE (often 1024) towards
+// KNIT_MAX_CONNECTIONS, so the limit the operator chose is the one that applies, not EMFILE.
+void raise_fd_limit(std::size_t max_connections) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + 64;  // + listener, eventfd, stdio
+  if (limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = std::min(wanted, limit.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < wanted) {
+    std::cerr << "knit-server: warning: the open-file limit is " << limit.rlim_cur
+              << "; connections beyond about " << (limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0)
+              << " will fail to be accepted (KNIT_MAX_CONNECTIONS=" << max_connections << ")\n";
+  }
+}
+
 void print_banner(const server_config& cfg, const knit::pool* pool) {
   // The route list exactly as the seed's server prints it.
   std::cout << "GET  /ping\n"
@@ -84,6 +103,8 @@ int main() {
     std::cerr << "knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
                  "secret for this run only (tokens will not verify after a restart)\n";
   }
+
+  raise_fd_limit(cfg.max_connections);
 
   // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
   //    skip the locking a multi-threaded loop needs.

@@ -34,6 +34,11 @@ constexpr std::chrono::milliseconds kLingerTimeout{2000};
 constexpr std::size_t kLingerLimit = 256 * 1024;
 constexpr std::size_t kLingerChunk = 16 * 1024;
 
+// Once the server is stopping, the most any client still gets for one read or write: a
+// slow client must not hold up the exit for a whole idle timeout. Work already handed to
+// the pool is not limited by it.
+constexpr std::chrono::seconds kStopGrace{5};
+
 // True when the parser rejected the bytes (as opposed to the connection failing).
 bool is_parse_error(const beast::error_code& ec) {
   static const std::error_category& http_category =
@@ -65,7 +70,15 @@ void session::stop() {
     socket_.cancel(ignored);
   }
   // Otherwise a request is in progress: send_response sees server_.stopping() and answers
-  // with Connection: close, and on_write closes once the response is out.
+  // with Connection: close, and on_write closes once the response is out. A read or write
+  // already pending gets at most kStopGrace more (a route running in the pool has no
+  // deadline, and its response write gets the grace period when it starts).
+  if (phase_ != phase::handling) deadline_ = std::min(deadline_, clock_type::now() + kStopGrace);
+}
+
+clock_type::time_point session::deadline_after(clock_type::duration timeout) const {
+  if (server_.stopping()) timeout = std::min<clock_type::duration>(timeout, kStopGrace);
+  return clock_type::now() + timeout;
 }
 
 void session::check_deadline(clock_type::time_point now) {
@@ -89,7 +102,7 @@ void session::do_read() {
   // The client has idle_timeout to deliver the whole request, starting now. That bounds an
   // idle keep-alive connection and a slow client dribbling its header alike. (The server's
   // sweep enforces it; see server.hpp.)
-  deadline_ = clock_type::now() + server_.config().idle_timeout;
+  deadline_ = deadline_after(server_.config().idle_timeout);
 
   // Read the request's header. A pipelined request already in buffer_ is parsed from the
   // buffer without touching the socket.
@@ -241,7 +254,7 @@ void session::send_response() {
                            : connection_header::none);
 
   // A client that does not read its response cannot hold the connection forever either.
-  deadline_ = clock_type::now() + server_.config().idle_timeout;
+  deadline_ = deadline_after(server_.config().idle_timeout);
 
   // Write the head and the body with one gathering write (one writev). HEAD: the same
   // head, Content-Length included, and no body.
@@ -275,8 +288,8 @@ void session::do_close() {
   // and the client's kernel may drop our response before the client has read it.
   buffer_.clear();
   lingered_ = 0;
-  deadline_ = clock_type::now() + std::min<clock_type::duration>(kLingerTimeout,
-                                                                 server_.config().idle_timeout);
+  deadline_ = deadline_after(std::min<clock_type::duration>(kLingerTimeout,
+                                                            server_.config().idle_timeout));
   do_linger();
 }
 

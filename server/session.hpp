@@ -71,6 +71,10 @@ class session : public std::enable_shared_from_this<session> {
     closing,   // sent our FIN; discarding input until the client closes
   };
 
+  // now + timeout, but never more than a short grace period once the server is stopping.
+  std::chrono::steady_clock::time_point deadline_after(
+      std::chrono::steady_clock::duration timeout) const;
+
   void do_read();
   void on_read_header(boost::beast::error_code ec, std::size_t bytes);
   void on_continue(boost::beast::error_code ec, std::size_t bytes);

@@ -498,6 +498,23 @@ TEST_P(ServerTest, SigtermUnderLoadLosesNoStartedResponse) {
   EXPECT_EQ(server_->wait_exit(), 0) << server_->stderr_text();
 }
 
+TEST(ServerStopTest, ASlowClientCannotHoldUpTheStop) {
+  // The idle timeout is a minute, but once stopping a half-sent request gets only a short
+  // grace period (5 s), so the server exits well within the deadline.
+  server_process server({{"KNIT_MODE", "inline"}, {"KNIT_IDLE_TIMEOUT_MS", "60000"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_TRUE(slow.send("POST /jwt HTTP/1.1\r\nContent-Le"));
+  // A round trip on another connection gives the server time to read those bytes (if it
+  // has not, the connection counts as idle and is closed at once: the test passes either way).
+  ASSERT_TRUE(connection(server.port()).request("GET", "/ping"));
+  server.signal(SIGTERM);
+  std::string received;
+  EXPECT_TRUE(slow.wait_closed(&received));
+  EXPECT_EQ(received, "");
+  EXPECT_EQ(server.wait_exit(std::chrono::seconds(20)), 0) << server.stderr_text();
+}
+
 // ---- Pooled mode only -------------------------------------------------------------------
 
 TEST(ServerPooledTest, FullPoolAnswers503WithRetryAfter) {
