@@ -277,7 +277,7 @@ void sweep_charts(const std::vector<Config>& cs, const std::string& profile, Dra
               return c.stat([](const Row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
             }) +
       block("p99", "rate", [](const Config& c) { return c.route("ping", &RouteStats::p99); });
-  body += "set multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
+  body += "set key outside right top\nset multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
   body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
   body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
   body += "unset multiplot\n";
@@ -290,8 +290,9 @@ void sweep_charts(const std::vector<Config>& cs, const std::string& profile, Dra
 
 ChartSet render_charts(const std::vector<Config>& configs, const std::string& report_dir) {
   ChartSet out;
-  std::string gnuplot;
+  std::string gnuplot, wanted = "gnuplot";
   if (const char* g = std::getenv("KNIT_BENCH_GNUPLOT")) {
+    wanted = g;
     if (std::string(g).empty()) {
       out.warnings.push_back("charts skipped: KNIT_BENCH_GNUPLOT is empty");
       return out;
@@ -301,7 +302,7 @@ ChartSet render_charts(const std::vector<Config>& configs, const std::string& re
     gnuplot = find_in_path("gnuplot");
   }
   if (gnuplot.empty()) {
-    out.warnings.push_back("charts skipped: gnuplot not found in PATH (install gnuplot-nox)");
+    out.warnings.push_back("charts skipped: " + wanted + " not found (install gnuplot-nox)");
     return out;
   }
   Drawer d(report_dir, gnuplot);

@@ -264,7 +264,10 @@ json::array plan_to_json(const std::vector<Case>& cases) {
 }
 
 std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port) {
-  std::map<std::string, std::string> env = c.env;
+  // A fixed secret like the seed's srvctl.sh (JWT_SECRET=x): the server would otherwise
+  // pick a random one and warn. The cost of signing does not depend on it.
+  std::map<std::string, std::string> env = {{"JWT_SECRET", "x"}};
+  for (const auto& [k, v] : c.env) env[k] = v;
   env["PORT"] = std::to_string(port);
   env["HOST"] = host;
   env["KNIT_MODE"] = c.server_mode;

@@ -43,8 +43,9 @@ std::vector<Case> load_plan_file(const std::string& path);
 boost::json::value case_to_json(const Case& c);
 boost::json::array plan_to_json(const std::vector<Case>& cases);
 
-// The environment a case's server runs with (only the variables the driver owns;
-// the rest of the environment is inherited minus any stray KNIT_* from the caller).
+// The environment a case's server runs with: PORT, HOST, the KNIT_* the case sets,
+// JWT_SECRET=x (as the seed did; a plan's env may override it) and the plan's env.
+// The rest of the environment is inherited minus any stray KNIT_* from the caller.
 std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port);
 
 // Key that groups cases measured against the same inline reference: a rate case

@@ -331,8 +331,23 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
                         "wakes_timeout", "parks", "spin_hits", "calls_stolen", "calls_run", "calls_completed"})
     if (keys.erase(k)) cols.push_back(k);
   for (const auto& k : keys) cols.push_back(k);
+  // Counters that stayed at zero everywhere (rejections, timeouts...) only widen the table.
+  std::vector<std::string> zero;
+  std::erase_if(cols, [&](const std::string& k) {
+    for (const Config* c : v)
+      for (const Row* r : c->reps)
+        if (auto it = r->pool_per_call.find(k); it != r->pool_per_call.end() && it->second != 0) return false;
+    zero.push_back(k);
+    return true;
+  });
   md << "Counter deltas over the measured window, divided by pooled calls (`calls_submitted`). "
-        "Full deltas are in each row's `pool_counters`.\n\n";
+        "Full deltas are in each row's `pool_counters`.";
+  if (!zero.empty()) {
+    md << " Zero in every row, so not shown:";
+    for (size_t i = 0; i < zero.size(); ++i) md << (i ? ", " : " ") << "`" << zero[i] << "`";
+    md << ".";
+  }
+  md << "\n\n";
   std::vector<std::string> head = {"config", "policy", "mode", "pooled calls"};
   for (const auto& k : cols) head.push_back(k + "/call");
   md << header(head);

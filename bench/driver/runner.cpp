@@ -128,7 +128,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 // Everything that happens while one server is up: steps (1)-(8) of the brief.
 CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
-                        const fs::path& bodies, double rate_per_route, std::string* stop_note) {
+                        const fs::path& bodies, double rate_per_route) {
   CaseMeasurement m;
   m.window_s = cfg.window_s;
   m.conns = c.conns > 0 ? c.conns : cfg.conns;
@@ -186,6 +186,8 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
     CpuSample w1 = sample("window");
     m.window = cpu_delta(w0, w1);
     m.stats_after = srv.request_stats();
+    if (!m.stats_before || !m.stats_after)
+      m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
     m.os_threads = thread_count(srv.pid());
   } catch (const CaseError&) {
     throw;
@@ -194,7 +196,7 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
   } catch (const std::exception& e) {
     throw CaseError(e.what());
   }
-  *stop_note = srv.stop();
+  if (std::string note = srv.stop(); !note.empty()) m.notes.push_back(note);
   return m;
 }
 
@@ -381,8 +383,7 @@ int run_benchmark(const RunConfig& cfg) {
             rate = std::max(1.0, std::round(cfg.rate_fraction * it->second / 3.0));
           }
         }
-        std::string note;
-        CaseMeasurement m = measure(c, cfg, logs, file_stem(k, c, rep), bodies, rate, &note);
+        CaseMeasurement m = measure(c, cfg, logs, file_stem(k, c, rep), bodies, rate);
         Row row = build_row(c, rep, m, cfg);
         for (const char* need : {"ping", "ssr", "jwt"})
           if (!row.routes.count(need)) throw CaseError(std::string("knit-load JSON has no route ") + need);
@@ -391,7 +392,7 @@ int run_benchmark(const RunConfig& cfg) {
         if (c.server_mode == "inline" && c.mode == "sat" && !inline_total.count(reference_key(c)))
           inline_total[reference_key(c)] = static_cast<double>(row.total_rps);
         std::cerr << result_line(row) << "\n";
-        if (!note.empty()) std::cerr << "      note: " << note << "\n";
+        for (const auto& note : m.notes) std::cerr << "      note: " << note << "\n";
       } catch (const FatalError& e) {
         std::cerr << "      FATAL: " << e.what() << "\n";
         status = std::string("aborted: ") + e.what();

@@ -49,6 +49,7 @@ struct CaseMeasurement {
   long long server_pid = 0;
   double rate_per_route = 0;   // rate mode
   int conns = 0;
+  std::vector<std::string> notes;  // things worth a line on stderr (no stats reply, unclean exit)
 };
 
 // Pure: the row for a case, rounded as the seed's drive.py rounds (idle_cores 3

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "driver/identity.hpp"
@@ -117,6 +118,21 @@ TEST(Spawn, CpuListsAndEnvironment) {
   ::unsetenv("KNIT_SPIN");
   EXPECT_EQ(std::count(env.begin(), env.end(), "KNIT_THREADS=2"), 1);
   for (const auto& kv : env) EXPECT_NE(kv.rfind("KNIT_SPIN=", 0), 0u) << kv;
+}
+
+TEST(Spawn, AffinityIsSetBeforeExec) {
+  SpawnSpec sp;
+  sp.exe = "/bin/sleep";
+  sp.argv = {"/bin/sleep", "30"};
+  sp.cpus = {0};
+  pid_t pid = spawn_process(sp);
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line, allowed;
+  while (std::getline(status, line))
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) allowed = line.substr(line.find(':') + 1);
+  stop_process(pid, 5);
+  allowed.erase(0, allowed.find_first_not_of(" \t"));
+  EXPECT_EQ(allowed, "0");
 }
 
 TEST(Spawn, ExecFailureIsAnError) {

@@ -134,6 +134,7 @@ TEST(Plan, ServerEnvironment) {
   EXPECT_EQ(env.at("KNIT_JWT_COST_US"), "20");
   EXPECT_EQ(env.at("KNIT_MAX_SPINNERS"), "2");
   EXPECT_EQ(env.count("KNIT_STEAL"), 0u);  // "" = unset, not empty
+  EXPECT_EQ(env.at("JWT_SECRET"), "x");      // the seed's fixed secret
   Case i;
   i.server_mode = "inline";
   auto ienv = server_env(i, "127.0.0.1", 3000);

@@ -1,13 +1,22 @@
 // The renderer must reproduce the seed report's printed tables from its Appendix A rows.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "driver/report.hpp"
+#include "driver/spawn.hpp"
 #include "driver/rows.hpp"
 
 namespace knit::bench {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string seed_markdown() {
   auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
@@ -111,6 +120,47 @@ TEST(SeedReport, PercentAndRatioFormatting) {
   EXPECT_EQ(ratio_text(1048, 4238, true), "4.0x");
   EXPECT_EQ(ratio_text(1984, 382, false), "5.2x less");
   EXPECT_EQ(ratio_text(6.368, 0.164, false), "39x less");
+}
+
+TEST(SeedReport, ChartsAreDrawnWhenGnuplotExists) {
+  if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl", dir / "rows.jsonl",
+                fs::copy_options::overwrite_existing);
+  ::unsetenv("KNIT_BENCH_GNUPLOT");
+  std::vector<std::string> warnings;
+  write_report((dir / "rows.jsonl").string(), true, &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  for (const char* png : {"rps_by_pool_seed.png", "ping_p99_seed.png", "idle_by_n_seed.png", "cpu_per_req_by_n_seed.png"}) {
+    EXPECT_TRUE(fs::exists(dir / "charts" / png)) << png;
+    EXPECT_GT(fs::file_size(dir / "charts" / png), 0u) << png;
+  }
+  std::ifstream in(dir / "report.md");
+  std::stringstream md;
+  md << in.rdbuf();
+  EXPECT_NE(md.str().find("](charts/idle_by_n_seed.png)"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(SeedReport, MissingGnuplotSkipsChartsWithAWarning) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl", dir / "rows.jsonl",
+                fs::copy_options::overwrite_existing);
+  ::setenv("KNIT_BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
+  std::vector<std::string> warnings;
+  write_report((dir / "rows.jsonl").string(), true, &warnings);
+  ::unsetenv("KNIT_BENCH_GNUPLOT");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("charts skipped"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(fs::exists(dir / "charts" / "idle_by_n_seed.png"));
+  std::ifstream in(dir / "report.md");
+  std::stringstream md;
+  md << in.rdbuf();
+  EXPECT_NE(md.str().find("charts skipped"), std::string::npos);  // said in the report too
+  EXPECT_NE(md.str().find("| inline | 2815 | 2815 | 2578 | 8208 | - |"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(SeedReport, NoCountersAndNoSweepForSeedRows) {
