@@ -157,19 +157,19 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
     }
   };
 
-  // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
-  CpuSample i0 = sample("idle");
-  sleep_for(cfg.idle_s);
-  CpuSample i1 = sample("idle");
-  m.idle = cpu_delta(i0, i1);
-
-  LoadSpec ls;
-  ls.exe = cfg.load_exe;
-  ls.host = cfg.host;
-  ls.port = cfg.port;
-  ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
-  ls.routes = standard_routes(m.conns, c.mode == "rate" ? rate_per_route : 0.0, bodies.string());
   try {
+    // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
+    CpuSample i0 = sample("idle");
+    sleep_for(cfg.idle_s);
+    CpuSample i1 = sample("idle");
+    m.idle = cpu_delta(i0, i1);
+
+    LoadSpec ls;
+    ls.exe = cfg.load_exe;
+    ls.host = cfg.host;
+    ls.port = cfg.port;
+    ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
+    ls.routes = standard_routes(m.conns, c.mode == "rate" ? rate_per_route : 0.0, bodies.string());
     if (cfg.warmup_s > 0) {
       ls.duration_s = cfg.warmup_s;
       ls.json_path = (logs / (stem + ".warmup.json")).string();
@@ -189,12 +189,14 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
     if (!m.stats_before || !m.stats_after)
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
     m.os_threads = thread_count(srv.pid());
-  } catch (const CaseError&) {
-    throw;
   } catch (const FatalError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CaseError(e.what());
+    // Stop here rather than in the destructor, where a port that stays busy could
+    // only be swallowed: that must end the run (FatalError), not just this case.
+    std::string what = e.what();
+    srv.stop();
+    throw CaseError(what);
   }
   if (std::string note = srv.stop(); !note.empty()) m.notes.push_back(note);
   return m;

@@ -72,10 +72,7 @@ ServerProcess::ServerProcess(ServerOptions opts) : opts_(std::move(opts)) {
     problems = check_socket_owner(pid_, opts_.port);
     if (!problems.empty()) throw CaseError("server socket check failed:" + join_lines(problems));
   } catch (...) {
-    try {
-      stop();
-    } catch (...) {
-    }
+    stop();  // a FatalError from here (port stuck) replaces the case's error: it ends the run
     throw;
   }
 }
