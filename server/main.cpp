@@ -1,5 +1,17 @@
 // knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline or on a knit pool.
 //
+// Usage (everything comes from the environment; a bad value exits 2 naming it):
+//   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
+//   curl -s localhost:3000/ping
+//   curl -s -X POST -d '{"name":"Ari","plan":"pro"}' localhost:3000/ssr
+//   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
+//   kill -USR1 <pid>    # prints one "knit-stats {json}" line
+//   kill -TERM <pid>    # finishes the requests in progress, exits 0
+// Variables: PORT HOST KNIT_MODE=inline|pooled KNIT_COST_PROFILE=bun|native
+// KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS,
+// and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
+// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_MAX_PENDING ...
+//
 // The steps, in order:
 //   1. read the configuration from the environment (bad value: message, exit 2);
 //   2. make the host's event loop, one io_context run by this thread only;
