@@ -45,7 +45,7 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
 }
 
 TEST(ring_stress, spsc_ring_sequence_in_order) {
-  const std::uint64_t total = scaled(4'000'000);
+  const std::uint64_t total = scaled(1'000'000);
   knit::spsc_ring<std::uint64_t> ring(3);
   std::thread consumer([&] {
     std::uint64_t expect = 0, v = 0;
