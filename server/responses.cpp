@@ -14,12 +14,20 @@ void fill(response& res, http::status status, std::string_view type, std::string
   res.retry_after = false;  // set by fill_overloaded only; a reused response must not keep it
 }
 
+void fill_copy(response& res, http::status status, std::string_view type, std::string_view body) {
+  res.status = status;
+  res.type = type;
+  res.body.assign(body.data(), body.size());
+  res.retry_after = false;
+}
+
 void fill_not_found(response& res) {
-  fill(res, http::status::not_found, content_type::text, "404 Not Found");
+  fill_copy(res, http::status::not_found, content_type::text, "404 Not Found");
 }
 
 void fill_error(response& res, http::status status) {
-  fill(res, status, content_type::text, std::string(http::obsolete_reason(status)));
+  const auto reason = http::obsolete_reason(status);
+  fill_copy(res, status, content_type::text, std::string_view(reason.data(), reason.size()));
 }
 
 void fill_overloaded(response& res) {

@@ -35,6 +35,11 @@ struct response {
 void fill(response& res, boost::beast::http::status status, std::string_view type,
           std::string&& body);
 
+// The same with a body copied into the response's existing string: no allocation once the
+// string has grown to the size of the bodies it carries. For short bodies built elsewhere.
+void fill_copy(response& res, boost::beast::http::status status, std::string_view type,
+               std::string_view body);
+
 // Hono's default notFound: 404, text/plain, "404 Not Found".
 void fill_not_found(response& res);
 

@@ -7,6 +7,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
+#include "routes/routes.hpp"
 #include "session.hpp"
 
 namespace knit_server {
@@ -48,6 +49,15 @@ void server::stop(std::function<void()> drained) {
 
   // 3. Already drained? Report it from the event loop, like every other completion.
   if (sessions_.empty()) net::post(io_, std::exchange(drained_, nullptr));
+}
+
+const std::string& server::ping_body(std::chrono::system_clock::time_point now) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(now);
+  if (ms != ping_ms_ || ping_body_.empty()) {
+    ping_body_ = routes::ping_body("knit", now);
+    ping_ms_ = ms;
+  }
+  return ping_body_;
 }
 
 void server::attach(session& s) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <unordered_set>
 
 #include <boost/asio/io_context.hpp>
@@ -63,6 +64,12 @@ class server {
   const request_counters& counters() const noexcept { return counters_; }
   std::size_t connections() const noexcept { return sessions_.size(); }
 
+  // GET /ping's body at `now`, i.e. routes::ping_body("knit", now). The body changes only
+  // when its millisecond timestamp does, so it is rendered once per millisecond and reused
+  // by every other /ping within it (under load, most of them): the same bytes, without the
+  // four allocations and the date formatting of a fresh render.
+  const std::string& ping_body(std::chrono::system_clock::time_point now);
+
   // Called by session's constructor and destructor.
   void attach(session& s);
   void detach(session& s);
@@ -82,6 +89,8 @@ class server {
   bool sweeping_ = false;                  // a sweep wait is pending
   bool stopping_ = false;
   std::function<void()> drained_;
+  std::chrono::sys_time<std::chrono::milliseconds> ping_ms_{};  // timestamp of ping_body_
+  std::string ping_body_;                                         // empty until the first /ping
 };
 
 }  // namespace knit_server

@@ -5,6 +5,7 @@
 #include <array>
 #include <exception>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
@@ -14,7 +15,6 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
-#include "routes/routes.hpp"
 #include "server.hpp"
 
 namespace knit_server {
@@ -94,8 +94,10 @@ void session::do_read() {
   phase_ = phase::reading;
 
   // Make a fresh parser for this request: Beast parsers are single-use. Emplacing into the
-  // same optional reuses its storage, so this allocates nothing.
-  parser_.emplace();
+  // same optional reuses its storage, and the old parser's fields, freed first, leave the
+  // arena empty for the new one: parsing allocates nothing.
+  parser_.emplace(std::piecewise_construct, std::make_tuple(),
+                  std::make_tuple(arena_allocator<char>(arena_)));
   parser_->header_limit(static_cast<std::uint32_t>(server_config::kHeaderLimit));
   parser_->body_limit(server_config::kBodyLimit);
 
@@ -201,8 +203,8 @@ void session::handle_request() {
   // /ping and 404 are cheap: answer them here, on the host thread, without the pool.
   try {
     if (route_ == route::ping) {
-      fill(res_, http::status::ok, content_type::json,
-           routes::ping_body("knit", std::chrono::system_clock::now()));
+      fill_copy(res_, http::status::ok, content_type::json,
+                server_.ping_body(std::chrono::system_clock::now()));
     } else {
       fill_not_found(res_);
     }

@@ -17,6 +17,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "heavy_dispatch.hpp"
+#include "request_arena.hpp"
 #include "responses.hpp"
 #include "router.hpp"
 
@@ -89,10 +90,15 @@ class session : public std::enable_shared_from_this<session> {
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
 
+  // The request parser: string body (moved out to the heavy route), header fields in arena_.
+  using parser_type =
+      boost::beast::http::request_parser<boost::beast::http::string_body, arena_allocator<char>>;
+
   socket_type socket_;
   boost::beast::flat_buffer buffer_;  // read buffer, reused for every request on the connection
+  request_arena arena_;               // the current request's header fields; before parser_
   // The current request's parser. Parsers are single-use; emplace() reuses the storage.
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::optional<parser_type> parser_;
   response res_;                      // the current response, reused
   std::string head_;                  // its serialized status line and headers, reused
   server& server_;

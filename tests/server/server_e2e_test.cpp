@@ -222,6 +222,20 @@ TEST_P(ServerTest, HugeHeaderIs431ThenClose) {
   EXPECT_TRUE(c.wait_closed());
 }
 
+TEST_P(ServerTest, ManyHeaderFieldsUnderTheLimitAreFine) {
+  // Far more fields than the session's header arena holds: the rest comes from the heap.
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  std::string extra;
+  for (int i = 0; i < 80; ++i) extra += "X-Field-" + std::to_string(i) + ": " + std::string(40, 'v') + "\r\n";
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(c.send(make_request("POST", "/jwt", kJwtBody, extra)));
+    http_response res;
+    ASSERT_EQ(c.read_response(res), read_outcome::complete);
+    EXPECT_EQ(res.status, 200);
+  }
+}
+
 TEST_P(ServerTest, MalformedRequestIs400ThenClose) {
   ASSERT_NO_FATAL_FAILURE(start());
   for (const char* raw : {"GARBAGE\r\n\r\n", "GET /ping HTTP/9.9\r\n\r\n",
