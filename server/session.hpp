@@ -32,13 +32,17 @@ using socket_type =
 
 // A session is a chain of completion handlers, as in Beast's examples:
 //
-//   do_read -> on_read_header -+-----------------------------> handle_request
-//                              | body follows:                       |
-//                              +-> [100 Continue] -> do_read_body    | [heavy route: pool]
-//                                                    -> on_read -----+ -> send_response
-//      ^                                                                  -> on_write
-//      +---------------------- keep-alive: next request -----------------------+
-//                                            Connection: close / error -> do_close
+//   do_read -> on_read_header --(header only)-----------------------------> handle_request
+//                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
+//
+//   handle_request --(/ping, 404: answered at once)--------------------> send_response
+//                  --(/ssr, /jwt: heavy_dispatch, inline or pool)-> on_heavy_done --^
+//
+//   send_response -> on_write --(keep-alive)--> do_read  (the next request)
+//                             --(Connection: close)--> do_close -> do_linger -> on_linger
+//
+// A request the parser rejects goes to refuse() (400, 413 or 431, then close); any other
+// read or write error ends the chain, and with it the session.
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
