@@ -256,7 +256,7 @@ TEST_P(ServerTest, MalformedRequestIs400ThenClose) {
 }
 
 TEST_P(ServerTest, SlowClientIsDisconnected) {
-  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_IDLE_TIMEOUT_MS", "300"}}));
+  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_IDLE_TIMEOUT_MS", "500"}}));
   // Half a request header, then silence: the server must not wait forever.
   connection slow(port());
   ASSERT_TRUE(slow.send("GET /ping HTTP/1.1\r\nHo"));
