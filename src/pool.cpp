@@ -202,6 +202,10 @@ class pool_impl {
   bool accepting() const noexcept { return accepting_; }
 
  private:
+  // Calls an awake worker may have queued before the host wakes a parked one instead
+  // (dispatch rule 3). 2: one call waiting behind the one it will claim next.
+  static constexpr std::size_t kQueueBeforeHostWake = 2;
+
   struct deadline_entry {
     std::chrono::steady_clock::time_point when;
     call_id id;
@@ -219,14 +223,19 @@ class pool_impl {
   //   1. a spinning worker with an empty ring: it catches the call with no syscall;
   //   2. a running worker with an empty ring: it takes the call after its current one
   //      (a wake costs the host 10-16 µs here, more than a /ping; see limits.md);
-  //   3. the first parked worker (lowest index: keeps the others in deep sleep), woken;
-  //   4. otherwise the shortest ring.
+  //   3. with stealing and doorbells on, an awake worker with fewer than
+  //      kQueueBeforeHostWake calls queued: when it claims one and sees more behind it,
+  //      it wakes a parked peer itself (worker.cpp), so the worker pays that syscall,
+  //      not the host (the serial bottleneck). Bursts of calls land here;
+  //   4. the first parked worker (lowest index: keeps the others in deep sleep), woken;
+  //   5. otherwise the shortest ring.
   // The scan starts after the last choice so equal candidates share the load.
   bool dispatch(call_base* c) {
     if (out_ >= max_out_) return false;
     const unsigned n = static_cast<unsigned>(shared_.workers.size());
-    int running_empty = -1, parked = -1, shortest = -1;
-    std::size_t shortest_depth = ~std::size_t{0};
+    int running_empty = -1, parked = -1, shortest = -1, awake_short = -1;
+    std::size_t shortest_depth = ~std::size_t{0}, awake_depth = ~std::size_t{0};
+    const bool peers_wake = shared_.options.steal && shared_.options.doorbell && n > 1;
     int chosen = -1;
     for (unsigned k = 0; k < n; ++k) {
       const unsigned i = (next_ + k) % n;
@@ -240,12 +249,18 @@ class pool_impl {
       }
       if (depth == 0 && st == worker_state::running && running_empty < 0) running_empty = static_cast<int>(i);
       if (st == worker_state::parked && (parked < 0 || i < static_cast<unsigned>(parked))) parked = static_cast<int>(i);
+      if (peers_wake && st != worker_state::parked && depth < kQueueBeforeHostWake && depth < awake_depth) {
+        awake_depth = depth;
+        awake_short = static_cast<int>(i);
+      }
       if (depth < shortest_depth) {
         shortest_depth = depth;
         shortest = static_cast<int>(i);
       }
     }
-    if (chosen < 0) chosen = running_empty >= 0 ? running_empty : parked >= 0 ? parked : shortest;
+    if (chosen < 0) {
+      chosen = running_empty >= 0 ? running_empty : awake_short >= 0 ? awake_short : parked >= 0 ? parked : shortest;
+    }
     if (chosen < 0) return false;  // every ring is full
     worker_slot& w = *shared_.workers[static_cast<unsigned>(chosen)];
     c->in_ring = true;

@@ -54,7 +54,7 @@ void steady_load_host_cost(benchmark::State& state) {
     ++completed;
   };
   double host_cpu_ns = 0;
-  std::uint64_t wakes = 0, peer_wakes = 0, calls = 0;
+  std::uint64_t wakes = 0, peer_wakes = 0, calls = 0, spins = 0, spin_hits = 0;
   for (auto _ : state) {
     const auto s0 = p.stats();
     const auto c0 = knit_bench::thread_cpu_ns();
@@ -84,6 +84,8 @@ void steady_load_host_cost(benchmark::State& state) {
     const auto s1 = p.stats();
     wakes += s1.host_wakes - s0.host_wakes;
     peer_wakes += s1.totals().peer_wakes - s0.totals().peer_wakes;
+    spins += s1.totals().spins - s0.totals().spins;
+    spin_hits += s1.totals().spin_hits - s0.totals().spin_hits;
     calls += sent - base_sent;
   }
   benchmark::DoNotOptimize(sink);
@@ -91,6 +93,8 @@ void steady_load_host_cost(benchmark::State& state) {
   state.counters["host_cpu_us_per_call"] = host_cpu_ns / 1e3 / static_cast<double>(calls);
   state.counters["host_wakes_per_call"] = static_cast<double>(wakes) / static_cast<double>(calls);
   state.counters["peer_wakes_per_call"] = static_cast<double>(peer_wakes) / static_cast<double>(calls);
+  state.counters["spin_hits_per_call"] = static_cast<double>(spin_hits) / static_cast<double>(calls);
+  state.counters["spins_per_call"] = static_cast<double>(spins) / static_cast<double>(calls);
   static const char* names[] = {"seed policy", "single spinner 50us", "old default N*50us+park 1ms"};
   state.SetLabel(names[policy_id]);
 }
