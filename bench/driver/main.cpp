@@ -1,4 +1,5 @@
 // knit-bench: command line for running benchmark plans and re-rendering reports.
+#include <algorithm>
 #include <unistd.h>
 
 #include <climits>
@@ -37,8 +38,8 @@ run options:
   --profiles LIST      cost profiles for built-in plans, e.g. bun,native
   --server PATH        knit-server binary (default: beside knit-bench)
   --load PATH          knit-load binary (default: beside knit-bench)
-  --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: unpinned)
-  --gen-cpus LIST      pin knit-load, e.g. 1 (default: unpinned)
+  --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: all but the last quarter of the CPUs)
+  --gen-cpus LIST      pin knit-load, e.g. 1 (default: the last quarter of the CPUs, at least one)
   --gen-threads N      knit-load --threads (default: one per generator CPU)
   --host H             default 127.0.0.1
   --port P             default 3000
@@ -230,6 +231,18 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
   if (conns) cfg.conns = *conns;
   if (cfg.window_s <= 0) usage_error("--duration must be > 0");
   if (cfg.idle_s <= 0) usage_error("--idle must be > 0 (idle CPU is part of every row)");
+  // Default layout: the server and the generator never share a CPU where there are at
+  // least two. The generator gets the last quarter of the CPUs (at least one), the
+  // server the rest; on a 2-CPU machine that is server 0, generator 1. Set either flag
+  // to choose, e.g. --server-cpus 0-1 --gen-cpus 0-1 for a shared layout.
+  if (cfg.server_cpus.empty() && cfg.gen_cpus.empty()) {
+    const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+    if (n >= 2) {
+      const long gen = std::max(1L, n / 4);
+      for (long c = 0; c < n - gen; ++c) cfg.server_cpus.push_back(static_cast<int>(c));
+      for (long c = n - gen; c < n; ++c) cfg.gen_cpus.push_back(static_cast<int>(c));
+    }
+  }
   cfg.server_exe = std::filesystem::absolute(server).string();
   cfg.load_exe = std::filesystem::absolute(load).string();
   if (cfg.out_dir.empty()) {
