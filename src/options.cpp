@@ -93,6 +93,7 @@ pool_options pool_options::from_env() {
   if (const char* v = env("KNIT_DOORBELL")) o.doorbell = parse_flag(v, "KNIT_DOORBELL");
   if (const char* v = env("KNIT_STEAL")) o.steal = parse_flag(v, "KNIT_STEAL");
   if (const char* v = env("KNIT_MAX_SPINNERS")) o.max_spinners = static_cast<unsigned>(parse_unsigned(v, "KNIT_MAX_SPINNERS", 0, 1024));
+  if (const char* v = env("KNIT_WAKE_COST")) o.wake_cost_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_WAKE_COST", 0, 1'000'000));
   if (const char* v = env("KNIT_QUEUE_CAPACITY")) o.queue_capacity = parse_unsigned(v, "KNIT_QUEUE_CAPACITY", 1, std::size_t{1} << 24);
   if (const char* v = env("KNIT_MAX_PENDING")) o.max_pending = parse_unsigned(v, "KNIT_MAX_PENDING", 0, std::numeric_limits<std::uint32_t>::max());
   if (const char* v = env("KNIT_WORKER_CPUS")) o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
@@ -108,7 +109,7 @@ std::string pool_options::describe() const {
   std::ostringstream out;
   out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(seed policy)")
       << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "") << " doorbell=" << (doorbell ? "on" : "off")
-      << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners
+      << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
       << " queue_capacity=" << queue_capacity << " max_pending=";
   if (max_pending == 0) out << "unlimited"; else out << max_pending;
   if (!worker_cpus.empty()) {

@@ -131,6 +131,9 @@ class pool_impl {
           ++returned;
           --out_;
           c->in_ring = false;
+          if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
+            call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
+          }
           if (!c->delivered) {
             deliver(c, {});
             ++delivered;
@@ -202,10 +205,6 @@ class pool_impl {
   bool accepting() const noexcept { return accepting_; }
 
  private:
-  // Calls an awake worker may have queued before the host wakes a parked one instead
-  // (dispatch rule 3). 2: one call waiting behind the one it will claim next.
-  static constexpr std::size_t kQueueBeforeHostWake = 2;
-
   struct deadline_entry {
     std::chrono::steady_clock::time_point when;
     call_id id;
@@ -221,22 +220,24 @@ class pool_impl {
 
   // Chooses a worker ring and pushes. Returns false if no ring can take the call now.
   //   1. a spinning worker with an empty ring: it catches the call with no syscall;
-  //   2. a running worker with an empty ring: it takes the call after its current one
-  //      (a wake costs the host 10-16 µs here, more than a /ping; see limits.md);
-  //   3. with stealing and doorbells on, an awake worker with fewer than
-  //      kQueueBeforeHostWake calls queued: when it claims one and sees more behind it,
-  //      it wakes a parked peer itself (worker.cpp), so the worker pays that syscall,
-  //      not the host (the serial bottleneck). Bursts of calls land here;
-  //   4. the first parked worker (lowest index: keeps the others in deep sleep), woken;
-  //   5. otherwise the shortest ring.
+  //   2. an awake worker expected to reach the call sooner than a wake-up would take
+  //      (options.wake_cost_us): waking costs the host 10-16 µs of CPU here, more than a
+  //      /ping (limits.md). Expected wait = what is left of its current call (from the
+  //      host's running estimate of a call's duration) + the calls queued before it. A
+  //      call already running longer than the estimate is of unknown length, so nothing
+  //      queues behind it: that is what keeps a long call from holding others back while
+  //      peers sleep. When the worker claims a call and sees more behind it, it wakes a
+  //      parked peer itself (worker.cpp), so bursts cost the host nothing;
+  //   3. the first parked worker (lowest index: keeps the others in deep sleep), woken;
+  //   4. otherwise the shortest ring.
   // The scan starts after the last choice so equal candidates share the load.
   bool dispatch(call_base* c) {
     if (out_ >= max_out_) return false;
     const unsigned n = static_cast<unsigned>(shared_.workers.size());
-    int running_empty = -1, parked = -1, shortest = -1, awake_short = -1;
-    std::size_t shortest_depth = ~std::size_t{0}, awake_depth = ~std::size_t{0};
-    const bool peers_wake = shared_.options.steal && shared_.options.doorbell && n > 1;
-    int chosen = -1;
+    int behind = -1, parked = -1, shortest = -1, chosen = -1;
+    std::int64_t best_wait = static_cast<std::int64_t>(shared_.options.wake_cost_us) * 1000;
+    std::size_t shortest_depth = ~std::size_t{0};
+    std::int64_t now = 0;
     for (unsigned k = 0; k < n; ++k) {
       const unsigned i = (next_ + k) % n;
       worker_slot& w = *shared_.workers[i];
@@ -247,20 +248,30 @@ class pool_impl {
         chosen = static_cast<int>(i);
         break;
       }
-      if (depth == 0 && st == worker_state::running && running_empty < 0) running_empty = static_cast<int>(i);
-      if (st == worker_state::parked && (parked < 0 || i < static_cast<unsigned>(parked))) parked = static_cast<int>(i);
-      if (peers_wake && st != worker_state::parked && depth < kQueueBeforeHostWake && depth < awake_depth) {
-        awake_depth = depth;
-        awake_short = static_cast<int>(i);
+      if (st == worker_state::parked) {
+        if (parked < 0 || i < static_cast<unsigned>(parked)) parked = static_cast<int>(i);
+      } else if (best_wait > 0) {
+        const std::int64_t started = w.call_started_ns.load(std::memory_order_relaxed);
+        std::int64_t left = 0;  // between calls: it claims ours next
+        bool known = true;
+        if (started != 0) {
+          if (now == 0) now = steady_now_ns();
+          const std::int64_t elapsed = now - started;
+          known = elapsed < call_ns_estimate_;
+          left = call_ns_estimate_ - elapsed;
+        }
+        const std::int64_t wait = left + static_cast<std::int64_t>(depth) * call_ns_estimate_;
+        if (known && wait < best_wait) {
+          best_wait = wait;
+          behind = static_cast<int>(i);
+        }
       }
       if (depth < shortest_depth) {
         shortest_depth = depth;
         shortest = static_cast<int>(i);
       }
     }
-    if (chosen < 0) {
-      chosen = running_empty >= 0 ? running_empty : awake_short >= 0 ? awake_short : parked >= 0 ? parked : shortest;
-    }
+    if (chosen < 0) chosen = behind >= 0 ? behind : parked >= 0 ? parked : shortest;
     if (chosen < 0) return false;  // every ring is full
     worker_slot& w = *shared_.workers[static_cast<unsigned>(chosen)];
     c->in_ring = true;
@@ -346,6 +357,7 @@ class pool_impl {
   std::size_t out_ = 0;                     // records in job rings or held by workers
   std::size_t max_out_ = 0;
   unsigned next_ = 0;
+  std::int64_t call_ns_estimate_ = 0;        // running estimate of one call's duration (dispatch rule 2)
   bool accepting_ = true;
   bool draining_ = false;
   bool stopped_ = false;

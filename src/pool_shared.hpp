@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -40,8 +41,16 @@ struct worker_slot {
   spsc_ring<call_base*> done;  // this worker -> host
   worker_doorbell bell;
   worker_counters counters;
+  // steady_clock ns when the worker started its current call; 0 when it is between calls.
+  // Written by the worker only (relaxed: a hint for dispatch, like the state word).
+  alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
   std::thread thread;
 };
+
+inline std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 struct pool_shared {
   pool_shared(const pool_options& o)

@@ -81,7 +81,12 @@ class worker_loop {
     if (c->state.compare_exchange_strong(expected, call_state::running, std::memory_order_acq_rel)) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
+      const std::int64_t started = steady_now_ns();
+      me_.call_started_ns.store(started, std::memory_order_relaxed);
       c->run();
+      const std::int64_t finished = steady_now_ns();
+      me_.call_started_ns.store(0, std::memory_order_relaxed);
+      c->run_ns = static_cast<std::uint64_t>(finished - started);
       c->state.store(call_state::done, std::memory_order_release);
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun

@@ -61,6 +61,9 @@ class call_base {
   // Written by the worker in run(), read by the host after the record came back through
   // the done ring (whose release/acquire publishes it).
   bool threw = false;
+  // Written by the worker (how long run() took, ns), read by the host after the record
+  // came back: feeds the host's estimate of a call's duration (dispatch).
+  std::uint64_t run_ns = 0;
   std::uint32_t block_size = 0;  // allocator bookkeeping: 0 = heap
 
  protected:

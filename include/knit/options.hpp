@@ -36,6 +36,12 @@ struct pool_options {
   // the host rarely pays for a wake-up. See idle_policy.hpp.
   unsigned max_spinners = 0;
 
+  // What waking a parked worker is assumed to cost, in µs (its wake-up latency plus the
+  // waker's CPU; 12-47 µs + 10-16 µs on the VMs this was built on, see limits.md). The host
+  // queues a call behind a busy worker instead of waking a parked one only when that worker
+  // is expected to be free sooner than this. 0 = never queue behind a busy worker.
+  unsigned wake_cost_us = 50;
+
   // Slots per worker ring (rounded up to a power of two). Calls beyond it wait in the
   // host-side backlog, never dropped.
   std::size_t queue_capacity = 1024;
@@ -56,7 +62,7 @@ struct pool_options {
   void validate() const;
 
   // Reads KNIT_THREADS, KNIT_SPIN, KNIT_PARK, KNIT_DOORBELL, KNIT_STEAL, KNIT_MAX_SPINNERS,
-  // KNIT_QUEUE_CAPACITY, KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"). Unset or empty =
+  // KNIT_WAKE_COST (µs), KNIT_QUEUE_CAPACITY, KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"). Unset or empty =
   // default. Throws config_error on any malformed or out-of-range value.
   static pool_options from_env();
 

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -311,6 +313,80 @@ INSTANTIATE_TEST_SUITE_P(
                                     return o;
                                   }()}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(pool, nothing_queues_behind_a_call_of_unknown_length) {
+  // Consider: a worker is stuck in a long call and a peer is parked. A call must not
+  // wait behind the stuck one: dispatch only queues behind a busy worker expected to be
+  // free sooner than a wake-up, and a call running longer than the estimate is unknown.
+  knit::pool_options o;
+  o.threads = 2;
+  knit::pool p(o);
+  gate g;
+  bool blocker_done = false;
+  int quick_done = 0;
+  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 0; }, 0, [&](knit::result<int>) { blocker_done = true; }));
+  while (g.waiting.load() == 0) std::this_thread::yield();
+  for (int i = 0; i < 5; ++i) ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++quick_done; }));
+  const bool finished_while_blocked = drain_until(p, [&] { return quick_done == 5; }, 10s);
+  g.open = true;  // rescue: never leave the blocker waiting, whatever happened
+  ASSERT_TRUE(drain_until(p, [&] { return blocker_done && quick_done == 5; }));
+  EXPECT_TRUE(finished_while_blocked) << "queued calls waited for the blocked worker: " << knit::to_json(p.stats());
+}
+
+class steal_flag : public ::testing::TestWithParam<bool> {};
+
+TEST_P(steal_flag, a_burst_on_one_worker_is_spread_by_stealing) {
+  // A burst lands on the first worker (awake and between calls: cheaper than waking the
+  // second). When it claims the first call and sees the rest queued, it wakes its peer,
+  // which steals; with stealing off the peer cannot help and nothing is stolen.
+  knit::pool_options o;
+  o.threads = 2;
+  o.steal = GetParam();
+  o.wake_cost_us = 1'000'000;  // make "queue behind" always look cheaper than a wake-up
+  knit::pool p(o);
+  // Start from the idle state: both workers parked (a fresh worker starts awake).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.stats().totals().parks < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  int done = 0;
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_FALSE(p.submit([](int x) { std::this_thread::sleep_for(2ms); return x; }, i, [&](knit::result<int>) { ++done; }));
+  }
+  ASSERT_TRUE(drain_until(p, [&] { return done == 6; }));
+  const auto s = p.stats().totals();
+  EXPECT_EQ(s.calls_run, 6u);
+  if (GetParam()) {
+    EXPECT_GE(s.calls_stolen, 1u) << knit::to_json(p.stats());
+  } else {
+    EXPECT_EQ(s.calls_stolen, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(on_off, steal_flag, ::testing::Bool());
+
+TEST(pool, worker_cpus_pins_every_worker) {
+  knit::pool_options o;
+  o.threads = 3;
+  o.worker_cpus = {0};
+  knit::pool p(o);
+  bool done = false;
+  ASSERT_FALSE(p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { done = true; }));
+  ASSERT_TRUE(drain_until(p, [&] { return done; }));  // every worker has started by now
+  int pinned = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm;
+    std::getline(std::ifstream(entry.path() / "comm"), comm);
+    if (comm.rfind("knit-worker-", 0) != 0) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+        EXPECT_EQ(line.substr(line.find_first_not_of(" \t", 18)), "0") << comm;
+        ++pinned;
+      }
+    }
+  }
+  EXPECT_EQ(pinned, 3);
+}
 
 TEST(pool, describe_names_the_effective_policy) {
   knit::pool_options o;
