@@ -1,30 +1,30 @@
 # Cost sweep: where pooling starts to pay
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-102624/charts/cost_sweep_native.png"
+set output "/work/main/bench-out/20261129-104605/charts/cost_sweep_native.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $rps << EOD
 # label "inline" "threads: 1" "threads: 2"
-"0" 106626 97450 121919
-"5" 88463 86606 86980
-"10" 62630 100972 85738
-"20" 42106 95358 61524
-"50" 21153 76453 54096
-"100" 13135 88907 48216
-"200" 7395 83357 56132
-"400" 3894 80806 49564
+"0" 152928 112655 126602
+"5" 97008 96546 90957
+"10" 67317 87754 81738
+"20" 44416 91563 75830
+"50" 22844 94755 65150
+"100" 13572 89600 60480
+"200" 7428 73492 47516
+"400" 3882 70027 50378
 EOD
 $p99 << EOD
 # label "inline" "threads: 1" "threads: 2"
-"0" 4.1 3.84 2.61
-"5" 2.33 1.71 10.26
-"10" 4.28 1.27 2.43
-"20" 3.78 5.19 0.68
-"50" 3.97 0.57 1.3
-"100" 4.7 1.75 5.62
-"200" 4.1 1.04 2.09
-"400" 4.24 1.2 1.35
+"0" 4.6 3.92 4.54
+"5" 2.88 2.89 2.15
+"10" 1.97 0.99 2.88
+"20" 1.04 5.65 0.81
+"50" 2.56 2.42 2.81
+"100" 7.68 1.24 1.41
+"200" 1.81 0.49 0.89
+"400" 7.45 0.45 3.02
 EOD
 set key outside right top
 set multiplot layout 2,1

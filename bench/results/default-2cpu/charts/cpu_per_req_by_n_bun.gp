@@ -1,21 +1,21 @@
 # CPU-us per request vs pool size (saturating)
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/cpu_per_req_by_n_bun.png"
+set output "/work/main/bench-out/20261129-104049/charts/cpu_per_req_by_n_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $s0 << EOD
-1 12
+1 13
 2 18
-4 25
+4 23
 EOD
 $s1 << EOD
-2 18
-4 28
+2 16
+4 21
 EOD
 $s2 << EOD
-1 60
-4 60
+1 61
+4 61
 EOD
 set title "CPU-us per request vs pool size (saturating)"
 set xlabel "pool size N"

@@ -1,21 +1,21 @@
 # CPU-us per request vs pool size (saturating)
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/cpu_per_req_by_n_native.png"
+set output "/work/main/bench-out/20261129-104049/charts/cpu_per_req_by_n_native.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $s0 << EOD
-1 11
+1 10
 2 8
 4 8
 EOD
 $s1 << EOD
-2 13
-4 14
+2 10
+4 17
 EOD
 $s2 << EOD
-1 9
-4 9
+1 8
+4 8
 EOD
 set title "CPU-us per request vs pool size (saturating)"
 set xlabel "pool size N"

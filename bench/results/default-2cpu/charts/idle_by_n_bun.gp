@@ -1,6 +1,6 @@
 # Idle cores vs pool size, per timer policy
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/idle_by_n_bun.png"
+set output "/work/main/bench-out/20261129-104049/charts/idle_by_n_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
@@ -10,8 +10,8 @@ $s0 << EOD
 4 0
 EOD
 $s1 << EOD
-2 0.201
-4 0.662
+2 0.202
+4 0.659
 EOD
 $model << EOD
 1 0.047619047619047616

@@ -1,6 +1,6 @@
 # Idle cores vs pool size, per timer policy
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/idle_by_n_native.png"
+set output "/work/main/bench-out/20261129-104049/charts/idle_by_n_native.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
@@ -10,7 +10,7 @@ $s0 << EOD
 4 0
 EOD
 $s1 << EOD
-2 0.202
+2 0.208
 4 0.66
 EOD
 $model << EOD

@@ -1,26 +1,26 @@
 # /ping p99 per configuration
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/ping_p99_bun.png"
+set output "/work/main/bench-out/20261129-104049/charts/ping_p99_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $sat << EOD
 # label "/ping p99"
-"inline" 11.3
-"t1" 5.13
-"t2" 8.49
-"t4" 9.08
-"t2old" 8.68
-"t4old" 11.44
+"inline" 22.22
+"t1" 5.49
+"t2" 8.68
+"t4" 8.49
+"t2old" 8.42
+"t4old" 9.86
 EOD
 $rate << EOD
 # label "/ping p99"
-"inline" 4.83
-"t1" 1.45
-"t2" 1.48
-"t4" 3.73
-"t2old" 2.38
-"t4old" 7.88
+"inline" 1.54
+"t1" 1.58
+"t2" 3.42
+"t4" 3.76
+"t2old" 2.63
+"t4old" 1.79
 EOD
 set multiplot layout 2,1
 set style fill solid 0.6

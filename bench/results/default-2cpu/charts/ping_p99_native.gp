@@ -1,26 +1,26 @@
 # /ping p99 per configuration
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/ping_p99_native.png"
+set output "/work/main/bench-out/20261129-104049/charts/ping_p99_native.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $sat << EOD
 # label "/ping p99"
-"inline" 1.91
-"t1" 5
-"t2" 1.7
-"t4" 2.11
-"t2old" 5.1
-"t4old" 5.49
+"inline" 1.75
+"t1" 4.57
+"t2" 1.75
+"t4" 1.72
+"t2old" 2.73
+"t4old" 5.85
 EOD
 $rate << EOD
 # label "/ping p99"
-"inline" 0.58
-"t1" 4.14
-"t2" 4.9
-"t4" 2.71
-"t2old" 1.56
-"t4old" 5.72
+"inline" 9.73
+"t1" 3.43
+"t2" 4.04
+"t4" 3.71
+"t2old" 3.01
+"t4old" 13.34
 EOD
 set multiplot layout 2,1
 set style fill solid 0.6

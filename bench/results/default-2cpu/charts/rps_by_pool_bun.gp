@@ -1,15 +1,15 @@
 # Saturating rps per route vs pool size (seed policy)
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/rps_by_pool_bun.png"
+set output "/work/main/bench-out/20261129-104049/charts/rps_by_pool_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $d << EOD
 # label "/ping" "/ssr" "/jwt"
-"inline" 7135.75 4770.75 4768.75
-"1" 75560.5 3243.75 3237.62
-"2" 48558.38 4171.75 4160
-"4" 30215.75 4633.75 4638.88
+"inline" 6318.88 4277.25 4277
+"1" 72236.88 3250 3249.25
+"2" 47096.38 4024.88 4020.62
+"4" 34369.12 4810.75 4789.12
 EOD
 set title "Saturating load: rps per route vs pool size (seed policy)"
 set xlabel "pool size"

@@ -1,15 +1,15 @@
 # Saturating rps per route vs pool size (seed policy)
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-100911/charts/rps_by_pool_native.png"
+set output "/work/main/bench-out/20261129-104049/charts/rps_by_pool_native.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $d << EOD
 # label "/ping" "/ssr" "/jwt"
-"inline" 45113.62 30459.38 30450.12
-"1" 67726.25 10907.62 10910.5
-"2" 64924.12 31959 31960.62
-"4" 58191 29639.38 29631.5
+"inline" 56105.88 38125.62 38134.25
+"1" 73299 12849.25 12850.12
+"2" 60253.88 30757.62 30759.88
+"4" 61157.75 31182 31189.12
 EOD
 set title "Saturating load: rps per route vs pool size (seed policy)"
 set xlabel "pool size"
