@@ -11,7 +11,7 @@ namespace {
 class env_test : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* n : {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL", "KNIT_MAX_SPINNERS",
+    for (const char* n : {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL", "KNIT_MAX_SPINNERS", "KNIT_WAKE_COST",
                           "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING", "KNIT_WORKER_CPUS"})
       ::unsetenv(n);
   }
@@ -44,6 +44,7 @@ TEST_F(env_test, reads_every_variable) {
   set("KNIT_DOORBELL", "0");
   set("KNIT_STEAL", "0");
   set("KNIT_MAX_SPINNERS", "1");
+  set("KNIT_WAKE_COST", "0");
   set("KNIT_QUEUE_CAPACITY", "64");
   set("KNIT_MAX_PENDING", "10");
   set("KNIT_WORKER_CPUS", "0,2-3");
@@ -54,6 +55,7 @@ TEST_F(env_test, reads_every_variable) {
   EXPECT_FALSE(o.doorbell);
   EXPECT_FALSE(o.steal);
   EXPECT_EQ(o.max_spinners, 1u);
+  EXPECT_EQ(o.wake_cost_us, 0u);
   EXPECT_EQ(o.queue_capacity, 64u);
   EXPECT_EQ(o.max_pending, 10u);
   EXPECT_EQ(o.worker_cpus, (std::vector<int>{0, 2, 3}));
