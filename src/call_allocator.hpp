@@ -56,7 +56,6 @@ class call_allocator {
     ::operator delete(p, std::align_val_t{kCacheLine});
   }
 
-  std::size_t cached() const noexcept { return free_.size(); }
 
  private:
   std::vector<void*> free_;

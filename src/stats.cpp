@@ -7,25 +7,28 @@ namespace knit {
 namespace {
 
 // The worker counter fields, named once for both totals() and to_json().
-template <class F>
-void for_each_worker_field(const worker_stats& w, F&& f) {
-  f("calls_run", w.calls_run);
-  f("calls_stolen", w.calls_stolen);
-  f("calls_skipped", w.calls_skipped);
-  f("spin_hits", w.spin_hits);
-  f("spins", w.spins);
-  f("parks", w.parks);
-  f("wakes_doorbell", w.wakes_doorbell);
-  f("wakes_timeout", w.wakes_timeout);
-  f("peer_wakes", w.peer_wakes);
-  f("completion_signals", w.completion_signals);
-}
+struct worker_field {
+  const char* name;
+  std::uint64_t worker_stats::*member;
+};
+constexpr worker_field kWorkerFields[] = {
+    {"calls_run", &worker_stats::calls_run},
+    {"calls_stolen", &worker_stats::calls_stolen},
+    {"calls_skipped", &worker_stats::calls_skipped},
+    {"spin_hits", &worker_stats::spin_hits},
+    {"spins", &worker_stats::spins},
+    {"parks", &worker_stats::parks},
+    {"wakes_doorbell", &worker_stats::wakes_doorbell},
+    {"wakes_timeout", &worker_stats::wakes_timeout},
+    {"peer_wakes", &worker_stats::peer_wakes},
+    {"completion_signals", &worker_stats::completion_signals},
+};
 
 void write_worker(std::ostringstream& out, const worker_stats& w, bool& first) {
-  for_each_worker_field(w, [&](const char* name, std::uint64_t v) {
-    out << (first ? "" : ",") << '"' << name << "\":" << v;
+  for (const auto& f : kWorkerFields) {
+    out << (first ? "" : ",") << '"' << f.name << "\":" << w.*f.member;
     first = false;
-  });
+  }
 }
 
 }  // namespace
@@ -33,16 +36,7 @@ void write_worker(std::ostringstream& out, const worker_stats& w, bool& first) {
 worker_stats pool_stats::totals() const {
   worker_stats t;
   for (const auto& w : workers) {
-    t.calls_run += w.calls_run;
-    t.calls_stolen += w.calls_stolen;
-    t.calls_skipped += w.calls_skipped;
-    t.spin_hits += w.spin_hits;
-    t.spins += w.spins;
-    t.parks += w.parks;
-    t.wakes_doorbell += w.wakes_doorbell;
-    t.wakes_timeout += w.wakes_timeout;
-    t.peer_wakes += w.peer_wakes;
-    t.completion_signals += w.completion_signals;
+    for (const auto& f : kWorkerFields) t.*f.member += w.*f.member;
   }
   return t;
 }

@@ -101,7 +101,7 @@ class worker_loop {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the peer's park fence
     for (unsigned k = 1; k < n_; ++k) {
       worker_slot& peer = *s_.workers[(self_ + k) % n_];
-      if (peer.bell.state() == worker_state::parked && peer.bell.wake_if_parked()) {
+      if (peer.bell.wake_if_parked()) {  // one relaxed load when it is not parked
         me_.counters.peer_wakes.bump();
         return;
       }
