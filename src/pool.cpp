@@ -202,6 +202,9 @@ class pool_impl {
   const pool_options& options() const noexcept { return shared_.options; }
   int completion_fd() const noexcept { return shared_.host_bell.fd(); }
   std::size_t pending() const noexcept { return pending_; }
+  std::chrono::nanoseconds call_time_estimate() const noexcept {
+    return std::chrono::nanoseconds(call_ns_estimate_);
+  }
   bool accepting() const noexcept { return accepting_; }
 
  private:
@@ -380,6 +383,7 @@ int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
 std::size_t pool::drain() { return impl_->drain(); }
 std::size_t pool::poll() { return impl_->drain(false); }
 std::size_t pool::pending() const noexcept { return impl_->pending(); }
+std::chrono::nanoseconds pool::call_time_estimate() const noexcept { return impl_->call_time_estimate(); }
 std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const { return impl_->next_deadline(); }
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode); }
 bool pool::accepting() const noexcept { return impl_->accepting(); }

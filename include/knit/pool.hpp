@@ -104,6 +104,11 @@ class pool {
   // Accepted calls whose handler has not been called yet.
   std::size_t pending() const noexcept;
 
+  // The host's running estimate of how long one call runs on a worker (an EWMA with weight
+  // 1/8 over the calls that came back; zero until the first one). Admission control uses
+  // it to turn pending() into an expected queueing delay.
+  std::chrono::nanoseconds call_time_estimate() const noexcept;
+
   // The earliest deadline among pending calls, if any (the host loop arms a timer on it
   // and calls drain() when it passes).
   std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
