@@ -126,7 +126,8 @@ void write_file(const fs::path& p, const std::string& text) {
   if (!f) throw std::runtime_error("cannot write " + p.string());
 }
 
-// Everything that happens while one server is up: steps (1)-(8) of the brief.
+// Everything that happens while one server is up: start it (port check, exec, identity,
+// readiness), measure its idle CPU, warm up, run the measured window, read its counters, stop it.
 CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
                         const fs::path& bodies, double rate_per_route) {
   CaseMeasurement m;
