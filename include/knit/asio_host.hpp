@@ -1,0 +1,118 @@
+// knit/asio_host.hpp: the pool on a Boost.Asio io_context. asio_host drains completions on
+// the host's io_context.
+//
+// How the loop learns about results: the pool's completion eventfd is wrapped in a
+// posix::stream_descriptor and waited on with async_wait(wait_read) only while calls are
+// pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
+// one costs one eventfd read per batch of results (the workers coalesce their writes).
+// Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "knit/pool.hpp"
+
+namespace knit {
+
+class asio_host {
+ public:
+  // Binds `p`'s completions to `io`. Both must outlive this object; construct it on the
+  // host thread (the thread that runs io and owns p).
+  asio_host(boost::asio::io_context& io, pool& p) : state_(std::make_shared<state>(io, p)) {}
+
+  // Stops watching: pending waits are cancelled (their handlers see the state closed and
+  // do nothing). Results still pending are delivered by pool::shutdown / pool::drain.
+  ~asio_host() {
+    state_->closed = true;
+    boost::system::error_code ignored;
+    state_->timer.cancel();
+    state_->fd.cancel(ignored);
+  }
+
+  asio_host(const asio_host&) = delete;
+  asio_host& operator=(const asio_host&) = delete;
+
+  // pool::submit, plus arming the io_context watch. handler(knit::result<R>) runs on the
+  // io_context thread. Returns errc::queue_full / errc::shut_down without calling it.
+  template <class Fn, class Arg, class Handler>
+  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
+                         call_id* id = nullptr) {
+    std::error_code ec = state_->pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
+                                               std::forward<Handler>(handler), options, id);
+    if (!ec) {
+      arm_read(state_);
+      if (options.timeout.count() > 0) arm_timer(state_);
+    }
+    return ec;
+  }
+
+  pool& get_pool() noexcept { return *state_->pool_; }
+  boost::asio::io_context& context() noexcept { return state_->io; }
+
+ private:
+  struct state {
+    state(boost::asio::io_context& context, pool& p)
+        : io(context), pool_(&p), fd(context, ::dup(p.completion_fd())), timer(context) {}
+    boost::asio::io_context& io;
+    pool* pool_;
+    boost::asio::posix::stream_descriptor fd;  // a dup: closing it leaves the pool's fd alone
+    boost::asio::steady_timer timer;
+    bool read_armed = false;
+    bool timer_armed = false;
+    std::chrono::steady_clock::time_point timer_at{};
+    bool closed = false;
+  };
+
+  static void after_drain(const std::shared_ptr<state>& s) {
+    if (s->pool_->pending() > 0) arm_read(s);
+    arm_timer(s);
+  }
+
+  static void arm_read(const std::shared_ptr<state>& s) {
+    if (s->read_armed || s->closed) return;
+    s->read_armed = true;
+    s->fd.async_wait(boost::asio::posix::descriptor_base::wait_read, [s](const boost::system::error_code& ec) {
+      s->read_armed = false;
+      if (ec || s->closed) return;
+      s->pool_->drain();
+      after_drain(s);
+    });
+  }
+
+  static void arm_timer(const std::shared_ptr<state>& s) {
+    if (s->closed) return;
+    const auto next = s->pool_->next_deadline();
+    if (!next) {
+      if (s->timer_armed) {  // nothing left to time: release the io_context
+        s->timer_armed = false;
+        s->timer.cancel();
+      }
+      return;
+    }
+    if (s->timer_armed && s->timer_at <= *next) return;
+    s->timer_armed = true;
+    s->timer_at = *next;
+    s->timer.expires_at(*next);
+    s->timer.async_wait([s](const boost::system::error_code& ec) {
+      // Cancelled (closed, no deadline left, or re-armed for an earlier one): the newer
+      // wait, if any, owns timer_armed now.
+      if (ec || s->closed) return;
+      s->timer_armed = false;
+      s->pool_->drain();
+      after_drain(s);
+    });
+  }
+
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace knit
