@@ -50,7 +50,7 @@ class asio_host {
                                                std::forward<Handler>(handler), options, id);
     if (!ec) {
       arm_read(state_);
-      if (options.timeout.count() > 0) arm_timer(state_);
+      arm_timer(state_);  // next_deadline() also covers stuck detection (pool_options::stuck_after)
     }
     return ec;
   }
