@@ -1,72 +1,190 @@
-// knit/async_run.hpp: pool calls as an Asio asynchronous operation, usable with any
-// completion token (callbacks, use_future, use_awaitable, deferred).
+// knit/async_run.hpp: a pool call as an Asio asynchronous operation, usable with any
+// completion token (callbacks, use_future, use_awaitable, deferred, as_tuple, ...).
 #pragma once
 
 #include <exception>
-#include <memory>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/error_code.hpp>
 
 #include "knit/asio_host.hpp"
 
 namespace knit {
 
 namespace detail {
+
+/// The value type of a call to `fn(std::move(arg))`: its result, or knit::unit for void.
 template <class Fn, class Arg>
 using run_value_t = std::conditional_t<std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>, unit,
                                        std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>;
-}
 
-// Runs fn(std::move(arg)) on a pool worker and completes `token` with
-// void(std::exception_ptr, R): a null exception_ptr and the value, or the task's own
-// exception, or a std::system_error carrying knit::errc (queue_full, shut_down, timed_out,
-// cancelled). The handler runs through its associated executor (default: the host's
-// io_context), never inside async_run, and a work guard keeps that executor's context
-// running until it has run.
+/// What async_run and async_run_result hand their completion handler.
+enum class run_delivery {
+  error_and_value,  ///< void(boost::system::error_code, R)
+  result,           ///< void(knit::result<R>)
+};
+
+/// Installed in the handler's cancellation slot while the call is in the pool: any
+/// cancellation type (terminal, partial, total) asks the pool to abandon the call. That
+/// succeeds only before a worker has started it, when the call has had no effect at all,
+/// which satisfies even `total`; a running call cannot be stopped, so the request is then
+/// ignored and the call completes as usual (Asio allows an operation to ignore a request).
+struct run_canceller {
+  pool* target;
+  call_id id = 0;  // 0 until submit() names the call; pool::cancel(0) is a no-op
+
+  void operator()(boost::asio::cancellation_type_t type) const {
+    if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+                 boost::asio::cancellation_type::total)) != boost::asio::cancellation_type::none) {
+      target->cancel(id);  // last statement: cancel() may complete the call and clear this slot
+    }
+  }
+};
+
+/// The completion the pool holds inside its call record for one async_run: the user's
+/// handler, a work guard on the handler's executor, and the handler's cancellation slot.
+/// No other per-call state, so async_run allocates nothing beyond the call record (the
+/// final dispatch to the handler's executor uses the handler's associated allocator).
+template <class Handler, class Value, run_delivery Delivery>
+class run_operation {
+  using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::io_context::executor_type>;
+
+ public:
+  run_operation(Handler handler, const boost::asio::io_context::executor_type& fallback)
+      : handler_(std::move(handler)),
+        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_, fallback))),
+        slot_(boost::asio::get_associated_cancellation_slot(handler_)) {}
+
+  /// The handler's cancellation slot (not connected when the handler has none).
+  boost::asio::cancellation_slot& slot() noexcept { return slot_; }
+
+  /// Called once by the pool, on the host thread (inside drain(), or inside cancel() when a
+  /// cancellation request won). Hands the outcome to the user's handler on its executor:
+  /// dispatch, so a handler whose executor is the host's io_context runs at once; but post
+  /// for errc::cancelled, which may arrive from inside the slot's own emit(), and for a
+  /// rejected submit, which must not complete inside the initiating function.
+  void operator()(result<Value> r) {
+    const bool cancelled = r.error() == errc::cancelled;
+    complete(std::move(r), cancelled);
+  }
+
+  void complete(result<Value> r, bool must_post) {
+    auto executor = work_.get_executor();
+    auto allocator = boost::asio::get_associated_allocator(handler_);
+    auto finish = [handler = std::move(handler_), slot = slot_, r = std::move(r)]() mutable {
+      if (slot.is_connected()) slot.clear();  // the operation is over: the slot may be reused
+      if constexpr (Delivery == run_delivery::result) {
+        std::move(handler)(std::move(r));
+      } else if (r.ok()) {
+        std::move(handler)(boost::system::error_code(), std::move(r).value());
+      } else {
+        std::move(handler)(boost::system::error_code(r.error()), Value{});
+      }
+    };
+    if (must_post) {
+      boost::asio::post(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
+    } else {
+      boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
+    }
+    work_.reset();
+  }
+
+ private:
+  Handler handler_;
+  boost::asio::executor_work_guard<executor_type> work_;
+  boost::asio::cancellation_slot slot_;
+};
+
+/// Submits one run_operation to the host's pool and wires up its cancellation slot.
+template <run_delivery Delivery, class Value>
+struct initiate_run {
+  asio_host* host;
+  call_options options;
+
+  template <class Handler, class Fn, class Arg>
+  void operator()(Handler&& handler, Fn&& fn, Arg&& arg) const {
+    run_operation<std::decay_t<Handler>, Value, Delivery> op(std::forward<Handler>(handler),
+                                                              host->context().get_executor());
+    run_canceller* canceller = nullptr;
+    if (op.slot().is_connected()) canceller = &op.slot().template emplace<run_canceller>(run_canceller{&host->get_pool()});
+    call_id id = 0;
+    // On rejection submit() leaves `op` unmoved (it moves it into the call record only once
+    // the call is admitted), so the rejection completes through the same operation.
+    std::error_code ec = host->submit(std::forward<Fn>(fn), std::forward<Arg>(arg), std::move(op), options, &id);
+    if (ec) {
+      op.complete(result<Value>(ec), /*must_post=*/true);
+    } else if (canceller) {
+      canceller->id = id;
+    }
+  }
+};
+
+}  // namespace detail
+
+/// @brief Runs `fn(std::move(arg))` on a pool worker as an Asio asynchronous operation.
+///
+/// Completion signature: `void(boost::system::error_code ec, R value)`, where `R` is what
+/// `fn` returns (knit::unit for `void`; it must be default-constructible, since a value is
+/// passed alongside an error). Errors are values, never exceptions thrown by async_run:
+///  - success: `ec` is empty and `value` is the task's result;
+///  - `ec == knit::errc::queue_full` or `knit::errc::shut_down`: the pool did not accept the
+///    call (the task never runs);
+///  - `ec == knit::errc::timed_out`: `options.timeout` passed (queue wait counted);
+///  - `ec == knit::errc::cancelled`: the call was cancelled before a worker started it (by
+///    the handler's cancellation slot, or by pool::shutdown(shutdown_mode::cancel));
+///  - `ec == knit::errc::task_failed`: the task threw. The exception object is not in this
+///    signature; use knit::async_run_result to receive it.
+///
+/// `ec` wraps a std::error_code of knit::error_category(), so `ec == knit::errc::...`
+/// compares as expected and `ec.message()` reads well. With use_awaitable and use_future a
+/// non-empty `ec` is thrown as boost::system::system_error; use as_tuple to get it as a
+/// value instead.
+///
+/// The operation honours the handler's associated executor (default: the host's
+/// io_context; a work guard keeps it busy until the handler has run), associated allocator
+/// (used for the final hand-off to that executor) and associated cancellation slot (see
+/// detail::run_canceller: any cancellation type abandons a call not yet started; a running
+/// call finishes). The handler never runs inside async_run. Call it on the host thread.
+///
+/// @param host    the asio_host whose pool runs the call
+/// @param fn      the task; moved into the call record
+/// @param arg     its argument; moved into the call record and then into `fn`
+/// @param token   an Asio completion token
+/// @param options per-call options (deadline)
 template <class Fn, class Arg, class Token>
 auto async_run(asio_host& host, Fn&& fn, Arg&& arg, Token&& token, call_options options = {}) {
   using value_type = detail::run_value_t<Fn, Arg>;
   static_assert(std::is_default_constructible_v<value_type>,
-                "knit::async_run: the result type must be default-constructible (it is passed alongside an error)");
-  return boost::asio::async_initiate<Token, void(std::exception_ptr, value_type)>(
-      [&host, options](auto handler, auto f, auto a) {
-        auto executor = boost::asio::get_associated_executor(handler, host.context().get_executor());
-        auto work = boost::asio::make_work_guard(executor);
-        using handler_type = decltype(handler);
-        // The completion is moved into the call record, so it must be movable (it is) and
-        // it is called at most once: either here on rejection, or by the pool.
-        auto complete = std::make_shared<handler_type>(std::move(handler));
-        std::error_code ec = host.submit(
-            std::move(f), std::move(a),
-            [complete, work](result<value_type> r) mutable {
-              auto ex = work.get_executor();
-              std::exception_ptr error;
-              value_type value{};
-              if (r.ok()) {
-                value = std::move(r).value();
-              } else {
-                error = r.exception() ? r.exception() : std::make_exception_ptr(std::system_error(r.error()));
-              }
-              boost::asio::dispatch(ex, [complete, error, value = std::move(value)]() mutable {
-                (*complete)(error, std::move(value));
-              });
-              work.reset();
-            },
-            options);
-        if (ec) {
-          boost::asio::post(executor, [complete, ec]() mutable {
-            (*complete)(std::make_exception_ptr(std::system_error(ec)), value_type{});
-          });
-        }
-      },
-      token, std::forward<Fn>(fn), std::forward<Arg>(arg));
+                "knit::async_run: the result type must be default-constructible (it is passed alongside an error); "
+                "use knit::async_run_result otherwise");
+  return boost::asio::async_initiate<Token, void(boost::system::error_code, value_type)>(
+      detail::initiate_run<detail::run_delivery::error_and_value, value_type>{&host, options}, token,
+      std::forward<Fn>(fn), std::forward<Arg>(arg));
+}
+
+/// @brief async_run completing with the whole knit::result: `void(knit::result<R>)`.
+///
+/// For callers that need the exception a task threw (`result.exception()`, or
+/// `result.value()`, which rethrows it) or whose `R` is not default-constructible. Every
+/// other behaviour (executor, allocator, cancellation, errors) is async_run's. With
+/// use_awaitable the co_await yields the result and never throws.
+template <class Fn, class Arg, class Token>
+auto async_run_result(asio_host& host, Fn&& fn, Arg&& arg, Token&& token, call_options options = {}) {
+  using value_type = detail::run_value_t<Fn, Arg>;
+  return boost::asio::async_initiate<Token, void(result<value_type>)>(
+      detail::initiate_run<detail::run_delivery::result, value_type>{&host, options}, token, std::forward<Fn>(fn),
+      std::forward<Arg>(arg));
 }
 
 }  // namespace knit
