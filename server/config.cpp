@@ -110,6 +110,11 @@ server_config config_from_env(const env_lookup& getenv) {
   read_uint(getenv, "KNIT_IDLE_TIMEOUT_MS", idle_ms, 1, 3'600'000);
   cfg.idle_timeout = std::chrono::milliseconds(idle_ms);
 
+  std::uint64_t queue_ms = static_cast<std::uint64_t>(cfg.max_queue_delay.count());
+  read_uint(getenv, "KNIT_MAX_QUEUE_MS", queue_ms, 0, 3'600'000);
+  cfg.max_queue_delay = std::chrono::milliseconds(queue_ms);
+  read_uint(getenv, "KNIT_MAX_QUEUED", cfg.max_queued, 0, 1'000'000);
+
   if (auto secret = lookup(getenv, "JWT_SECRET")) {
     cfg.jwt_secret = *secret;
   } else {

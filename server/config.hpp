@@ -39,9 +39,20 @@ struct server_config {
   std::size_t max_connections = 10000;             // KNIT_MAX_CONNECTIONS
   std::chrono::milliseconds idle_timeout{30'000};  // KNIT_IDLE_TIMEOUT_MS: read and write deadline
 
+  // Admission control for /ssr and /jwt in pooled mode (admission.hpp): a call expected to
+  // wait longer than max_queue_delay for a worker, or finding max_queued calls ahead of it,
+  // is answered 503 with Retry-After at once. 0 turns either rule off.
+  std::chrono::milliseconds max_queue_delay{250};  // KNIT_MAX_QUEUE_MS
+  std::size_t max_queued = 4096;                   // KNIT_MAX_QUEUED
+
   // Fixed limits. A request body above kBodyLimit gets 413, a header above kHeaderLimit 431.
   static constexpr std::size_t kBodyLimit = 64 * 1024;
   static constexpr std::size_t kHeaderLimit = 8 * 1024;
+  // The most a connection's read buffer may hold. The header must fit (it is parsed from
+  // the buffer whole), so does a chunk-size line with its extensions, and so does a
+  // trailer; body bytes pass through it into the body. A request that needs more is
+  // refused (400, or 431 inside the header) instead of growing the buffer.
+  static constexpr std::size_t kReadBufferLimit = 2 * kHeaderLimit;
 };
 
 // A bad setting. what() names the variable and quotes the value, e.g.

@@ -7,6 +7,11 @@
 
 namespace knit_server {
 
+queue_state heavy_dispatch::queue() const noexcept {
+  const knit::pool& pool = host_->get_pool();
+  return {pool.pending(), pool.options().threads, pool.call_time_estimate()};
+}
+
 heavy_output heavy_job::operator()(std::string&& body) const {
   namespace routes = knit_server::routes;
   using clock = std::chrono::system_clock;

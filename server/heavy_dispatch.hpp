@@ -11,6 +11,7 @@
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
+#include "admission.hpp"
 #include "config.hpp"
 #include "router.hpp"
 
@@ -42,6 +43,10 @@ class heavy_dispatch {
       : host_(host), cfg_(cfg) {}
 
   bool pooled() const noexcept { return host_ != nullptr; }
+
+  // The pool's load as admission control sees it (calls pending, workers, the pool's
+  // estimate of one call's run time). Pooled mode only; host thread only.
+  queue_state queue() const noexcept;
 
   // Runs route `r` (ssr or jwt) on `body`, which is moved into the job, and calls
   // `done(heavy_output&&)` on the host thread exactly once:

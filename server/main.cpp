@@ -17,10 +17,15 @@
 //   2. make the host's event loop, one io_context run by this thread only;
 //   3. pooled mode: start the pool (on this thread, which makes it the pool's host) and bind
 //      its completions to the io_context;
-//   4. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
-//   5. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats);
-//   6. shut the pool down (drain), exit 0.
+//   4. install the signal handlers (SIGPIPE is ignored from the very start);
+//   5. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
+//   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats);
+//   7. shut the pool down (drain), exit 0.
+// Every line the server prints once the configuration is read goes through a log_writer:
+// a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
+// knit-stats "log_dropped") but never stops the event loop or kills the process.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -40,6 +45,7 @@
 
 #include "config.hpp"
 #include "heavy_dispatch.hpp"
+#include "log_writer.hpp"
 #include "server.hpp"
 #include "stats.hpp"
 
@@ -65,7 +71,7 @@ std::string url_of(const tcp::endpoint& ep) {
 
 // Each connection is a file descriptor. Raise the soft RLIMIT_NOFILE (often 1024) towards
 // KNIT_MAX_CONNECTIONS, so the limit the operator chose is the one that applies, not EMFILE.
-void raise_fd_limit(std::size_t max_connections) {
+void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
   const rlim_t wanted = static_cast<rlim_t>(max_connections) + 64;  // + listener, eventfd, stdio
@@ -73,29 +79,38 @@ void raise_fd_limit(std::size_t max_connections) {
   limit.rlim_cur = std::min(wanted, limit.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &limit);
   if (limit.rlim_cur < wanted) {
-    std::cerr << "knit-server: warning: the open-file limit is " << limit.rlim_cur
-              << "; connections beyond about " << (limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0)
-              << " will fail to be accepted (KNIT_MAX_CONNECTIONS=" << max_connections << ")\n";
+    err.write_line("knit-server: warning: the open-file limit is " +
+                   std::to_string(limit.rlim_cur) + "; connections beyond about " +
+                   std::to_string(limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0) +
+                   " will fail to be accepted (KNIT_MAX_CONNECTIONS=" +
+                   std::to_string(max_connections) + ")");
   }
 }
 
-void print_banner(const server_config& cfg, const knit::pool* pool) {
+void print_banner(const server_config& cfg, const knit::pool* pool, log_writer& out) {
   // The route list exactly as the seed's server prints it.
-  std::cout << "GET  /ping\n"
-            << "POST /ssr   body: { name?, plan?, bio?, projects? }\n"
-            << "POST /jwt   body: { user: { id, email?, role? }, ttlSec? }\n";
+  out.write_line("GET  /ping");
+  out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
+  out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
   if (pool) {
-    std::cout << "mode: pooled (/ssr and /jwt on knit workers) pool: " << pool->describe() << '\n';
+    out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
   } else {
-    std::cout << "mode: inline (/ssr and /jwt on the host thread, no pool)\n";
+    out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
-  std::cout << "cost profile: " << cfg.cost_profile << " (ssr " << cfg.ssr_cost_us << " us, jwt "
-            << cfg.jwt_cost_us << " us)\n";
+  out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
+                 " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
+  out.write_line("admission: 503 when the expected wait exceeds " +
+                 std::to_string(cfg.max_queue_delay.count()) + " ms or " +
+                 std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
 }
 
 }  // namespace
 
 int main() {
+  // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
+  // server: first thing, before anything can write.
+  std::signal(SIGPIPE, SIG_IGN);
+
   // 1. Configuration. Nothing is bound or started until every value has been checked.
   server_config cfg;
   knit::pool_options pool_options;
@@ -111,12 +126,14 @@ int main() {
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitStartup;
   }
+  log_writer out(STDOUT_FILENO);
+  log_writer err(STDERR_FILENO);
   if (cfg.jwt_secret_generated) {
-    std::cerr << "knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
-                 "secret for this run only (tokens will not verify after a restart)\n";
+    err.write_line("knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
+                   "secret for this run only (tokens will not verify after a restart)");
   }
 
-  raise_fd_limit(cfg.max_connections);
+  raise_fd_limit(cfg.max_connections, err);
 
   // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
   //    skip the locking a multi-threaded loop needs.
@@ -130,10 +147,10 @@ int main() {
     try {
       pool.emplace(pool_options);
     } catch (const std::invalid_argument& e) {
-      std::cerr << "knit-server: " << e.what() << '\n';
+      err.write_line(std::string("knit-server: ") + e.what());
       return kExitConfig;
     } catch (const std::exception& e) {
-      std::cerr << "knit-server: cannot start the pool: " << e.what() << '\n';
+      err.write_line(std::string("knit-server: cannot start the pool: ") + e.what());
       return kExitStartup;
     }
     host.emplace(io, *pool);
@@ -141,22 +158,10 @@ int main() {
   heavy_dispatch dispatch(cfg, host ? &*host : nullptr);
   server srv(io, cfg, dispatch);
 
-  // 4. Listen, then tell the world.
-  tcp::endpoint bound;
-  try {
-    bound = srv.listen();
-  } catch (const boost::system::system_error& e) {
-    std::cerr << "knit-server: cannot listen on " << cfg.host << ':' << cfg.port << ": "
-              << e.code().message() << '\n';
-    return kExitStartup;
-  }
-  srv.start();
-  print_banner(cfg, pool ? &*pool : nullptr);
-  std::cout << "listening on " << url_of(bound) << std::endl;  // flushed: scripts wait for it
-
-  // 5. Signals. SIGINT/SIGTERM start the graceful stop (server.hpp); once the last
-  //    connection is gone, stop the loop. A second one exits at once. SIGUSR1 prints one
-  //    knit-stats line, which the benchmark driver reads.
+  // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
+  //    "listening on" appears must find its handler. SIGINT/SIGTERM start the graceful stop
+  //    (server.hpp); once the last connection is gone, stop the loop. A second one exits at
+  //    once. SIGUSR1 prints one knit-stats line, which the benchmark driver reads.
   net::signal_set signals(io, SIGINT, SIGTERM, SIGUSR1);
   int stop_requests = 0;
   std::function<void(const boost::system::error_code&, int)> on_signal =
@@ -165,21 +170,37 @@ int main() {
         if (signo == SIGUSR1) {
           std::optional<std::string> pool_json;
           if (pool) pool_json = knit::to_json(pool->stats());
-          std::cout << format_stats_line(cfg.mode, srv.counters(), pool_json) << std::endl;
+          const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
+                                     out.dropped() + err.dropped()};
+          out.write_line(
+              format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges, pool_json));
         } else if (++stop_requests == 1) {
-          std::cerr << "knit-server: signal " << signo
-                    << ": stopping; finishing the requests in progress\n";
+          err.write_line("knit-server: signal " + std::to_string(signo) +
+                         ": stopping; finishing the requests in progress");
           srv.stop([&] {
             signals.cancel();
             io.stop();
           });
         } else {
-          std::cerr << "knit-server: second stop signal: exiting without draining\n";
+          err.write_line("knit-server: second stop signal: exiting without draining");
           std::_Exit(1);
         }
         signals.async_wait(on_signal);
       };
   signals.async_wait(on_signal);
+
+  // 5. Listen, then tell the world.
+  tcp::endpoint bound;
+  try {
+    bound = srv.listen();
+  } catch (const boost::system::system_error& e) {
+    err.write_line("knit-server: cannot listen on " + cfg.host + ':' + std::to_string(cfg.port) +
+                   ": " + e.code().message());
+    return kExitStartup;
+  }
+  srv.start();
+  print_banner(cfg, pool ? &*pool : nullptr, out);
+  out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
   // Run the loop. A handler that throws unwinds out of run(); report it and carry on, so a
   // bug in one request cannot take the server down. run() returns normally after io.stop().
@@ -188,13 +209,13 @@ int main() {
       io.run();
       break;
     } catch (const std::exception& e) {
-      std::cerr << "knit-server: error in the event loop: " << e.what() << '\n';
+      err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
     }
   }
 
-  // 6. Every accepted call has completed (each one's session was waiting for it), so this
+  // 7. Every accepted call has completed (each one's session was waiting for it), so this
   //    only joins the workers.
   if (pool) pool->shutdown(knit::shutdown_mode::drain);
-  std::cerr << "knit-server: stopped\n";
+  err.write_line("knit-server: stopped");
   return 0;
 }

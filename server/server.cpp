@@ -19,6 +19,7 @@ server::server(net::io_context& io, const server_config& cfg, heavy_dispatch& di
     : io_(io),
       cfg_(cfg),
       dispatch_(dispatch),
+      admission_{cfg.max_queue_delay, cfg.max_queued},
       listener_(io, *this),
       sweep_timer_(io),
       sweep_period_(std::clamp<std::chrono::milliseconds>(cfg.idle_timeout / 8,
@@ -58,6 +59,12 @@ const std::string& server::ping_body(std::chrono::system_clock::time_point now) 
     ping_ms_ = ms;
   }
   return ping_body_;
+}
+
+std::size_t server::buffered_bytes() const noexcept {
+  std::size_t total = 0;
+  for (const session* s : sessions_) total += s->buffered_bytes();
+  return total;
 }
 
 void server::attach(session& s) {

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "admission.hpp"
 #include "config.hpp"
 #include "heavy_dispatch.hpp"
 #include "listener.hpp"
@@ -62,7 +63,14 @@ class server {
   heavy_dispatch& dispatch() noexcept { return dispatch_; }
   request_counters& counters() noexcept { return counters_; }
   const request_counters& counters() const noexcept { return counters_; }
+  rejection_counters& rejected() noexcept { return rejected_; }
+  const rejection_counters& rejected() const noexcept { return rejected_; }
+  const admission_policy& admission() const noexcept { return admission_; }
   std::size_t connections() const noexcept { return sessions_.size(); }
+
+  // The bytes every open connection holds in its buffers (see session::buffered_bytes):
+  // summed when asked (on SIGUSR1), so requests pay nothing for it.
+  std::size_t buffered_bytes() const noexcept;
 
   // GET /ping's body at `now`, i.e. routes::ping_body("knit", now). The body changes only
   // when its millisecond timestamp does, so it is rendered once per millisecond and reused
@@ -82,6 +90,8 @@ class server {
   const server_config& cfg_;
   heavy_dispatch& dispatch_;
   request_counters counters_;
+  rejection_counters rejected_;
+  admission_policy admission_;
   listener listener_;
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
   boost::asio::steady_timer sweep_timer_;

@@ -33,6 +33,8 @@ namespace {
 constexpr std::chrono::milliseconds kLingerTimeout{2000};
 constexpr std::size_t kLingerLimit = 256 * 1024;
 constexpr std::size_t kLingerChunk = 16 * 1024;
+static_assert(kLingerChunk <= server_config::kReadBufferLimit,
+              "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
 // Once the server is stopping, the most any client still gets for one read or write: a
 // slow client must not hold up the exit for a whole idle timeout. Work already handed to
@@ -44,6 +46,14 @@ bool is_parse_error(const beast::error_code& ec) {
   static const std::error_category& http_category =
       beast::error_code(http::error::bad_method).category();
   return ec.category() == http_category;
+}
+
+// RFC 9112 section 3.2: an HTTP/1.1 request must carry exactly one Host field, and a
+// request with more than one is invalid whatever its version. Either gets 400.
+template <class Request>
+bool has_valid_host(const Request& req) {
+  const auto hosts = req.count(http::field::host);
+  return hosts == 1 || (hosts == 0 && req.version() < 11);
 }
 
 }  // namespace
@@ -114,6 +124,7 @@ void session::do_read() {
 
 void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   if (ec) return on_read(ec, bytes);
+  if (!has_valid_host(parser_->get())) return refuse(http::status::bad_request);
 
   // No body (GET /ping): the request is complete.
   if (parser_->is_done()) return handle_request();
@@ -150,6 +161,13 @@ void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
   // cannot know where the next one would start.
   if (ec == http::error::header_limit) return refuse(http::status::request_header_fields_too_large);
   if (ec == http::error::body_limit) return refuse(http::status::payload_too_large);
+  // The request needs more than kReadBufferLimit bytes buffered at once: inside the header
+  // (only when header_limit did not catch it first), or afterwards a chunk-size line, its
+  // extensions or the trailer that never ends. The bytes are not a request we will take.
+  if (ec == http::error::buffer_overflow) {
+    return refuse(parser_->is_header_done() ? http::status::bad_request
+                                            : http::status::request_header_fields_too_large);
+  }
   if (is_parse_error(ec) && ec != http::error::end_of_stream &&
       ec != http::error::partial_message) {
     return refuse(http::status::bad_request);
@@ -176,6 +194,19 @@ void session::handle_request() {
   route_ = match_route(req.method(), req.target());
   server_.counters().count(route_);
 
+  if (is_heavy(route_) && server_.dispatch().pooled()) {
+    // Admission control: a call that would wait too long for a worker is refused now, with
+    // 503 and Retry-After, rather than queued to answer late (admission.hpp). Inline mode
+    // has no queue: the host runs the call itself.
+    const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
+    if (verdict != admission::accept) {
+      ++(verdict == admission::reject_delay ? server_.rejected().queue_delay
+                                            : server_.rejected().queue_count);
+      fill_overloaded(res_);
+      return send_response();
+    }
+  }
+
   if (is_heavy(route_)) {
     // Hand the body over to the heavy route: moved, never copied. In inline mode the route
     // runs right here and on_heavy_done is called before start() returns; in pooled mode a
@@ -194,6 +225,7 @@ void session::handle_request() {
     if (ec) {
       // The pool refused the call (its max_pending is reached, or it is shutting down).
       // Say so at once instead of queueing without bound: 503 with Retry-After.
+      ++server_.rejected().pool_full;
       fill_overloaded(res_);
       send_response();
     }
@@ -274,7 +306,24 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
   if (close || server_.stopping()) return do_close();
 
   // Keep-alive: read the next request (it may already be waiting in buffer_).
+  release_large_buffers();
   do_read();
+}
+
+void session::release_large_buffers() noexcept {
+  // The response is out; a big body (a 781 KB page for a 64 KiB /ssr name) must not stay
+  // allocated for as long as the client keeps the connection idle. Small buffers are kept:
+  // reusing them is what makes the next /ping allocate nothing.
+  if (res_.body.capacity() > kKeepBytes) std::string().swap(res_.body);
+  if (head_.capacity() > kKeepBytes) std::string().swap(head_);
+  // shrink_to_fit keeps the bytes of a pipelined request already received.
+  if (buffer_.capacity() > kKeepBytes) buffer_.shrink_to_fit();
+}
+
+std::size_t session::buffered_bytes() const noexcept {
+  std::size_t bytes = buffer_.capacity() + res_.body.capacity() + head_.capacity();
+  if (parser_) bytes += parser_->get().body().capacity();
+  return bytes;
 }
 
 void session::do_close() {

@@ -68,6 +68,15 @@ class session : public std::enable_shared_from_this<session> {
   // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends.
   void check_deadline(std::chrono::steady_clock::time_point now);
 
+  // The bytes this connection holds in its buffers now (capacities): the read buffer, the
+  // request body, the response body and head. The knit-stats line sums them. Between
+  // requests it is at most kKeepBytes per buffer (release_large_buffers).
+  std::size_t buffered_bytes() const noexcept;
+
+  // A buffer whose capacity exceeds this is freed once its response has been written, so an
+  // idle keep-alive connection keeps only small buffers whatever its last request was.
+  static constexpr std::size_t kKeepBytes = 4 * 1024;
+
  private:
   enum class phase : std::uint8_t {
     reading,   // waiting for (the rest of) a request
@@ -90,6 +99,7 @@ class session : public std::enable_shared_from_this<session> {
   void refuse(boost::beast::http::status status);
   void send_response();
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
+  void release_large_buffers() noexcept;
   void do_close();
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
@@ -99,7 +109,9 @@ class session : public std::enable_shared_from_this<session> {
       boost::beast::http::request_parser<boost::beast::http::string_body, arena_allocator<char>>;
 
   socket_type socket_;
-  boost::beast::flat_buffer buffer_;  // read buffer, reused for every request on the connection
+  // The read buffer, reused for every request on the connection, never larger than
+  // kReadBufferLimit: a request that would need more is refused (on_read).
+  boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};
   request_arena arena_;               // the current request's header fields; before parser_
   // The current request's parser. Parsers are single-use; emplace() reuses the storage.
   std::optional<parser_type> parser_;

@@ -4,6 +4,7 @@
 namespace knit_server {
 
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
+                              const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json) {
   std::string line = "knit-stats {\"mode\":\"";
   line += to_string(mode);
@@ -15,7 +16,19 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(counters.jwt);
   line += ",\"other\":";
   line += std::to_string(counters.other);
-  line += "},\"pool\":";
+  line += "},\"rejected\":{\"queue_delay\":";
+  line += std::to_string(rejected.queue_delay);
+  line += ",\"queue_count\":";
+  line += std::to_string(rejected.queue_count);
+  line += ",\"pool_full\":";
+  line += std::to_string(rejected.pool_full);
+  line += "},\"connections\":";
+  line += std::to_string(gauges.connections);
+  line += ",\"buffered_bytes\":";
+  line += std::to_string(gauges.buffered_bytes);
+  line += ",\"log_dropped\":";
+  line += std::to_string(gauges.log_dropped);
+  line += ",\"pool\":";
   line += pool_json ? *pool_json : std::string_view("null");
   line += '}';
   return line;

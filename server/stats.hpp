@@ -29,11 +29,30 @@ struct request_counters {
   }
 };
 
+// Heavy requests answered 503 + Retry-After instead of being run, by reason. Host thread
+// only, like request_counters (they are also counted there, under their route).
+struct rejection_counters {
+  std::uint64_t queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
+  std::uint64_t queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
+  std::uint64_t pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+};
+
+// Figures read when the line is printed.
+struct server_gauges {
+  std::uint64_t connections = 0;     // open connections
+  std::uint64_t buffered_bytes = 0;  // bytes the connections hold in their buffers (capacity)
+  std::uint64_t log_dropped = 0;     // stdout/stderr lines dropped because the write would block
+};
+
 // The whole line, without the newline:
-//   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},"pool":{...}}
-// `pool_json` is knit::to_json(pool.stats()), or nullopt in inline mode ("pool":null).
-// The benchmark driver parses this line: change it only together with the driver.
+//   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
+//               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N},
+//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}}
+// (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline mode
+// ("pool":null). The benchmark driver parses this line: change it only together with the
+// driver (it reads "requests" by name, so fields may be added).
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
+                              const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json);
 
 }  // namespace knit_server

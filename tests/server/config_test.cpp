@@ -104,6 +104,35 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
   }
 }
 
+TEST(Config, AdmissionIsOnByDefault) {
+  const server_config cfg = parse({});
+  EXPECT_EQ(cfg.max_queue_delay, std::chrono::milliseconds(250));
+  EXPECT_EQ(cfg.max_queued, 4096u);
+}
+
+TEST(Config, AdmissionSettingsAndZeroMeansOff) {
+  const server_config set = parse({{"KNIT_MAX_QUEUE_MS", "40"}, {"KNIT_MAX_QUEUED", "12"}});
+  EXPECT_EQ(set.max_queue_delay, std::chrono::milliseconds(40));
+  EXPECT_EQ(set.max_queued, 12u);
+  const server_config off = parse({{"KNIT_MAX_QUEUE_MS", "0"}, {"KNIT_MAX_QUEUED", "0"}});
+  EXPECT_EQ(off.max_queue_delay, std::chrono::milliseconds(0));
+  EXPECT_EQ(off.max_queued, 0u);
+  const server_config empty = parse({{"KNIT_MAX_QUEUE_MS", ""}, {"KNIT_MAX_QUEUED", ""}});
+  EXPECT_EQ(empty.max_queue_delay, std::chrono::milliseconds(250));
+  EXPECT_EQ(empty.max_queued, 4096u);
+}
+
+TEST(Config, BadAdmissionValuesNameTheVariable) {
+  for (const char* value : {"-1", "0.5", "250ms", "3600001", " 1"}) {
+    const std::string message = error_of({{"KNIT_MAX_QUEUE_MS", value}});
+    EXPECT_NE(message.find("KNIT_MAX_QUEUE_MS"), std::string::npos) << value << ": " << message;
+  }
+  for (const char* value : {"-1", "1e3", "1000001", "many"}) {
+    const std::string message = error_of({{"KNIT_MAX_QUEUED", value}});
+    EXPECT_NE(message.find("KNIT_MAX_QUEUED"), std::string::npos) << value << ": " << message;
+  }
+}
+
 TEST(Config, ModeNames) {
   EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
   EXPECT_EQ(to_string(exec_mode::pooled), "pooled");

@@ -118,6 +118,7 @@ std::optional<std::string> server_process::read_line(std::chrono::milliseconds d
       stdout_seen_ += line + "\n";
       return line;
     }
+    if (stdout_fd_ < 0) return std::nullopt;  // close_stdout()
     pollfd p{stdout_fd_, POLLIN, 0};
     const int ready = ::poll(&p, 1, remaining_ms(end));
     if (ready < 0 && errno == EINTR) continue;
@@ -136,6 +137,11 @@ bool server_process::wait_listening(std::chrono::milliseconds deadline) {
     if (line->rfind("listening on ", 0) == 0) return true;
   }
   return false;
+}
+
+void server_process::close_stdout() {
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  stdout_fd_ = -1;
 }
 
 void server_process::signal(int signo) const {

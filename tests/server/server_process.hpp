@@ -38,6 +38,10 @@ class server_process {
   // The next stdout line (without '\n'), or nullopt at the deadline or end of output.
   std::optional<std::string> read_line(std::chrono::milliseconds deadline = 10s);
 
+  // Closes our end of the child's stdout pipe: the child's next write to stdout finds no
+  // reader (EPIPE, or SIGPIPE if it does not ignore it). read_line returns nullopt after.
+  void close_stdout();
+
   // Sends a signal to the child (by PID).
   void signal(int signo) const;
 

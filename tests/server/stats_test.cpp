@@ -21,14 +21,27 @@ TEST(Stats, CountsByRoute) {
 
 TEST(Stats, InlineLine) {
   request_counters c{3, 2, 1, 0};
-  EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, std::nullopt),
-            R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},"pool":null})");
+  EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, {}, {}, std::nullopt),
+            R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
+            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0},)"
+            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"pool":null})");
 }
 
 TEST(Stats, PooledLineEmbedsThePoolJson) {
   request_counters c{1, 0, 0, 7};
-  EXPECT_EQ(format_stats_line(exec_mode::pooled, c, std::string_view(R"({"threads":1})")),
-            R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},"pool":{"threads":1}})");
+  EXPECT_EQ(format_stats_line(exec_mode::pooled, c, {}, {}, std::string_view(R"({"threads":1})")),
+            R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
+            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0},)"
+            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"pool":{"threads":1}})");
+}
+
+TEST(Stats, RejectionsAndGauges) {
+  const std::string line = format_stats_line(exec_mode::pooled, {}, {4, 5, 6}, {7, 8192, 9},
+                                             std::string_view("{}"));
+  EXPECT_NE(line.find(R"("rejected":{"queue_delay":4,"queue_count":5,"pool_full":6})"),
+            std::string::npos) << line;
+  EXPECT_NE(line.find(R"("connections":7,"buffered_bytes":8192,"log_dropped":9,)"),
+            std::string::npos) << line;
 }
 
 }  // namespace

@@ -1,0 +1,318 @@
+// End-to-end tests against hostile or careless clients: bounded buffering, released buffers,
+// a dead or full stdout, the Host rule, and admission control, over real sockets.
+//
+// Like server_e2e_test.cpp, every test runs its own knit-server, and no test asserts on
+// timing: deadlines only stop a broken server from hanging the suite.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "http_client.hpp"
+#include "server_process.hpp"
+
+namespace knit_test {
+namespace {
+
+namespace json = boost::json;
+using env_map = std::map<std::string, std::string>;
+
+// The server's read-buffer limit (server_config::kReadBufferLimit) and the bound this file
+// holds it to: a request that needs more buffered is refused once the client has sent
+// this much, not later.
+constexpr std::size_t kReadBufferLimit = 16 * 1024;
+constexpr std::size_t kSlack = 4 * 1024;
+
+// What an idle keep-alive connection may keep buffered after any response (the three
+// buffers of session::release_large_buffers at 4 KiB each, plus the parser's body).
+constexpr std::int64_t kIdleConnectionBytes = 16 * 1024;
+
+// Reads knit-stats lines (sending SIGUSR1 each time nothing arrives) until `accept` takes
+// one; fails the test after `tries` silent rounds.
+template <class Accept>
+json::object stats_where(server_process& server, Accept accept, int tries = 20) {
+  for (int i = 0; i < tries; ++i) {
+    server.signal(SIGUSR1);
+    while (auto line = server.read_line(std::chrono::milliseconds(500))) {
+      if (line->rfind("knit-stats ", 0) != 0) continue;
+      json::object stats = json::parse(line->substr(std::string("knit-stats ").size())).as_object();
+      if (accept(stats)) return stats;
+    }
+  }
+  ADD_FAILURE() << "no knit-stats line matched; stdout so far:\n" << server.stdout_seen();
+  return {};
+}
+
+json::object read_stats(server_process& server) {
+  return stats_where(server, [](const json::object&) { return true; });
+}
+
+class HostileTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void start(env_map env = {}) {
+    env["KNIT_MODE"] = GetParam();
+    server_ = std::make_unique<server_process>(env);
+    ASSERT_TRUE(server_->wait_listening()) << "stderr:\n" << server_->stderr_text();
+  }
+
+  void TearDown() override {
+    if (server_ && server_->running()) {
+      EXPECT_EQ(server_->stop(), 0) << "stderr:\n" << server_->stderr_text();
+    }
+  }
+
+  std::uint16_t port() const { return server_->port(); }
+
+  std::unique_ptr<server_process> server_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::Values("inline", "pooled"),
+                         [](const auto& info) { return info.param; });
+
+// ---- Bounded buffering ------------------------------------------------------------------
+
+// A chunked body whose next line never ends. Only the beginning of each shape is sent:
+// enough to pass the read-buffer limit by kSlack, which proves the bound without sending
+// the megabytes an attacker would.
+struct unending_shape {
+  const char* name;
+  std::string start;  // after the header
+  char fill;          // repeated after `start`
+};
+
+void expect_refused_within_the_limit(std::uint16_t port, const unending_shape& shape) {
+  const std::string head =
+      "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string request = head + shape.start;
+  request.append(kReadBufferLimit + kSlack - request.size(), shape.fill);
+
+  connection c(port, std::chrono::seconds(20));
+  ASSERT_TRUE(c.send(request)) << shape.name;
+  // Nothing more is sent: the server must decide on these bytes alone, so it accepted at
+  // most request.size() bytes (limit + 4 KiB) before refusing.
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete) << shape.name;
+  EXPECT_TRUE(res.status == 400 || res.status == 413 || res.status == 431)
+      << shape.name << ": " << res.status;
+  EXPECT_EQ(res.header("connection"), "close") << shape.name;
+  EXPECT_TRUE(c.wait_closed()) << shape.name;
+}
+
+TEST_P(HostileTest, UnendingChunkSizeLineIsRefusedWithinTheLimit) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  expect_refused_within_the_limit(port(), {"chunk-size", "1", 'a'});
+}
+
+TEST_P(HostileTest, UnendingChunkExtensionIsRefusedWithinTheLimit) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  expect_refused_within_the_limit(port(), {"extension", "1;", 'a'});
+}
+
+TEST_P(HostileTest, UnendingTrailerIsRefusedWithinTheLimit) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  expect_refused_within_the_limit(port(), {"trailer", "0\r\nX: ", 'a'});
+}
+
+TEST_P(HostileTest, EndlessZeroDigitsAreRefusedWithinTheLimit) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  expect_refused_within_the_limit(port(), {"zeros", "", '0'});
+}
+
+TEST_P(HostileTest, ChunkedBodyWithinTheLimitsIsStillServed) {
+  // The bounded buffer must not refuse honest chunked bodies, even ones larger than the
+  // buffer itself: body bytes pass through it.
+  ASSERT_NO_FATAL_FAILURE(start());
+  std::string body = R"({"name":")" + std::string(40 * 1024, 'x') + R"("})";
+  std::string request = "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (std::size_t at = 0; at < body.size(); at += 10000) {
+    const std::string piece = body.substr(at, 10000);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx;ext=1\r\n", piece.size());
+    request += size + piece + "\r\n";
+  }
+  request += "0\r\nX-Trailer: fine\r\n\r\n";
+  connection c(port());
+  ASSERT_TRUE(c.send(request));
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_NE(res.body.find(std::string(1000, 'x')), std::string::npos);
+}
+
+TEST_P(HostileTest, BigResponseBuffersAreReleasedOnAnIdleConnection) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  // A 64 KiB body whose name is all apostrophes: each one renders as an escape, several
+  // times over, so the page is far larger than the request.
+  const std::string body = R"({"name":")" + std::string(64 * 1024 - 12, '\'') + R"("})";
+  connection c(port());
+  auto big = c.request("POST", "/ssr", body);
+  ASSERT_TRUE(big);
+  ASSERT_EQ(big->status, 200);
+  ASSERT_GT(big->body.size(), 500'000u);
+  // The /ping after it is answered only once the big response's write has completed (one
+  // request at a time per connection), so its buffers have been released by now.
+  auto ping = c.request("GET", "/ping");
+  ASSERT_TRUE(ping);
+  ASSERT_EQ(ping->status, 200);
+
+  const json::object stats = read_stats(*server_);
+  EXPECT_EQ(stats.at("connections").as_int64(), 1);  // ours, idle and kept alive
+  EXPECT_LE(stats.at("buffered_bytes").as_int64(), kIdleConnectionBytes)
+      << json::serialize(stats);
+}
+
+// ---- stdout: a reader that has gone, a reader that never reads --------------------------
+
+TEST_P(HostileTest, StatsToAClosedStdoutDoNotKillTheServer) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  server_->close_stdout();
+  for (int i = 0; i < 3; ++i) server_->signal(SIGUSR1);
+  connection c(port());
+  auto res = c.request("GET", "/ping");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  // SIGUSR1 (10) is delivered and handled before SIGTERM (15): had a stats write raised
+  // SIGPIPE, the server would be dead by then and stop() would not see exit code 0.
+  EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
+}
+
+TEST_P(HostileTest, AFullStdoutNeitherBlocksNorKills) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  // Nobody reads stdout from here on. Each knit-stats line is a few hundred bytes; 1000 of
+  // them overflow a 64 KiB pipe several times over. A blocking write would stop the event
+  // loop, and the /ping after each signal would time out.
+  connection c(port());
+  for (int i = 0; i < 1000; ++i) {
+    server_->signal(SIGUSR1);
+    auto res = c.request("GET", "/ping");
+    ASSERT_TRUE(res) << "round " << i;
+    ASSERT_EQ(res->status, 200);
+  }
+  // Now read again: a later line reports the lines that could not be written.
+  const json::object stats =
+      stats_where(*server_, [](const json::object& s) { return s.at("log_dropped").as_int64() > 0; });
+  EXPECT_GT(stats.at("log_dropped").as_int64(), 0);
+}
+
+// ---- Protocol ------------------------------------------------------------------------------
+
+TEST_P(HostileTest, Http11WithoutHostIs400ThenClose) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  ASSERT_TRUE(c.send("GET /ping HTTP/1.1\r\n\r\n"));
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_P(HostileTest, TwoHostFieldsAre400) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  ASSERT_TRUE(c.send("GET /ping HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"));
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 400);
+}
+
+TEST_P(HostileTest, Http10WithoutHostIsServed) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  ASSERT_TRUE(c.send("GET /ping HTTP/1.0\r\n\r\n"));
+  http_response res;
+  ASSERT_EQ(c.read_response(res), read_outcome::complete);
+  EXPECT_EQ(res.status, 200);
+}
+
+// ---- Admission control (pooled mode) ------------------------------------------------------
+
+TEST(HostileAdmissionTest, ALongQueueIsRefusedWith503AndRetryAfter) {
+  // One worker. /jwt costs 50 ms, /ssr 3 s; a call may wait at most 1 ms.
+  server_process server({{"KNIT_MODE", "pooled"},
+                         {"KNIT_THREADS", "1"},
+                         {"KNIT_JWT_COST_US", "50000"},
+                         {"KNIT_SSR_COST_US", "3000000"},
+                         {"KNIT_MAX_QUEUE_MS", "1"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  constexpr const char* kJwt = R"({"user":{"id":"u_42"}})";
+
+  // 1. One call comes back: the pool now estimates a call at about 50 ms.
+  connection warm(server.port());
+  auto first = warm.request("POST", "/jwt", kJwt);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+
+  // 2. A slow /ssr is accepted (nothing ahead of it) and occupies the worker. Wait until the
+  //    pool has it (submitted, not completed) before going on.
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_TRUE(slow.send(make_request("POST", "/ssr", "{}")));
+  stats_where(server, [](const json::object& s) {
+    const auto& totals = s.at("pool").at("totals").as_object();
+    return totals.at("calls_submitted").as_int64() > totals.at("calls_completed").as_int64();
+  });
+
+  // 3. Now a call has one call ahead: expected wait 1 x ~50 ms > 1 ms. Refused at once.
+  connection refused(server.port());
+  auto busy = refused.request("POST", "/jwt", kJwt);
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503);
+  EXPECT_EQ(busy->header("retry-after"), "1");
+
+  // /ping never queues behind the pool.
+  auto ping = refused.request("GET", "/ping");
+  ASSERT_TRUE(ping);
+  EXPECT_EQ(ping->status, 200);
+
+  // 4. Once the slow call is done, calls are accepted again.
+  http_response slow_res;
+  ASSERT_EQ(slow.read_response(slow_res), read_outcome::complete);
+  EXPECT_EQ(slow_res.status, 200);
+  auto again = refused.request("POST", "/jwt", kJwt);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+
+  // (Waits for a line that counts it: a line answering an earlier SIGUSR1 may come first.)
+  const json::object stats = stats_where(server, [](const json::object& s) {
+    return s.at("rejected").at("queue_delay").as_int64() >= 1;
+  });
+  EXPECT_GE(stats.at("rejected").at("queue_delay").as_int64(), 1);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(HostileAdmissionTest, TheCountCapRefusesBeforeAnyEstimateExists) {
+  // No call has come back yet (estimate 0), so only KNIT_MAX_QUEUED=1 can refuse.
+  server_process server({{"KNIT_MODE", "pooled"},
+                         {"KNIT_THREADS", "1"},
+                         {"KNIT_SSR_COST_US", "3000000"},
+                         {"KNIT_MAX_QUEUED", "1"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_TRUE(slow.send(make_request("POST", "/ssr", "{}")));
+  stats_where(server, [](const json::object& s) {
+    const auto& totals = s.at("pool").at("totals").as_object();
+    return totals.at("calls_submitted").as_int64() > totals.at("calls_completed").as_int64();
+  });
+  connection second(server.port());
+  auto busy = second.request("POST", "/ssr", "{}");
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503);
+  EXPECT_EQ(busy->header("retry-after"), "1");
+  http_response slow_res;
+  ASSERT_EQ(slow.read_response(slow_res), read_outcome::complete);
+  EXPECT_EQ(slow_res.status, 200);
+  const json::object stats = stats_where(server, [](const json::object& s) {
+    return s.at("rejected").at("queue_count").as_int64() >= 1;
+  });
+  EXPECT_EQ(stats.at("rejected").at("queue_count").as_int64(), 1);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+}  // namespace
+}  // namespace knit_test
