@@ -23,14 +23,21 @@
 
 namespace knit {
 
+/// @brief Delivers a knit::pool's completions on a Boost.Asio io_context.
+///
+/// The pool's handlers run on the thread that runs the io_context, which must be the pool's
+/// host thread. While calls are pending, asio_host keeps one wait on the pool's completion
+/// eventfd and one steady_timer on the earliest deadline; with nothing pending it keeps no
+/// work on the io_context, so io_context::run() returns. Use knit::async_run for an Asio
+/// asynchronous operation over it; use submit() for a plain knit::result callback.
 class asio_host {
  public:
-  // Binds `p`'s completions to `io`. Both must outlive this object; construct it on the
-  // host thread (the thread that runs io and owns p).
+  /// Binds `p`'s completions to `io`. Both must outlive this object; construct it on the
+  /// host thread (the thread that runs `io` and owns `p`).
   asio_host(boost::asio::io_context& io, pool& p) : state_(std::make_shared<state>(io, p)) {}
 
-  // Stops watching: pending waits are cancelled (their handlers see the state closed and
-  // do nothing). Results still pending are delivered by pool::shutdown / pool::drain.
+  /// Stops watching: pending waits are cancelled (their handlers see the state closed and
+  /// do nothing). Results still pending are delivered by pool::shutdown / pool::drain.
   ~asio_host() {
     state_->closed = true;
     boost::system::error_code ignored;
@@ -41,8 +48,10 @@ class asio_host {
   asio_host(const asio_host&) = delete;
   asio_host& operator=(const asio_host&) = delete;
 
-  // pool::submit, plus arming the io_context watch. handler(knit::result<R>) runs on the
-  // io_context thread. Returns errc::queue_full / errc::shut_down without calling it.
+  /// pool::submit, plus arming the io_context watch. `handler(knit::result<R>)` runs on the
+  /// io_context thread. Returns errc::queue_full / errc::shut_down without calling it (and
+  /// without moving from `fn`, `arg` or `handler`); otherwise an empty error_code, and
+  /// `*id` (if given) names the call for pool::cancel(). Host thread only.
   template <class Fn, class Arg, class Handler>
   std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
                          call_id* id = nullptr) {
@@ -55,7 +64,9 @@ class asio_host {
     return ec;
   }
 
+  /// The pool whose completions this host delivers.
   pool& get_pool() noexcept { return *state_->pool_; }
+  /// The io_context the completions are delivered on.
   boost::asio::io_context& context() noexcept { return state_->io; }
 
  private:
