@@ -80,6 +80,12 @@ void pool_options::validate() const {
   if (queue_capacity < 1 || queue_capacity > (std::size_t{1} << 24)) {
     throw config_error("queue_capacity=" + std::to_string(queue_capacity) + ": expected 1 to 16777216");
   }
+  if (stuck_after.count() < 0 || stuck_after > std::chrono::hours(24)) {
+    throw config_error("stuck_after=" + std::to_string(stuck_after.count()) + "ms: expected 0 to 86400000");
+  }
+  if (stop_timeout.count() < 0 || stop_timeout > std::chrono::hours(24)) {
+    throw config_error("stop_timeout=" + std::to_string(stop_timeout.count()) + "ms: expected 0 to 86400000");
+  }
   for (int cpu : worker_cpus) {
     if (cpu < 0 || cpu >= 4096) throw config_error("worker_cpus: CPU " + std::to_string(cpu) + " out of range");
   }
@@ -96,6 +102,9 @@ pool_options pool_options::from_env() {
   if (const char* v = env("KNIT_WAKE_COST")) o.wake_cost_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_WAKE_COST", 0, 1'000'000));
   if (const char* v = env("KNIT_QUEUE_CAPACITY")) o.queue_capacity = parse_unsigned(v, "KNIT_QUEUE_CAPACITY", 1, std::size_t{1} << 24);
   if (const char* v = env("KNIT_MAX_PENDING")) o.max_pending = parse_unsigned(v, "KNIT_MAX_PENDING", 0, std::numeric_limits<std::uint32_t>::max());
+  o.stuck_after = std::chrono::milliseconds(30'000);
+  if (const char* v = env("KNIT_STUCK_MS")) o.stuck_after = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STUCK_MS", 0, 86'400'000));
+  if (const char* v = env("KNIT_STOP_TIMEOUT_MS")) o.stop_timeout = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STOP_TIMEOUT_MS", 0, 86'400'000));
   if (const char* v = env("KNIT_WORKER_CPUS")) o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
   try {
     o.validate();
@@ -112,6 +121,8 @@ std::string pool_options::describe() const {
       << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
       << " queue_capacity=" << queue_capacity << " max_pending=";
   if (max_pending == 0) out << "unlimited"; else out << max_pending;
+  out << " stuck_ms=" << stuck_after.count() << (stuck_after.count() == 0 ? "(never)" : "")
+      << " stop_timeout_ms=" << stop_timeout.count() << (stop_timeout.count() == 0 ? "(unbounded)" : "");
   if (!worker_cpus.empty()) {
     out << " worker_cpus=";
     for (std::size_t i = 0; i < worker_cpus.size(); ++i) out << (i ? "," : "") << worker_cpus[i];

@@ -1,11 +1,41 @@
 // pool: the host side: admission, dispatch to a worker, backlog, completion delivery,
-// deadlines, cancellation and shutdown (steps in knit/pool.hpp).
+// deadlines, stuck calls, cancellation and shutdown (steps in knit/pool.hpp).
+//
+// Retiring a worker (who may touch a record, and when it is freed)
+//   The host declares a running call stuck in drain(): its worker's slot shows the record
+//   in `current` and `call_started_ns` is older than the call's stuck_after. Then:
+//   1. host: CAS record running -> stuck. Failing means the call just finished: nothing
+//      to do. Winning means the worker's own CAS running -> done will fail, so the worker
+//      will never push this record into a ring nor claim another call.
+//   2. host: delivers errc::stuck (errc::timed_out if the call's deadline has passed) at
+//      once, unless a deadline already delivered it; the record leaves `out_`.
+//   3. host: marks the slot retired (dispatch skips it), pops what the worker had pushed
+//      into its done ring before the call (ordered by the CAS in 1), links the slot into
+//      its retired list, and puts a fresh slot with a fresh thread in the seat. The calls
+//      still queued in the retired job ring move on: thieves may take them, and the host
+//      pops them itself (job_ring allows any number of consumers) ahead of the backlog.
+//   4. worker, when the stuck task returns: its CAS fails; it touches nothing but its
+//      slot (kept alive by its own shared_ptr) and the record, and sets `handoff`
+//      (exchange, acq_rel). If it was first, the host frees the record when it sees the
+//      flag (next drain) and joins the thread; if the host was first, the worker destroys
+//      the record itself (operator delete with the allocator's alignment). Either way the
+//      handler is not called again and the record is freed exactly once.
+//   5. host, at shutdown: for each retired slot whose task has not returned it sets
+//      `handoff` first and detaches the thread: the record is then the thread's, freed if
+//      the task ever returns, and reported (shutdown_report, pool_stats.retired_running).
+//   A retired slot itself stays in the retired list until shutdown, since a thief may still
+//   hold a pointer it read from the seat before the swap.
+//
+// Shutdown with a deadline: calls not started by then are abandoned (errc::cancelled); the
+// running ones are given up through the same retirement, without replacement, and their
+// threads detached by step 5 unless their task returns first.
 #include "knit/pool.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cerrno>
+#include <cstdio>
 #include <deque>
 #include <queue>
 #include <stdexcept>
@@ -16,6 +46,7 @@
 #include <poll.h>
 
 #include "call_allocator.hpp"
+#include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
 
 namespace knit {
@@ -26,18 +57,23 @@ class pool_impl {
   explicit pool_impl(const pool_options& options) : shared_(options), host_(std::this_thread::get_id()) {
     options.validate();
     const unsigned n = options.threads;
-    // Every record the host lets out (in a job ring or held by a worker) may come back
-    // through any one worker's done ring (stealing), so each done ring holds them all and
-    // enqueue() never lets more than that out: a worker's push can never fail.
-    const std::size_t per_ring = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
-    max_out_ = per_ring * n;
-    shared_.workers.reserve(n);
-    for (unsigned i = 0; i < n; ++i) shared_.workers.push_back(std::make_unique<worker_slot>(per_ring, max_out_));
+    per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
+    if (options.stuck_after.count() > 0) {
+      min_stuck_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(options.stuck_after).count();
+    }
+    shared_.seat_count = n;
+    shared_.seats = std::make_unique<std::atomic<worker_slot*>[]>(n);
+    slots_.reserve(n);
     for (unsigned i = 0; i < n; ++i) {
+      slots_.push_back(std::make_shared<worker_slot>(per_ring_));
+      shared_.seats[i].store(slots_[i].get(), std::memory_order_relaxed);
+    }
+    for (unsigned i = 0; i < n; ++i) {  // std::thread's start publishes the seats above
       try {
-        shared_.workers[i]->thread = std::thread(worker_main, std::ref(shared_), i);
+        slots_[i]->thread = std::thread(worker_main, std::ref(shared_), slots_[i], i);
       } catch (...) {
-        stop_workers();
+        shutdown_report ignored;
+        stop_workers(ignored);
         throw;
       }
     }
@@ -47,7 +83,15 @@ class pool_impl {
     if (!stopped_) {
       // Destructor path: may run on another thread (documented); skip the host check.
       host_ = std::this_thread::get_id();
-      shutdown(shutdown_mode::drain);
+      std::optional<std::chrono::steady_clock::time_point> deadline;
+      if (shared_.options.stop_timeout.count() > 0) {
+        deadline = std::chrono::steady_clock::now() + shared_.options.stop_timeout;
+      }
+      const shutdown_report r = shutdown(shutdown_mode::drain, deadline);
+      if (r.cancelled_at_deadline + r.abandoned_running + r.threads_detached > 0) {
+        std::fprintf(stderr, "knit: pool destroyed past its stop_timeout (%lld ms): %s\n",
+                     static_cast<long long>(shared_.options.stop_timeout.count()), r.describe().c_str());
+      }
     }
   }
 
@@ -73,32 +117,66 @@ class pool_impl {
   }
 
   void* allocate(std::size_t size, std::size_t align, std::uint32_t& block) {
+    check_allocation();
     return allocator_.allocate(size, align, block);
   }
   void free_memory(void* p, std::uint32_t block) noexcept { allocator_.free(p, block); }
 
+  // Strong guarantee: every step that may allocate (id table, deadline heap, backlog) runs
+  // before anything is counted or published, and a failure undoes the earlier ones; the
+  // caller (pool::submit) then destroys the record and rethrows.
   call_id enqueue(call_base* c, const call_options& options) {
-    // Register in the id table (slots are reused; the sequence makes stale ids miss).
+    // 1. An id-table slot (slots are reused; the sequence makes stale ids miss). The free
+    //    list's capacity always covers the table, so deliver() never allocates.
     std::uint32_t index;
-    if (!free_slots_.empty()) {
+    const bool reused = !free_slots_.empty();
+    if (reused) {
       index = free_slots_.back();
-      free_slots_.pop_back();
-      live_[index] = c;
     } else {
-      index = static_cast<std::uint32_t>(live_.size());
-      live_.push_back(c);
+      if (free_slots_.capacity() < live_.size() + 1) {
+        check_allocation();
+        free_slots_.reserve(std::max<std::size_t>(2 * free_slots_.capacity(), live_.size() + 1));
+      }
+      check_allocation();
+      live_.push_back(nullptr);
+      index = static_cast<std::uint32_t>(live_.size() - 1);
     }
+    auto give_back_index = [&]() noexcept {
+      if (!reused) free_slots_.push_back(index);  // capacity reserved above: cannot throw
+    };
     if (++sequence_ == 0) ++sequence_;
     c->id = (std::uint64_t{sequence_} << 32) | index;
-    ++pending_;
-    ++stats_.calls_submitted;
+    const auto stuck = options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
+    c->stuck_after_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stuck).count();
+    // 2. The deadline. If a later step fails, its heap entry goes stale: find() misses it.
     if (options.timeout.count() > 0) {
       c->deadline = std::chrono::steady_clock::now() + options.timeout;
-      deadlines_.push({c->deadline, c->id});
+      try {
+        check_allocation();
+        deadlines_.push({c->deadline, c->id});
+      } catch (...) {
+        give_back_index();
+        throw;
+      }
     }
+    // 3. A ring, or the backlog (keeps submission order: nothing overtakes the backlog).
     if (!backlog_.empty() || !dispatch(c)) {
-      backlog_.push_back(c);  // keeps submission order: nothing overtakes the backlog
+      try {
+        check_allocation();
+        backlog_.push_back(c);
+      } catch (...) {
+        give_back_index();
+        throw;
+      }
       ++stats_.calls_backlogged;
+    }
+    // Nothing below can fail.
+    if (reused) free_slots_.pop_back();
+    live_[index] = c;
+    ++pending_;
+    ++stats_.calls_submitted;
+    if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
+      min_stuck_ns_ = c->stuck_after_ns;
     }
     return c->id;
   }
@@ -113,7 +191,8 @@ class pool_impl {
     }
     ++stats_.calls_cancelled;
     deliver(c, make_error_code(errc::cancelled));
-    // Not in a ring: it sits in the backlog, and flush_backlog() frees it when it gets there.
+    // A worker that pops it hands it back unrun; from the backlog (or a retired ring) the
+    // host frees it when it gets there.
     return true;
   }
 
@@ -125,24 +204,18 @@ class pool_impl {
     try {
       if (reset_doorbell) shared_.host_bell.reset();
       std::size_t returned = 0;
-      for (auto& w : shared_.workers) {
-        call_base* c;
-        while (w->done.try_pop(c)) {
-          ++returned;
-          --out_;
-          c->in_ring = false;
-          if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
-            call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
-          }
-          if (!c->delivered) {
-            deliver(c, {});
-            ++delivered;
-          }
-          destroy(c);
-        }
+      for (auto& w : slots_) {
+        if (!w->retired) delivered += pop_done(*w, returned);
       }
       if (returned > 0) ++stats_.completion_batches;
-      if (!deadlines_.empty()) delivered += expire_deadlines(std::chrono::steady_clock::now());
+      const auto now = std::chrono::steady_clock::now();
+      if (!deadlines_.empty()) delivered += expire_deadlines(now);
+      if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+      if (retired_head_) {
+        collect_handoffs();
+        flush_retired_rings();
+      }
+      if (needs_replacement_) replace_retired_seats();
       if (!backlog_.empty()) flush_backlog();
     } catch (...) {
       draining_ = false;
@@ -153,49 +226,76 @@ class pool_impl {
   }
 
   std::optional<std::chrono::steady_clock::time_point> next_deadline() {
+    std::optional<std::chrono::steady_clock::time_point> best;
     while (!deadlines_.empty()) {
       const auto& top = deadlines_.top();
-      call_base* c = find(top.id);
-      if (c) return top.when;
+      if (find(top.id)) {
+        best = top.when;
+        break;
+      }
       deadlines_.pop();  // delivered already: drop the stale entry
     }
-    return std::nullopt;
+    if (min_stuck_ns_ > 0 && out_ > 0) {
+      // A running call becomes stuck at started + its limit; a call not running yet, no
+      // sooner than now + the smallest limit in use (an early wake-up only costs a drain).
+      auto consider = [&](std::chrono::steady_clock::time_point t) {
+        if (!best || t < *best) best = t;
+      };
+      std::size_t running = 0;
+      for (auto& w : slots_) {
+        if (w->retired) continue;
+        call_base* c = w->current.load(std::memory_order_acquire);
+        if (!c) continue;
+        ++running;
+        const std::int64_t started = w->call_started_ns.load(std::memory_order_relaxed);
+        if (started != 0 && c->stuck_after_ns > 0) consider(from_ns(started + c->stuck_after_ns));
+      }
+      if (out_ > running) consider(std::chrono::steady_clock::now() + std::chrono::nanoseconds(min_stuck_ns_));
+    }
+    return best;
   }
 
-  void shutdown(shutdown_mode mode) {
+  shutdown_report shutdown(shutdown_mode mode, std::optional<std::chrono::steady_clock::time_point> deadline) {
     check_host("shutdown");
-    if (stopped_) return;
+    shutdown_report report;
+    if (stopped_) return report;
     if (draining_) throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
     accepting_ = false;  // step 1
-    if (mode == shutdown_mode::cancel) {  // step 2
-      for (call_base* c : live_) {
-        if (!c || c->delivered) continue;
-        call_state expected = call_state::queued;
-        if (c->state.compare_exchange_strong(expected, call_state::abandoned, std::memory_order_acq_rel)) {
-          ++stats_.calls_cancelled;
-          deliver(c, make_error_code(errc::cancelled));
-        }
-      }
-    }
-    // Step 3: every accepted call delivered and every record back from the workers.
+    if (mode == shutdown_mode::cancel) abandon_queued();  // step 2
+    // Step 3: every accepted call delivered and every record back from the workers, or,
+    // past the deadline, abandoned.
     for (;;) {
       drain();
       if (pending_ == 0 && out_ == 0 && backlog_.empty()) break;
+      const auto now = std::chrono::steady_clock::now();
       int timeout_ms = -1;
-      if (auto d = next_deadline()) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*d - std::chrono::steady_clock::now());
-        timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
+      if (deadline && now >= *deadline) {
+        report.deadline_passed = true;
+        report.cancelled_at_deadline += abandon_queued();
+        report.abandoned_running += give_up_running();
+        // What is left: abandoned records on their way back from live workers (they skip
+        // them at once), or a call that a worker claimed a moment ago (next round).
+        timeout_ms = 1;
+      } else {
+        auto wake = next_deadline();
+        if (deadline && (!wake || *deadline < *wake)) wake = deadline;
+        if (wake) {
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now);
+          timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
+        }
       }
       pollfd p{shared_.host_bell.fd(), POLLIN, 0};
       ::poll(&p, 1, timeout_ms);
     }
-    stop_workers();  // step 4
+    stop_workers(report);  // step 4
+    return report;
   }
 
   pool_stats stats() const {
     pool_stats s = stats_;
-    s.threads = static_cast<unsigned>(shared_.workers.size());
-    for (const auto& w : shared_.workers) s.workers.push_back(w->counters.snapshot());
+    s.threads = static_cast<unsigned>(slots_.size());
+    s.retired_running = retired_running_;
+    for (const auto& w : slots_) s.workers.push_back(w->counters.snapshot());
     return s;
   }
 
@@ -214,6 +314,11 @@ class pool_impl {
     bool operator>(const deadline_entry& o) const { return when > o.when; }
   };
 
+  static std::chrono::steady_clock::time_point from_ns(std::int64_t ns) {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
+  }
+
   call_base* find(call_id id) const noexcept {
     const std::uint32_t index = static_cast<std::uint32_t>(id & 0xffffffffu);
     if (id == 0 || index >= live_.size()) return nullptr;
@@ -221,29 +326,58 @@ class pool_impl {
     return (c && c->id == id && !c->delivered) ? c : nullptr;
   }
 
+  // Pops one worker's done ring: delivers and frees each record. If the worker parked for
+  // want of room there, wakes it (Dekker with worker.cpp park(): our pops, then a seq_cst
+  // fence, then its flag; it stores the flag, fences, then re-checks the ring).
+  std::size_t pop_done(worker_slot& w, std::size_t& returned) {
+    std::size_t delivered = 0;
+    bool popped = false;
+    call_base* c;
+    while (w.done.try_pop(c)) {
+      popped = true;
+      ++returned;
+      --out_;
+      c->in_ring = false;
+      if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
+        call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
+      }
+      if (!c->delivered) {
+        deliver(c, {});
+        ++delivered;
+      }
+      destroy(c);
+    }
+    if (popped) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (w.waiting_for_room.load(std::memory_order_relaxed)) w.bell.wake_if_parked();
+    }
+    return delivered;
+  }
+
   // Chooses a worker ring and pushes. Returns false if no ring can take the call now.
   //   1. a spinning worker with an empty ring: it catches the call with no syscall;
   //   2. an awake worker expected to reach the call sooner than a wake-up would take
   //      (options.wake_cost_us): waking costs the host 10-16 µs of CPU here, more than a
-  //      /ping (limits.md). Expected wait = what is left of its current call (from the
-  //      host's running estimate of a call's duration) + the calls queued before it. A
-  //      call already running longer than the estimate is of unknown length, so nothing
-  //      queues behind it: that is what keeps a long call from holding others back while
-  //      peers sleep. When the worker claims a call and sees more behind it, it wakes a
-  //      parked peer itself (worker.cpp), so bursts cost the host nothing;
+  //      /ping. Expected wait = what is left of its current call (from the host's running
+  //      estimate of a call's duration) + the calls queued before it. A call already
+  //      running longer than the estimate is of unknown length, so nothing queues behind
+  //      it: that is what keeps a long call from holding others back while peers sleep.
+  //      When the worker claims a call and sees more behind it, it wakes a parked peer
+  //      itself (worker.cpp), so bursts cost the host nothing;
   //   3. the first parked worker (lowest index: keeps the others in deep sleep), woken;
   //   4. otherwise the shortest ring.
-  // The scan starts after the last choice so equal candidates share the load.
+  // Retired slots (a replacement could not be started yet) are skipped. The scan starts
+  // after the last choice so equal candidates share the load.
   bool dispatch(call_base* c) {
-    if (out_ >= max_out_) return false;
-    const unsigned n = static_cast<unsigned>(shared_.workers.size());
+    const unsigned n = static_cast<unsigned>(slots_.size());
     int behind = -1, parked = -1, shortest = -1, chosen = -1;
     std::int64_t best_wait = static_cast<std::int64_t>(shared_.options.wake_cost_us) * 1000;
     std::size_t shortest_depth = ~std::size_t{0};
     std::int64_t now = 0;
     for (unsigned k = 0; k < n; ++k) {
       const unsigned i = (next_ + k) % n;
-      worker_slot& w = *shared_.workers[i];
+      worker_slot& w = *slots_[i];
+      if (w.retired) continue;
       const std::size_t depth = w.jobs.producer_size();
       if (depth >= w.jobs.capacity()) continue;
       const worker_state st = w.bell.state();
@@ -276,7 +410,7 @@ class pool_impl {
     }
     if (chosen < 0) chosen = behind >= 0 ? behind : parked >= 0 ? parked : shortest;
     if (chosen < 0) return false;  // every ring is full
-    worker_slot& w = *shared_.workers[static_cast<unsigned>(chosen)];
+    worker_slot& w = *slots_[static_cast<unsigned>(chosen)];
     c->in_ring = true;
     if (!w.jobs.try_push(c)) {  // cannot happen: depth < capacity and we are the only producer
       c->in_ring = false;
@@ -321,13 +455,148 @@ class pool_impl {
     return n;
   }
 
+  // Retires every worker whose call has run past its stuck_after ("Retiring a worker").
+  std::size_t check_stuck(std::chrono::steady_clock::time_point now_tp) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(now_tp.time_since_epoch()).count();
+    std::size_t delivered = 0;
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+      worker_slot& w = *slots_[i];
+      if (w.retired) continue;
+      // Acquire pairs with the worker's release store of `current`: call_started_ns is at
+      // least this call's start, and the record is alive (it has not come back yet).
+      call_base* c = w.current.load(std::memory_order_acquire);
+      if (!c || c->stuck_after_ns <= 0) continue;
+      const std::int64_t started = w.call_started_ns.load(std::memory_order_relaxed);
+      if (started == 0 || now - started < c->stuck_after_ns) continue;
+      const bool past_deadline = c->deadline <= now_tp;
+      const bool was_delivered = c->delivered;
+      if (retire(i, c, make_error_code(past_deadline ? errc::timed_out : errc::stuck), true) && !was_delivered) {
+        ++delivered;
+      }
+    }
+    return delivered;
+  }
+
+  // Steps 1-3 of "Retiring a worker". Returns false if the call finished first.
+  bool retire(unsigned i, call_base* c, std::error_code ec, bool replace) {
+    call_state expected = call_state::running;
+    if (!c->state.compare_exchange_strong(expected, call_state::stuck, std::memory_order_acq_rel)) return false;
+    worker_slot& w = *slots_[i];
+    w.retired = true;
+    w.stuck_record = c;
+    --out_;
+    ++retired_running_;
+    ++stats_.calls_stuck;
+    if (!c->delivered) {
+      if (ec == errc::timed_out) ++stats_.calls_timed_out;
+      deliver(c, ec);
+    }
+    std::size_t returned = 0;
+    pop_done(w, returned);  // what it finished before this call (ordered by our CAS)
+    w.next_retired = std::move(retired_head_);
+    retired_head_ = slots_[i];
+    if (replace) {
+      needs_replacement_ = true;
+      replace_retired_seats();
+    }
+    return true;
+  }
+
+  // Gives every retired seat a fresh slot and thread. If that fails (no memory, no more
+  // threads), the seat keeps its retired slot (dispatch skips it) and the next drain retries.
+  void replace_retired_seats() noexcept {
+    needs_replacement_ = false;
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+      if (!slots_[i]->retired) continue;
+      try {
+        auto fresh = std::make_shared<worker_slot>(per_ring_);
+        fresh->counters.carry_over(slots_[i]->counters);
+        fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
+        shared_.seats[i].store(fresh.get(), std::memory_order_release);  // thieves see it from now
+        slots_[i] = std::move(fresh);  // the retired list keeps the old slot alive
+        ++stats_.workers_replaced;
+      } catch (...) {
+        needs_replacement_ = true;
+      }
+    }
+  }
+
+  // Step 4 of "Retiring a worker", host side: a stuck task returned; free its record.
+  void collect_handoffs() noexcept {
+    if (retired_running_ == 0) return;
+    for (worker_slot* w = retired_head_.get(); w; w = w->next_retired.get()) {
+      if (!w->stuck_record || !w->handoff.load(std::memory_order_acquire)) continue;
+      if (w->thread.joinable()) w->thread.join();  // it ends right after the handoff
+      destroy(w->stuck_record);
+      w->stuck_record = nullptr;
+      --retired_running_;
+    }
+  }
+
+  // Moves the calls left in retired job rings to live workers, oldest first and ahead of
+  // the backlog (they were dispatched before anything in it). A call that finds no room
+  // waits in the slot's `held` until the next round.
+  void flush_retired_rings() {
+    for (worker_slot* w = retired_head_.get(); w; w = w->next_retired.get()) {
+      for (;;) {
+        call_base* c = w->held;
+        w->held = nullptr;
+        if (!c && !w->jobs.try_pop(c)) break;
+        if (c->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+          --out_;  // already delivered (cancel, deadline, shutdown)
+          destroy(c);
+          continue;
+        }
+        --out_;  // dispatch() counts it again
+        if (!dispatch(c)) {
+          ++out_;
+          w->held = c;
+          return;
+        }
+      }
+    }
+  }
+
+  // Abandons every call not yet running; its handler gets errc::cancelled.
+  std::size_t abandon_queued() {
+    std::size_t n = 0;
+    for (call_base* c : live_) {
+      if (!c || c->delivered) continue;
+      call_state expected = call_state::queued;
+      if (c->state.compare_exchange_strong(expected, call_state::abandoned, std::memory_order_acq_rel)) {
+        ++stats_.calls_cancelled;
+        deliver(c, make_error_code(errc::cancelled));
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  // Past shutdown's deadline: retires every worker that is running a call, without
+  // replacement (its thread is detached in stop_workers if the task has not returned).
+  std::size_t give_up_running() {
+    std::size_t n = 0;
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+      worker_slot& w = *slots_[i];
+      if (w.retired) continue;
+      call_base* c = w.current.load(std::memory_order_acquire);
+      if (!c) continue;
+      const bool was_delivered = c->delivered;
+      if (retire(i, c, make_error_code(errc::cancelled), false)) {
+        if (!was_delivered) ++stats_.calls_cancelled;
+        ++n;
+      }
+    }
+    return n;
+  }
+
   void deliver(call_base* c, std::error_code ec) noexcept {
     c->delivered = true;
     --pending_;
     ++stats_.calls_completed;
     const std::uint32_t index = static_cast<std::uint32_t>(c->id & 0xffffffffu);
     live_[index] = nullptr;
-    free_slots_.push_back(index);
+    free_slots_.push_back(index);  // capacity >= live_.size() (enqueue): never allocates
     if (!ec && c->threw) ++stats_.calls_failed;
     c->deliver(ec);
   }
@@ -338,32 +607,54 @@ class pool_impl {
     allocator_.free(c, block);
   }
 
-  void stop_workers() noexcept {
+  void stop_workers(shutdown_report& report) noexcept {
     shared_.stopping.store(true, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with each worker's park fence
-    for (auto& w : shared_.workers) w->bell.wake_if_parked();  // forced even with doorbell=false
-    for (auto& w : shared_.workers) {
-      if (w->thread.joinable()) w->thread.join();
+    for (auto& w : slots_) {
+      if (!w->retired) w->bell.wake_if_parked();  // forced even with doorbell=false
     }
+    for (auto& w : slots_) {
+      if (!w->retired && w->thread.joinable()) w->thread.join();
+    }
+    // Step 5 of "Retiring a worker": never join a task that may never return.
+    for (worker_slot* w = retired_head_.get(); w; w = w->next_retired.get()) {
+      if (!w->stuck_record) continue;
+      if (w->handoff.exchange(true, std::memory_order_acq_rel)) {  // it returned meanwhile
+        if (w->thread.joinable()) w->thread.join();
+        destroy(w->stuck_record);
+        --retired_running_;
+      } else {
+        w->thread.detach();  // the record is the thread's now
+        ++report.threads_detached;
+      }
+      w->stuck_record = nullptr;
+    }
+    // Unlink iteratively (a long chain of shared_ptr would recurse in its destructor).
+    while (retired_head_) retired_head_ = std::move(retired_head_->next_retired);
     stopped_ = true;
   }
 
   pool_shared shared_;
   std::thread::id host_;
   call_allocator allocator_;
+  std::vector<std::shared_ptr<worker_slot>> slots_;  // slots_[i] is seat i's slot (host's view)
+  std::shared_ptr<worker_slot> retired_head_;        // retired slots, newest first
   std::vector<call_base*> live_;            // id table: index = id & 0xffffffff
-  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> free_slots_;   // capacity >= live_.size()
   std::uint32_t sequence_ = 0;
   std::deque<call_base*> backlog_;          // accepted, waiting for ring space
   std::priority_queue<deadline_entry, std::vector<deadline_entry>, std::greater<>> deadlines_;
   std::size_t pending_ = 0;                 // accepted, handler not called yet
-  std::size_t out_ = 0;                     // records in job rings or held by workers
-  std::size_t max_out_ = 0;
+  std::size_t out_ = 0;                     // records in job rings or held by live workers
+  std::size_t per_ring_ = 0;
+  std::size_t retired_running_ = 0;         // retired slots whose stuck record is not back
+  std::int64_t min_stuck_ns_ = 0;           // smallest stuck_after in use; 0 = detection off
   unsigned next_ = 0;
   std::int64_t call_ns_estimate_ = 0;        // running estimate of one call's duration (dispatch rule 2)
   bool accepting_ = true;
   bool draining_ = false;
   bool stopped_ = false;
+  bool needs_replacement_ = false;
   pool_stats stats_;
 };
 
@@ -385,7 +676,17 @@ std::size_t pool::poll() { return impl_->drain(false); }
 std::size_t pool::pending() const noexcept { return impl_->pending(); }
 std::chrono::nanoseconds pool::call_time_estimate() const noexcept { return impl_->call_time_estimate(); }
 std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const { return impl_->next_deadline(); }
-void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode); }
+void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }
+shutdown_report pool::shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline) {
+  return impl_->shutdown(mode, deadline);
+}
+
+std::string shutdown_report::describe() const {
+  std::string s = "cancelled " + std::to_string(cancelled_at_deadline) + " calls not started by the deadline, abandoned " +
+                  std::to_string(abandoned_running) + " running calls, detached " +
+                  std::to_string(threads_detached) + " worker threads still running their task";
+  return s;
+}
 bool pool::accepting() const noexcept { return impl_->accepting(); }
 pool_stats pool::stats() const { return impl_->stats(); }
 const pool_options& pool::options() const noexcept { return impl_->options(); }

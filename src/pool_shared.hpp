@@ -32,19 +32,44 @@ struct alignas(kCacheLine) worker_counters {
   counter calls_run, calls_stolen, calls_skipped, spin_hits, spins, parks, wakes_doorbell,
       wakes_timeout, peer_wakes, completion_signals;
   worker_stats snapshot() const noexcept;
+  // A replacement worker continues its predecessor's counts (host, before it starts).
+  void carry_over(const worker_counters& old) noexcept;
 };
 
+// One worker thread's state. A seat (pool_shared::seats) points at its current slot; a
+// retired slot is replaced by a fresh one and kept alive while anyone may touch it
+// (pool.cpp, "Retiring a worker").
 struct worker_slot {
-  worker_slot(std::size_t job_capacity, std::size_t done_capacity)
-      : jobs(job_capacity), done(done_capacity) {}
-  job_ring<call_base*> jobs;   // host -> worker (and thieves)
+  // Both rings hold the same number of entries: a worker claims a call only while its done
+  // ring has room for it (worker.cpp), so no push can fail and nothing else bounds it.
+  explicit worker_slot(std::size_t capacity) : jobs(capacity), done(capacity) {}
+  job_ring<call_base*> jobs;   // host -> worker (and thieves, and the host after retirement)
   spsc_ring<call_base*> done;  // this worker -> host
   worker_doorbell bell;
   worker_counters counters;
   // steady_clock ns when the worker started its current call; 0 when it is between calls.
-  // Written by the worker only (relaxed: a hint for dispatch, like the state word).
+  // Written by the worker only (relaxed: a hint for dispatch, like the state word); read by
+  // the host for stuck detection after an acquire load of `current`.
   alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
+  // The record the worker is running, or null. The worker stores it (release) after
+  // call_started_ns and clears it before pushing the record into `done` (whose release
+  // publishes the clear), so a record the host reads here has not come back yet and is
+  // alive. Partner: the host's acquire load in pool.cpp (check_stuck).
+  std::atomic<call_base*> current{nullptr};
+  // Set to true by the retired worker when its stuck task returned, and by the host when it
+  // gives the record up (shutdown): whoever sets it second destroys the stuck record. The
+  // exchange is acq_rel so the second sees every write of the first.
+  std::atomic<bool> handoff{false};
+  // Set by the worker before it parks with a full done ring; the host wakes it after it
+  // popped that ring. Partner: the host's check after its seq_cst fence in pool.cpp (drain).
+  std::atomic<bool> waiting_for_room{false};
   std::thread thread;
+
+  // Host-only from here on.
+  bool retired = false;
+  call_base* stuck_record = nullptr;          // the record its thread still runs (retired only)
+  call_base* held = nullptr;                  // popped from this retired ring, not yet placed
+  std::shared_ptr<worker_slot> next_retired;  // the host's list of retired slots
 };
 
 inline std::int64_t steady_now_ns() noexcept {
@@ -59,13 +84,20 @@ struct pool_shared {
   const pool_options options;
   idle_policy policy;
   host_doorbell host_bell;
-  std::vector<std::unique_ptr<worker_slot>> workers;
+  // seats[i] is worker i's current slot. The host replaces it when it retires a worker
+  // (release store); workers read their peers' through it (acquire) to steal. A slot that
+  // left its seat stays alive until shutdown, so a thief holding a stale pointer is safe.
+  std::unique_ptr<std::atomic<worker_slot*>[]> seats;
+  unsigned seat_count = 0;
+  worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
   // Set by the host once every record has come back (shutdown step 4); read by workers
   // after their park fence, so a stop is never missed.
   alignas(kCacheLine) std::atomic<bool> stopping{false};
 };
 
-// The worker thread's body (worker.cpp).
-void worker_main(pool_shared& shared, unsigned self) noexcept;
+// The worker thread's body (worker.cpp). `me` keeps the slot alive while the thread runs:
+// a retired, detached thread may outlive the pool, and then touches only its slot and its
+// stuck record.
+void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) noexcept;
 
 }  // namespace knit::detail

@@ -1,8 +1,20 @@
 // worker: one worker thread's loop: claim a call (own ring, then peers' when stealing),
 // run it, hand the record back to the host, and when there is nothing to do, spin within
 // the idle policy's budget and then park on its doorbell.
+//
+// A worker claims a call only while its done ring has room for one more record, so its
+// push after the call can never fail (the done ring is as small as the job ring: linear
+// memory). With a full done ring it parks with waiting_for_room set; the host wakes it
+// after popping that ring (pool.cpp, drain).
+//
+// Retirement (pool.cpp, "Retiring a worker"): if the host declared the running call stuck,
+// this worker's CAS running -> done fails. It then touches nothing but its own slot and
+// that record: it hands the record over through the slot's handoff flag (destroying it
+// itself if the host already gave it up) and the thread ends.
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <new>
 
 #include <pthread.h>
 #include <sched.h>
@@ -21,8 +33,8 @@ namespace {
 
 class worker_loop {
  public:
-  worker_loop(pool_shared& shared, unsigned self)
-      : s_(shared), self_(self), me_(*shared.workers[self]), n_(static_cast<unsigned>(shared.workers.size())),
+  worker_loop(pool_shared& shared, worker_slot& me, unsigned self)
+      : s_(shared), self_(self), me_(me), n_(shared.seat_count),
         steal_(shared.options.steal && n_ > 1), doorbell_(shared.options.doorbell) {}
 
   void run() noexcept {
@@ -30,7 +42,7 @@ class worker_loop {
       call_base* c = nullptr;
       bool stolen = false;
       if (claim(c, stolen)) {
-        execute(c, stolen);
+        if (!execute(c, stolen)) return;  // retired: the seat has a new worker
         continue;
       }
       if (s_.stopping.load(std::memory_order_acquire)) {
@@ -38,7 +50,7 @@ class worker_loop {
         return;
       }
       if (spin(c, stolen)) {
-        execute(c, stolen);
+        if (!execute(c, stolen)) return;
         continue;
       }
       park();
@@ -48,13 +60,14 @@ class worker_loop {
  private:
   // Own ring first (FIFO for the host's order), then one pass over the peers.
   bool claim(call_base*& c, bool& stolen) noexcept {
+    if (!me_.done.producer_has_room()) return false;  // the record could not come back
     if (me_.jobs.try_pop(c)) {
       stolen = false;
       return true;
     }
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      worker_slot& peer = *s_.workers[(self_ + k) % n_];
+      worker_slot& peer = s_.seat((self_ + k) % n_);
       if (peer.jobs.try_pop(c)) {
         stolen = true;
         return true;
@@ -63,16 +76,19 @@ class worker_loop {
     return false;
   }
 
-  bool work_visible() const noexcept {
+  // Work this worker could claim now (with room in its done ring to hand it back).
+  bool work_visible() noexcept {
+    if (!me_.done.producer_has_room()) return false;
     if (!me_.jobs.empty_approx()) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      if (!s_.workers[(self_ + k) % n_]->jobs.empty_approx()) return true;
+      if (!s_.seat((self_ + k) % n_).jobs.empty_approx()) return true;
     }
     return false;
   }
 
-  void execute(call_base* c, bool stolen) noexcept {
+  // Returns false if the host retired this worker while the call ran (the thread must end).
+  bool execute(call_base* c, bool stolen) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
     if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.jobs.empty_approx()) wake_one_peer();
@@ -83,24 +99,42 @@ class worker_loop {
       if (stolen) me_.counters.calls_stolen.bump();
       const std::int64_t started = steady_now_ns();
       me_.call_started_ns.store(started, std::memory_order_relaxed);
+      me_.current.store(c, std::memory_order_release);  // publishes call_started_ns with it
       c->run();
       const std::int64_t finished = steady_now_ns();
-      me_.call_started_ns.store(0, std::memory_order_relaxed);
       c->run_ns = static_cast<std::uint64_t>(finished - started);
-      c->state.store(call_state::done, std::memory_order_release);
+      expected = call_state::running;
+      if (!c->state.compare_exchange_strong(expected, call_state::done, std::memory_order_acq_rel)) {
+        hand_over_stuck(c);  // expected == stuck: the host retired us
+        return false;
+      }
+      me_.current.store(nullptr, std::memory_order_relaxed);  // published by the push below
+      me_.call_started_ns.store(0, std::memory_order_relaxed);
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
     }
-    // Capacity of `done` covers every record the host lets out (pool.cpp, enqueue), so
-    // this cannot fail; the loop is a belt for a broken invariant, not a code path.
+    // claim() saw room in `done` and only this thread pushes, so this cannot fail; the loop
+    // is a belt for a broken invariant, not a code path.
     while (!me_.done.try_push(c)) std::this_thread::yield();
     if (s_.host_bell.notify()) me_.counters.completion_signals.bump();
+    return true;
+  }
+
+  // The stuck call returned after the host retired this worker. From here on only the
+  // slot (kept alive by this thread's shared_ptr) and the record are touched: the pool may
+  // be gone. The first of host and worker to set handoff leaves the record to the other.
+  void hand_over_stuck(call_base* c) noexcept {
+    if (!me_.handoff.exchange(true, std::memory_order_acq_rel)) return;  // the host frees it
+    // The host gave the record up (shutdown returned): destroy it here. Both of the
+    // allocator's paths allocate with kCacheLine alignment (call_allocator.hpp).
+    c->destroy();
+    ::operator delete(static_cast<void*>(c), std::align_val_t{kCacheLine});
   }
 
   void wake_one_peer() noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the peer's park fence
     for (unsigned k = 1; k < n_; ++k) {
-      worker_slot& peer = *s_.workers[(self_ + k) % n_];
+      worker_slot& peer = s_.seat((self_ + k) % n_);
       if (peer.bell.wake_if_parked()) {  // one relaxed load when it is not parked
         me_.counters.peer_wakes.bump();
         return;
@@ -135,11 +169,16 @@ class worker_loop {
   }
 
   void park() noexcept {
+    // A full done ring: ask the host to wake us when it has popped it. The announce fence
+    // below orders this store before our re-check of the ring (Dekker with drain()).
+    const bool no_room = !me_.done.producer_has_room();
+    if (no_room) me_.waiting_for_room.store(true, std::memory_order_relaxed);
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: the host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.
-    if (work_visible() || s_.stopping.load(std::memory_order_acquire)) {
+    if (work_visible() || s_.stopping.load(std::memory_order_acquire) || (no_room && me_.done.producer_has_room())) {
       me_.bell.cancel_park();
+      if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
       return;
     }
     me_.counters.parks.bump();
@@ -148,6 +187,7 @@ class worker_loop {
     } else {
       me_.counters.wakes_doorbell.bump();
     }
+    if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
   }
 
   pool_shared& s_;
@@ -171,12 +211,12 @@ void apply_affinity(const pool_options& options, unsigned self) noexcept {
 
 }  // namespace
 
-void worker_main(pool_shared& shared, unsigned self) noexcept {
+void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) noexcept {
   char name[16];
   std::snprintf(name, sizeof name, "knit-worker-%u", self);
   pthread_setname_np(pthread_self(), name);
   apply_affinity(shared.options, self);
-  worker_loop(shared, self).run();
+  worker_loop(shared, *me, self).run();
 }
 
 worker_stats worker_counters::snapshot() const noexcept {
@@ -192,6 +232,15 @@ worker_stats worker_counters::snapshot() const noexcept {
   s.peer_wakes = peer_wakes.get();
   s.completion_signals = completion_signals.get();
   return s;
+}
+
+void worker_counters::carry_over(const worker_counters& old) noexcept {
+  counter worker_counters::*const fields[] = {
+      &worker_counters::calls_run,  &worker_counters::calls_stolen,   &worker_counters::calls_skipped,
+      &worker_counters::spin_hits,  &worker_counters::spins,          &worker_counters::parks,
+      &worker_counters::wakes_doorbell, &worker_counters::wakes_timeout, &worker_counters::peer_wakes,
+      &worker_counters::completion_signals};
+  for (auto f : fields) (this->*f).value.store((old.*f).get(), std::memory_order_relaxed);
 }
 
 }  // namespace knit::detail

@@ -11,6 +11,10 @@
 //   host: pops the pointer from a completion ring; delivers the result if not yet
 //         delivered; destroys the record. A record is destroyed only after it came back,
 //         so no worker can still hold it.
+//   stuck: the host CASes running -> stuck and delivers errc::stuck at once; the record
+//         then never comes back through a ring: the retired worker hands it over through
+//         its slot's handoff flag when run() returns, and whoever comes second of the host
+//         and that worker destroys it (pool.cpp, "Retiring a worker").
 #pragma once
 
 #include <atomic>
@@ -30,11 +34,16 @@ using call_id = std::uint64_t;  // 0 = no call
 struct call_options {
   // Deadline measured from submit(): queue wait counts. zero = none.
   std::chrono::steady_clock::duration timeout{0};
+  // Running longer than this = stuck (pool_options::stuck_after). zero = the pool's.
+  std::chrono::steady_clock::duration stuck_after{0};
 };
 
 namespace detail {
 
-enum class call_state : std::uint8_t { queued, running, done, abandoned };
+// stuck: the host gave up on a running call (stuck_after, or shutdown's deadline) and
+// retired its worker; the worker's CAS running -> done then fails, which tells it to hand
+// the record over (pool.cpp, "Retiring a worker") and exit.
+enum class call_state : std::uint8_t { queued, running, done, abandoned, stuck };
 
 class call_base {
  public:
@@ -56,6 +65,7 @@ class call_base {
   // Host-only bookkeeping (workers never touch these).
   call_id id = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::int64_t stuck_after_ns = 0;  // 0 = never stuck
   bool delivered = false;   // the handler has been called
   bool in_ring = false;     // a worker ring (or a worker) holds the pointer
   // Written by the worker in run(), read by the host after the record came back through

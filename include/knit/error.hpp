@@ -10,9 +10,12 @@ namespace knit {
 enum class errc {
   queue_full = 1,  // max_pending calls are already waiting; the call was not accepted
   timed_out,       // the call's deadline passed (queue wait counted); a late result is discarded
-  cancelled,       // cancel() or shutdown(cancel) removed the call before it ran
+  cancelled,       // cancel() or shutdown(cancel) removed the call before it ran, or
+                   // shutdown's deadline passed (not started: never runs; running: result discarded)
   shut_down,       // the pool is shutting down or shut down; the call was not accepted
   task_failed,     // the task threw; the exception travels in the result
+  stuck,           // the call ran past stuck_after (its deadline had not passed: that is
+                   // timed_out); its worker was retired and replaced, a late result is discarded
 };
 
 const std::error_category& error_category() noexcept;

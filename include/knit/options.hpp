@@ -1,6 +1,7 @@
 // pool_options: pool shape and worker idle policy; from_env() reads the KNIT_* variables.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -50,6 +51,17 @@ struct pool_options {
   // At the limit submit() fails at once with errc::queue_full.
   std::size_t max_pending = 0;
 
+  // A call running longer than this is declared stuck: its handler gets errc::stuck (or
+  // errc::timed_out if its own deadline passed) at once, its worker is retired and a fresh
+  // thread takes the worker's place (pool.cpp, "Retiring a worker"). zero = never. A call
+  // may set its own (call_options::stuck_after). from_env() defaults it to 30 s.
+  std::chrono::milliseconds stuck_after{0};
+
+  // The deadline the destructor gives shutdown(drain, now + stop_timeout) when shutdown()
+  // was not called: calls not started by then are cancelled, running ones abandoned and
+  // their threads detached. zero = wait for every call (the old, unbounded behaviour).
+  std::chrono::milliseconds stop_timeout{10'000};
+
   // Optional CPU affinity: worker i is pinned to worker_cpus[i % size]. Empty = no pinning.
   std::vector<int> worker_cpus;
 
@@ -62,8 +74,9 @@ struct pool_options {
   void validate() const;
 
   // Reads KNIT_THREADS, KNIT_SPIN, KNIT_PARK, KNIT_DOORBELL, KNIT_STEAL, KNIT_MAX_SPINNERS,
-  // KNIT_WAKE_COST (µs), KNIT_QUEUE_CAPACITY, KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"). Unset or empty =
-  // default. Throws config_error on any malformed or out-of-range value.
+  // KNIT_WAKE_COST (µs), KNIT_QUEUE_CAPACITY, KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"),
+  // KNIT_STUCK_MS (unset: 30000; 0 = never) and KNIT_STOP_TIMEOUT_MS (unset: 10000; 0 = no
+  // bound). Unset or empty = default. Throws config_error on any malformed or out-of-range value.
   static pool_options from_env();
 
   // One line, e.g. "threads=4 spin_us=0 park_ms=0 doorbell=on steal=on max_spinners=0 ...".

@@ -11,10 +11,23 @@
 //   2. cancel mode only: every call not yet running is abandoned and its handler gets
 //      errc::cancelled;
 //   3. drain until every accepted call has been delivered AND every record has come back
-//      from the workers (a record is never freed while a worker may hold it);
-//   4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join.
+//      from the workers (a record is never freed while a worker may hold it). With a
+//      deadline, once it passes: calls not started are abandoned (errc::cancelled) and
+//      running ones given up (errc::cancelled, result discarded) through worker retirement;
+//   4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
+//      live workers; retired workers whose task has not returned are detached, never
+//      joined, and their records left to them (pool.cpp, "Retiring a worker").
 // Skipping 3 would free records a worker still holds; skipping the forced ring in 4 would
 // leave a worker parked forever and join() hanging.
+//
+// Stuck calls: with stuck_after set (pool_options, or per call), drain() declares a call
+// that has run longer stuck: errc::stuck (or errc::timed_out if its deadline passed) at
+// once, a fresh worker takes the seat, the queued calls move on. next_deadline() includes
+// the moment a running call would become stuck, so a host timer on it notices.
+//
+// Exception safety: submit gives the strong guarantee for the pool (on bad_alloc nothing
+// is counted, queued or leaked; fn, arg and handler, already moved in, are destroyed) and
+// rethrows. drain never allocates for delivery; a handler that throws terminates (call.hpp).
 #pragma once
 
 #include <chrono>
@@ -40,6 +53,16 @@ enum class shutdown_mode {
   cancel,  // calls not yet running fail with errc::cancelled; running ones finish
 };
 
+// What shutdown(mode, deadline) gave up on. All zero when everything finished in time.
+struct shutdown_report {
+  bool deadline_passed = false;
+  std::size_t cancelled_at_deadline = 0;  // not started by the deadline: errc::cancelled
+  std::size_t abandoned_running = 0;      // running at the deadline: errc::cancelled, result discarded
+  std::size_t threads_detached = 0;       // retired workers still in their task (stuck or abandoned);
+                                          // each keeps its record and frees it if the task returns
+  std::string describe() const;           // one line for a log
+};
+
 namespace detail {
 class pool_impl;
 }
@@ -48,7 +71,9 @@ class pool {
  public:
   // Starts options.threads workers. Throws config_error for invalid options.
   explicit pool(pool_options options = {});
-  // shutdown(drain) if not done yet. May run on any thread, but must not race host calls.
+  // shutdown(drain, now + options.stop_timeout) if not done yet (unbounded when
+  // stop_timeout is zero); prints one line to stderr if it had to abandon anything. May
+  // run on any thread, but must not race host calls.
   ~pool();
 
   pool(const pool&) = delete;
@@ -56,7 +81,7 @@ class pool {
 
   // Queues fn(std::move(arg)) on a worker. `handler(knit::result<R>)` is called exactly
   // once, on the host thread, from drain(): with the value, or with errc::task_failed and
-  // the exception if fn threw, or errc::timed_out / errc::cancelled.
+  // the exception if fn threw, or errc::timed_out / errc::cancelled / errc::stuck.
   // fn, arg and handler are moved into the call record (no copies of a request body).
   // Returns errc::queue_full (max_pending reached) or errc::shut_down without calling
   // the handler; otherwise an empty error_code, and *id (if given) names the call for
@@ -80,7 +105,14 @@ class pool {
       throw;
     }
     c->block_size = block;
-    const call_id assigned = enqueue(c, options);
+    call_id assigned;
+    try {
+      assigned = enqueue(c, options);  // strong guarantee: on a throw nothing is counted or queued
+    } catch (...) {
+      c->destroy();
+      free_call_memory(memory, block);
+      throw;
+    }
     if (id) *id = assigned;
     return {};
   }
@@ -114,7 +146,12 @@ class pool {
   std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
 
   // See "Shutdown steps" above. Idempotent. Host thread only; not from inside a handler.
+  // Without a deadline it waits for every call that is not stuck (stuck ones are retired
+  // at stuck_after as usual; with stuck_after zero, a task that never returns blocks it).
   void shutdown(shutdown_mode mode = shutdown_mode::drain);
+  // The same, but returns by `deadline` (plus the time to join workers that are idle or
+  // skipping abandoned calls): see step 3. A second call returns an empty report.
+  shutdown_report shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline);
   bool accepting() const noexcept;
 
   pool_stats stats() const;

@@ -53,6 +53,15 @@ class spsc_ring {
     return try_push(std::move(copy));
   }
 
+  // Producer only: true if the next try_push cannot fail (the consumer only frees slots,
+  // so room seen now stays until the producer itself pushes).
+  bool producer_has_room() noexcept {
+    const std::uint64_t t = tail_.load(std::memory_order_relaxed);
+    if (t - producer_cached_head_ < capacity_) return true;
+    producer_cached_head_ = head_.load(std::memory_order_acquire);  // pairs with try_pop's release
+    return t - producer_cached_head_ < capacity_;
+  }
+
   // Consumer only. Returns false when empty.
   bool try_pop(T& out) {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);  // only the consumer writes it

@@ -34,6 +34,9 @@ struct pool_stats {
   std::uint64_t calls_failed = 0;        // task threw
   std::uint64_t host_wakes = 0;          // FUTEX_WAKE syscalls issued by the host
   std::uint64_t completion_batches = 0;  // drain() rounds that found at least one result
+  std::uint64_t calls_stuck = 0;         // running calls given up on (stuck_after or shutdown's deadline)
+  std::uint64_t workers_replaced = 0;    // retired workers whose seat got a fresh thread
+  std::uint64_t retired_running = 0;     // retired workers whose stuck task has not returned (now)
   std::vector<worker_stats> workers;
 
   worker_stats totals() const;  // sum over workers

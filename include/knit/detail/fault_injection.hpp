@@ -1,0 +1,27 @@
+// fault_injection: a test-only failure point for the pool's host-side allocations, always
+// compiled in (one relaxed load of a zero counter when unused) so that release builds are
+// the builds under test.
+//
+// Each allocation site inside pool::submit calls check_allocation() right before the
+// operation that may allocate: the call record, id-table growth, deadline-heap growth,
+// backlog growth. A test sets allocation_countdown = n: the nth check from then on throws
+// std::bad_alloc (and resets the countdown to 0 = off), so a test can fail each site in
+// turn and prove that nothing was counted, queued or leaked (tests/core/exception_safety_test.cpp).
+// deliver() allocates nothing (the id table's free list is reserved when the table grows),
+// so it has no failure point. Host thread only, like submit.
+#pragma once
+
+#include <atomic>
+#include <new>
+
+namespace knit::detail {
+
+// 0 = off. Written by tests; read by the host thread inside submit.
+inline std::atomic<int> allocation_countdown{0};
+
+inline void check_allocation() {
+  if (allocation_countdown.load(std::memory_order_relaxed) == 0) [[likely]] return;
+  if (allocation_countdown.fetch_sub(1, std::memory_order_relaxed) == 1) throw std::bad_alloc();
+}
+
+}  // namespace knit::detail

@@ -1,0 +1,78 @@
+// Memory grows linearly with the pool: each worker holds a job ring (8 bytes a slot) and a
+// done ring (16 bytes a slot) of queue_capacity slots, plus its slot's fixed part, so a
+// 1,024-worker pool at the default capacity allocates about 25 MiB (the old done rings of
+// threads x capacity entries each would have needed 16 GiB). This binary replaces the
+// global operator new to count the bytes the pool's constructor allocates.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "knit/pool.hpp"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> bytes{0};
+
+void* counted(std::size_t size, std::size_t align) {
+  if (counting.load(std::memory_order_relaxed)) bytes.fetch_add(size, std::memory_order_relaxed);
+  void* p = align <= alignof(std::max_align_t) ? std::malloc(size ? size : 1)
+                                               : std::aligned_alloc(align, (size + align - 1) / align * align);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return counted(size, alignof(std::max_align_t)); }
+void* operator new[](std::size_t size) { return counted(size, alignof(std::max_align_t)); }
+void* operator new(std::size_t size, std::align_val_t a) { return counted(size, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t size, std::align_val_t a) { return counted(size, static_cast<std::size_t>(a)); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace {
+
+std::size_t bytes_to_build(unsigned threads, std::size_t capacity) {
+  knit::pool_options o;
+  o.threads = threads;
+  o.queue_capacity = capacity;
+  bytes = 0;
+  counting = true;
+  knit::pool p(o);
+  counting = false;
+  const std::size_t total = bytes.load();
+  p.shutdown(knit::shutdown_mode::drain);
+  return total;
+}
+
+// Per worker: 8 + 16 bytes a slot, plus at most 4 KiB for the slot's cache-line-aligned
+// fields and its thread; plus 64 KiB for the pool itself.
+std::size_t linear_bound(unsigned threads, std::size_t capacity) {
+  return threads * (capacity * 24 + 4096) + 64 * 1024;
+}
+
+TEST(memory_bound, a_1024_worker_pool_allocates_linearly) {
+  const std::size_t total = bytes_to_build(1024, 1024);
+  RecordProperty("bytes_1024_workers_1024_slots", std::to_string(total));
+  std::printf("1024 workers x 1024 slots: %zu bytes (%.1f MiB)\n", total, static_cast<double>(total) / (1 << 20));
+  EXPECT_LE(total, linear_bound(1024, 1024));
+  EXPECT_GE(total, std::size_t{1024} * 1024 * 24) << "the rings themselves were counted";
+}
+
+TEST(memory_bound, doubling_the_workers_doubles_the_bytes) {
+  const std::size_t small = bytes_to_build(64, 1024);
+  const std::size_t large = bytes_to_build(128, 1024);
+  EXPECT_LE(small, linear_bound(64, 1024));
+  EXPECT_LE(large, linear_bound(128, 1024));
+  // Quadratic growth would make this ratio 4.
+  EXPECT_LT(static_cast<double>(large) / static_cast<double>(small), 2.2);
+}
+
+}  // namespace
