@@ -48,6 +48,9 @@ struct server_config {
   // Fixed limits. A request body above kBodyLimit gets 413, a header above kHeaderLimit 431.
   static constexpr std::size_t kBodyLimit = 64 * 1024;
   static constexpr std::size_t kHeaderLimit = 8 * 1024;
+  // At most this many header fields (trailer fields included) per request, else 431: what
+  // Beast stores per field is many times its bytes (request_parser.hpp).
+  static constexpr std::size_t kFieldLimit = 128;
   // The most a connection's read buffer may hold. The header must fit (it is parsed from
   // the buffer whole), so does a chunk-size line with its extensions, and so does a
   // trailer; body bytes pass through it into the body. A request that needs more is

@@ -18,6 +18,7 @@
 
 #include "heavy_dispatch.hpp"
 #include "request_arena.hpp"
+#include "request_parser.hpp"
 #include "responses.hpp"
 #include "router.hpp"
 
@@ -104,9 +105,9 @@ class session : public std::enable_shared_from_this<session> {
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
 
-  // The request parser: string body (moved out to the heavy route), header fields in arena_.
-  using parser_type =
-      boost::beast::http::request_parser<boost::beast::http::string_body, arena_allocator<char>>;
+  // The request parser: string body (moved out to the heavy route), header fields in arena_,
+  // at most server_config::kFieldLimit of them.
+  using parser_type = request_parser;
 
   socket_type socket_;
   // The read buffer, reused for every request on the connection, never larger than
