@@ -40,14 +40,23 @@ enum class run_delivery {
 /// succeeds only before a worker has started it, when the call has had no effect at all,
 /// which satisfies even `total`; a running call cannot be stopped, so the request is then
 /// ignored and the call completes as usual (Asio allows an operation to ignore a request).
+///
+/// A slot emits on whatever thread runs the handler's executor, but pool::cancel is for the
+/// host thread only: from any other thread the request is posted to the host's io_context.
 struct run_canceller {
-  pool* target;
+  asio_host* host;
   call_id id = 0;  // 0 until submit() names the call; pool::cancel(0) is a no-op
 
   void operator()(boost::asio::cancellation_type_t type) const {
     if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
-                 boost::asio::cancellation_type::total)) != boost::asio::cancellation_type::none) {
+                 boost::asio::cancellation_type::total)) == boost::asio::cancellation_type::none) {
+      return;
+    }
+    pool* target = &host->get_pool();
+    if (host->context().get_executor().running_in_this_thread()) {
       target->cancel(id);  // last statement: cancel() may complete the call and clear this slot
+    } else {
+      boost::asio::post(host->context(), [target, id = id] { target->cancel(id); });
     }
   }
 };
@@ -117,7 +126,7 @@ struct initiate_run {
     run_operation<std::decay_t<Handler>, Value, Delivery> op(std::forward<Handler>(handler),
                                                               host->context().get_executor());
     run_canceller* canceller = nullptr;
-    if (op.slot().is_connected()) canceller = &op.slot().template emplace<run_canceller>(run_canceller{&host->get_pool()});
+    if (op.slot().is_connected()) canceller = &op.slot().template emplace<run_canceller>(run_canceller{host});
     call_id id = 0;
     // On rejection submit() leaves `op` unmoved (it moves it into the call record only once
     // the call is admitted), so the rejection completes through the same operation.

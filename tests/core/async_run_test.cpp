@@ -283,6 +283,37 @@ TEST_F(async_run_test, cancellation_abandons_a_call_that_has_not_started) {
   EXPECT_FALSE(ran.load()) << "a cancelled call never runs";
 }
 
+TEST_F(async_run_test, cancellation_emitted_on_another_thread_reaches_the_pool_through_the_host) {
+  blocker b;
+  auto first = knit::async_run(host, b.task(), 0, asio::use_future);
+  asio::io_context other;  // the handler's executor, run by another thread
+  asio::cancellation_signal signal;
+  std::atomic<bool> ran{false};
+  error_code got;
+  std::thread::id handled_on;
+  knit::async_run(host, [&](int) { ran = true; return 1; }, 0,
+                  asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(other, [&](error_code ec, int) {
+                                                 got = ec;
+                                                 handled_on = std::this_thread::get_id();
+                                                 b.release();
+                                               })));
+  // A slot is emitted on its handler's executor; pool::cancel there would be off the host
+  // thread (std::logic_error), so the request must travel to the host's io_context.
+  asio::post(other, [&] { signal.emit(asio::cancellation_type::terminal); });
+  std::thread::id other_thread;
+  std::thread t([&] {
+    other_thread = std::this_thread::get_id();
+    other.run();  // kept busy by async_run's work guard until the handler has run
+  });
+  io.run();
+  t.join();
+  EXPECT_EQ(got, knit::errc::cancelled);
+  EXPECT_EQ(handled_on, other_thread);
+  EXPECT_EQ(first.get(), 0);
+  pool.shutdown();
+  EXPECT_FALSE(ran.load());
+}
+
 TEST_F(async_run_test, cancellation_of_a_running_call_is_ignored_and_it_completes) {
   blocker b;
   asio::cancellation_signal signal;
