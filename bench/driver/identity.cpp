@@ -98,18 +98,11 @@ std::vector<unsigned long> socket_inodes(pid_t pid) {
   return inodes;
 }
 
-std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentity& expected) {
-  std::vector<std::string> problems;
-  const std::string who = "PID " + std::to_string(pid);
+namespace {
 
-  // A zombie has no exe link and no environ; say so rather than report three mismatches.
-  if (auto stat = slurp(proc(pid, "stat"))) {
-    auto rp = stat->rfind(')');
-    if (rp != std::string::npos && rp + 2 < stat->size() && (*stat)[rp + 2] == 'Z')
-      return {who + " has exited (zombie)"};
-  } else {
-    return {who + " does not exist"};
-  }
+// Every mismatch between what /proc shows for `pid` and `expected`.
+std::vector<std::string> compare_identity(pid_t pid, const std::string& who, const ExpectedIdentity& expected) {
+  std::vector<std::string> problems;
 
   auto exe = read_exe(pid);
   std::string want_exe = canonical_path(expected.exe);
@@ -137,6 +130,42 @@ std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentit
       if (k.rfind("KNIT_", 0) == 0 && !expected.env.count(k))
         problems.push_back(who + ": unexpected " + k + "=\"" + v + "\" in its environment");
   }
+  return problems;
+}
+
+// "PID N has exited (zombie)", "... is exiting", "... does not exist", or nullopt while it
+// runs. "Exiting" is PF_EXITING (0x4) in /proc/PID/stat's flags (field 9): do_exit() sets
+// it first, then drops the address space (from then on exe is unreadable and cmdline and
+// environ read empty), and only later does the process become a zombie.
+std::optional<std::string> exit_state(pid_t pid, const std::string& who) {
+  constexpr unsigned long kPfExiting = 0x4;
+  auto stat = slurp(proc(pid, "stat"));
+  if (!stat) return who + " does not exist";
+  auto rp = stat->rfind(')');
+  if (rp == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat->substr(rp + 1));
+  std::string state, skip;
+  unsigned long flags = 0;
+  fields >> state >> skip >> skip >> skip >> skip >> skip >> flags;  // fields 3..9
+  if (state == "Z" || state == "X") return who + " has exited (zombie)";
+  if (flags & kPfExiting) return who + " has exited (exiting)";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentity& expected) {
+  const std::string who = "PID " + std::to_string(pid);
+  // A zombie has no exe link, an empty cmdline and no environ; say so rather than report
+  // three mismatches.
+  if (auto gone = exit_state(pid, who)) return {*gone};
+  std::vector<std::string> problems = compare_identity(pid, who, expected);
+  // The process may have exited between the look above and the reads (a server that
+  // fails to bind exits within a millisecond): its empty cmdline and environ are then
+  // the signs of that exit, not of a wrong process. Exit is final, so a second look
+  // after the reads settles it: still running now means it was running during them.
+  if (!problems.empty())
+    if (auto gone = exit_state(pid, who)) return {*gone};
   return problems;
 }
 

@@ -66,7 +66,10 @@ ServerProcess::ServerProcess(ServerOptions opts) : opts_(std::move(opts)) {
     // Identity before readiness: exe, cmdline and environ are fixed from exec on.
     ExpectedIdentity want{opts_.exe, argv_, opts_.env};
     auto problems = check_process_identity(pid_, want);
-    if (!problems.empty()) throw CaseError("server identity check failed:" + join_lines(problems));
+    if (!problems.empty()) {
+      check_alive("start-up");  // it exited at once (could not bind, say): report that, with its log
+      throw CaseError("server identity check failed:" + join_lines(problems));
+    }
     wait_ready();
     // Only now does the listening socket exist; it must be ours and only ours.
     problems = check_socket_owner(pid_, opts_.port);

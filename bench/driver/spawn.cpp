@@ -39,6 +39,56 @@ struct CStrings {
   ::_exit(127);
 }
 
+// The number of NUL-terminated strings in /proc/PID/<leaf> (cmdline or environ).
+size_t proc_string_count(pid_t pid, const char* leaf) {
+  std::string path = "/proc/" + std::to_string(pid) + "/" + leaf;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t count = 0;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < n; ++i) count += buf[i] == '\0';
+  ::close(fd);
+  return count;
+}
+
+// True once `pid` has exited (a zombie we have not reaped), without reaping it.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// Waits until the kernel has finished laying out the new program after exec.
+//
+// Why: the CLOEXEC pipe closes in begin_new_exec(), once the new address space is in
+// place (/proc/PID/exe already names the new binary), but before the ELF loader's
+// create_elf_tables() has set the new mm's argument and environment ranges. Until then
+// /proc/PID/cmdline and /proc/PID/environ read empty, or short: the ranges are written
+// one after the other, argv first, env_end last. (Spawning with 20,000 environment
+// strings and reading environ at once shows it: Spawn.IdentityIsCompleteTheMomentSpawnReturns.)
+//
+// Why this condition suffices: once cmdline shows as many strings as we passed in argv
+// AND environ as many as we passed in envp, both ranges are final; the kernel does not
+// write them again (only the program itself could, with prctl(PR_SET_MM)). Counting, not
+// comparing, keeps this a "has exec finished" test: whether they are the RIGHT strings
+// is check_process_identity's job.
+//
+// No unprivileged event tells a parent that is not a tracer that exec has finished (the
+// proc connector needs CAP_NET_ADMIN; PTRACE_TRACEME is refused under Yama scope 2 and
+// when a debugger traces us), so this polls. Bounded: a child that exits, or a program
+// that shortens its own cmdline at once, ends the wait; after 2 s we return and let the
+// identity check report what /proc shows.
+void wait_for_exec_layout(pid_t pid, size_t argc, size_t envc) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int attempt = 0;; ++attempt) {
+    if (proc_string_count(pid, "cmdline") >= argc && proc_string_count(pid, "environ") >= envc) return;
+    if (has_exited(pid) || std::chrono::steady_clock::now() >= deadline) return;
+    if (attempt < 100) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 }  // namespace
 
 std::string ExitStatus::text() const {
@@ -55,8 +105,9 @@ pid_t spawn_process(const SpawnSpec& spec) {
   for (int c : spec.cpus) CPU_SET(c, &set);
   const std::string out = spec.output_path.empty() ? "/dev/null" : spec.output_path;
 
-  // The CLOEXEC pipe reports exec failure: EOF means exec succeeded, so when this
-  // function returns, /proc/PID/exe already names the new program.
+  // The CLOEXEC pipe reports exec failure: EOF means exec passed its point of no return
+  // and /proc/PID/exe names the new program; wait_for_exec_layout() then waits for the
+  // argument and environment ranges, so that /proc shows the whole new identity.
   int pfd[2];
   if (::pipe2(pfd, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
   const pid_t parent = ::getpid();
@@ -99,6 +150,7 @@ pid_t spawn_process(const SpawnSpec& spec) {
     ::waitpid(pid, nullptr, 0);
     throw std::runtime_error("cannot start " + spec.exe + ": " + std::strerror(child_errno));
   }
+  wait_for_exec_layout(pid, argv.ptrs.size() - 1, envp.ptrs.size() - 1);
   return pid;
 }
 

@@ -22,7 +22,9 @@ struct SpawnSpec {
 
 // Starts the child and returns its PID: the PID of the program itself, since we exec
 // directly (the seed recorded a setsid shell's PID and then stopped the wrong process).
-// Returns only after exec succeeded; an exec failure throws with the child's errno.
+// Returns only after exec succeeded AND the kernel has laid out the new program's argument
+// and environment strings, so /proc/PID/{exe,cmdline,environ} show the new program the
+// moment this returns; an exec failure throws with the child's errno.
 pid_t spawn_process(const SpawnSpec& spec);
 
 struct ExitStatus {

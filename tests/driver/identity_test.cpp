@@ -1,9 +1,11 @@
 // Identity from /proc: passes for the server we started, fails for any other PID.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "driver/identity.hpp"
@@ -105,6 +107,69 @@ TEST(Identity, ExitedProcessIsReported) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   wait_exit(pid, 5);
+}
+
+// spawn_process() returns at the CLOEXEC pipe's EOF; the identity check runs right after.
+// Whatever exec still does after closing the pipe must not be visible as an empty cmdline
+// or environment. Many spawns, each checked at once, with the window made as wide as we
+// can: a long environment (20,000 strings for the kernel to lay out) and, for half of the
+// spawns, one CPU shared with this thread, so the pipe's wake-up may preempt the child.
+TEST(Spawn, IdentityIsCompleteTheMomentSpawnReturns) {
+  const std::map<std::string, std::string> env{{"KNIT_THREADS", "2"}, {"KNIT_SPIN", "0"}, {"PORT", "1"}};
+  const std::vector<std::string> argv{"/bin/sleep", "30"};
+  const ExpectedIdentity want{"/bin/sleep", argv, env};
+  cpu_set_t original;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof original, &original), 0);
+  const int cpu = ::sched_getcpu();
+  ASSERT_GE(cpu, 0);
+  std::vector<std::string> filled_env = child_environment(env);
+  for (int i = 0; i < 20000; ++i) filled_env.push_back("FILL" + std::to_string(i) + "=x");
+  constexpr int kSpawns = 200;
+  int failures = 0;
+  std::string first_failure;
+  for (int i = 0; i < kSpawns; ++i) {
+    SpawnSpec sp;
+    sp.exe = "/bin/sleep";
+    sp.argv = argv;
+    sp.env = filled_env;
+    const bool same_cpu = i % 2 == 1;
+    if (same_cpu) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+      sp.cpus = {cpu};
+    }
+    pid_t pid = spawn_process(sp);
+    auto problems = check_process_identity(pid, want);
+    if (same_cpu) ::sched_setaffinity(0, sizeof original, &original);
+    stop_process(pid, 5);
+    if (!problems.empty() && failures++ == 0) first_failure = problems.front();
+  }
+  EXPECT_EQ(failures, 0) << "of " << kSpawns << " spawns; first: " << first_failure;
+}
+
+// A program that exits at once can die between the identity check's first look at
+// /proc/PID/stat and its reads of exe, cmdline and environ, which then come back
+// unreadable or empty. That must be reported as the exit it is, never as a process with
+// the wrong command line and an empty environment.
+TEST(Identity, ProcessExitingDuringTheCheckIsReportedAsExited) {
+  const ExpectedIdentity want{"/bin/true", {"/bin/true"}, {{"KNIT_THREADS", "2"}}};
+  int checked_while_exiting = 0;
+  for (int i = 0; i < 200; ++i) {
+    SpawnSpec sp;
+    sp.exe = "/bin/true";
+    sp.argv = {"/bin/true"};
+    sp.env = child_environment(want.env);
+    pid_t pid = spawn_process(sp);
+    auto problems = check_process_identity(pid, want);
+    wait_exit(pid, 5);
+    if (problems.empty()) continue;  // checked while it still ran: everything matched
+    ++checked_while_exiting;
+    ASSERT_EQ(problems.size(), 1u) << problems[0] << " | " << problems[1];
+    EXPECT_NE(problems[0].find("exited"), std::string::npos) << problems[0];
+  }
+  std::cout << checked_while_exiting << " of 200 checks met an exiting process\n";
 }
 
 TEST(Spawn, CpuListsAndEnvironment) {
