@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -12,7 +13,8 @@ class env_test : public ::testing::Test {
  protected:
   void TearDown() override {
     for (const char* n : {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL", "KNIT_MAX_SPINNERS", "KNIT_WAKE_COST",
-                          "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING", "KNIT_WORKER_CPUS"})
+                          "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING", "KNIT_WORKER_CPUS", "KNIT_STUCK_MS",
+                          "KNIT_STOP_TIMEOUT_MS"})
       ::unsetenv(n);
   }
   static void set(const char* n, const char* v) { ::setenv(n, v, 1); }
@@ -35,6 +37,25 @@ TEST_F(env_test, unset_and_empty_mean_defaults) {
   EXPECT_TRUE(o.doorbell);
   EXPECT_TRUE(o.steal);
   EXPECT_EQ(o.max_pending, 0u);
+}
+
+TEST_F(env_test, stuck_and_stop_timeout_have_documented_defaults_and_bounds) {
+  auto o = knit::pool_options::from_env();
+  EXPECT_EQ(o.stuck_after, std::chrono::milliseconds(30'000)) << "from_env turns stuck detection on";
+  EXPECT_EQ(o.stop_timeout, std::chrono::milliseconds(10'000));
+  EXPECT_EQ(knit::pool_options{}.stuck_after.count(), 0) << "the struct leaves it off";
+  set("KNIT_STUCK_MS", "250");
+  set("KNIT_STOP_TIMEOUT_MS", "0");
+  o = knit::pool_options::from_env();
+  EXPECT_EQ(o.stuck_after, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.stop_timeout.count(), 0);
+  EXPECT_NE(o.describe().find("stuck_ms=250"), std::string::npos);
+  EXPECT_NE(o.describe().find("stop_timeout_ms=0(unbounded)"), std::string::npos);
+  set("KNIT_STUCK_MS", "-1");
+  EXPECT_NE(error_of().find("KNIT_STUCK_MS"), std::string::npos);
+  set("KNIT_STUCK_MS", "");
+  set("KNIT_STOP_TIMEOUT_MS", "86400001");
+  EXPECT_NE(error_of().find("KNIT_STOP_TIMEOUT_MS"), std::string::npos);
 }
 
 TEST_F(env_test, reads_every_variable) {
