@@ -14,6 +14,7 @@
 
 #include "knit/pool.hpp"
 #include "support/counting_value.hpp"
+#include "support/gate.hpp"  // eventually()
 #include "support/pool_helpers.hpp"
 
 namespace {
@@ -119,5 +120,59 @@ TEST_P(shutdown_under_load, loses_nothing) {
 
 INSTANTIATE_TEST_SUITE_P(modes, shutdown_under_load,
                          ::testing::Values(knit::shutdown_mode::drain, knit::shutdown_mode::cancel));
+
+// Worker retirement racing everything else: stuck_after of 2 ms with one call in 200
+// sleeping 30 ms (and any call the scheduler delays), over random configurations, so
+// workers are retired and replaced while others steal from their rings and the host moves
+// their queued calls. Every call is delivered exactly once, with its value or errc::stuck;
+// every record is destroyed once, by the host or by its detached thread.
+TEST(pool_stress, retirement_under_load_loses_nothing) {
+  std::mt19937 rng(4242);
+  for (int round = 0; round < 4; ++round) {
+    knit::pool_options o = random_options(rng);
+    o.stuck_after = std::chrono::milliseconds(2);
+    SCOPED_TRACE(o.describe());
+    const long live_before = knit_test::counting_value::live.load();
+    const std::uint64_t n = scaled(20'000);
+    std::vector<std::uint8_t> seen(n, 0);
+    std::uint64_t values = 0, stuck = 0, other = 0, delivered = 0, next = 0;
+    knit::pool_stats s;
+    {
+      knit::pool p(o);
+      while (delivered < n) {
+        while (next < n && next - delivered < 256) {
+          const std::uint64_t i = next++;
+          ASSERT_FALSE(p.submit(
+              [](knit_test::counting_value v) {
+                if (v.value % 200 == 7) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                return v.value;
+              },
+              knit_test::counting_value(i), [&, i](knit::result<std::uint64_t> r) {
+                ++seen[i];
+                ++delivered;
+                if (r.ok() && r.value() == i) ++values;
+                else if (r.error() == knit::errc::stuck) ++stuck;
+                else ++other;
+              }));
+        }
+        ASSERT_TRUE(knit_test::drain_until(p, [&] { return delivered == n || (next < n && next - delivered < 128); }));
+      }
+      p.shutdown();
+      s = p.stats();
+    }
+    std::fprintf(stderr, "  %s: %llu stuck, %llu workers replaced, %llu still running at shutdown\n",
+                 o.describe().c_str(), static_cast<unsigned long long>(s.calls_stuck),
+                 static_cast<unsigned long long>(s.workers_replaced), static_cast<unsigned long long>(s.retired_running));
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "call " << i;
+    EXPECT_EQ(other, 0u);
+    EXPECT_EQ(values + stuck, n);
+    EXPECT_GT(stuck, 0u);
+    EXPECT_EQ(s.calls_stuck, stuck);
+    EXPECT_EQ(s.workers_replaced, stuck) << "each retirement seated a fresh worker";
+    EXPECT_EQ(s.totals().calls_run, n) << "stuck calls ran too (counters carry over to the replacement)";
+    ASSERT_TRUE(knit_test::eventually([&] { return knit_test::counting_value::live.load() == live_before; }))
+        << "every record destroyed once";
+  }
+}
 
 }  // namespace
