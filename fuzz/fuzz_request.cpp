@@ -1,0 +1,247 @@
+// fuzz_request: the bytes one TCP connection delivers, through the real server code:
+// Beast's request parser as session.cpp configures it, match_route, the routes, the
+// response writer, keep-alive, 100-continue, refusals and lingering close.
+//
+// A knit_server::server runs in inline mode (every route on its event-loop thread, as
+// KNIT_MODE=inline) on 127.0.0.1, port 0, on a thread of this process. Per input:
+// connect, write the bytes, shutdown(SHUT_WR), read to EOF, then check what came back:
+//   - every response is "HTTP/1.1 <status>" with a status in {100,200,400,404,413,431,500,503};
+//   - every final response has a Content-Length and exactly that many body bytes (none
+//     for a HEAD request), and nothing follows a response that said "Connection: close";
+//   - there are never more final responses than requests: at most one per request the
+//     same parser configuration completes, plus one refusal (a parse error, a limit, or
+//     an HTTP/1.1 request without exactly one Host);
+//   - the server closes the connection within kDeadline (no hang) and never crashes.
+// A broken invariant aborts, which libFuzzer records as a crash with its input.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "config.hpp"
+#include "heavy_dispatch.hpp"
+#include "server.hpp"
+
+namespace {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+
+// A server that takes longer than this to close a connection whose client has sent its
+// FIN is hung: every path (end of stream, refusal, linger) ends on the client's FIN.
+constexpr std::chrono::seconds kDeadline{5};
+
+[[noreturn]] void fail(const char* what, const std::string& detail = "") {
+  std::fprintf(stderr, "fuzz_request: invariant broken: %s %s\n", what, detail.c_str());
+  std::abort();
+}
+
+// The server, its configuration and its event loop, started once for the whole run.
+struct server_fixture {
+  knit_server::server_config cfg;
+  net::io_context io{1};
+  std::optional<knit_server::heavy_dispatch> dispatch;
+  std::optional<knit_server::server> srv;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  sockaddr_in address{};
+  std::thread loop;
+
+  server_fixture() {
+    cfg.host = "127.0.0.1";
+    cfg.port = 0;
+    cfg.mode = knit_server::exec_mode::inline_host;
+    cfg.jwt_secret = "fuzz-secret-fuzz-secret-fuzz-sec";  // fixed: runs are reproducible
+    cfg.ssr_cost_us = 0;
+    cfg.jwt_cost_us = 0;
+    dispatch.emplace(cfg, nullptr);
+    srv.emplace(io, cfg, *dispatch);
+    const auto bound = srv->listen();
+    srv->start();
+    work.emplace(io.get_executor());
+    address.sin_family = AF_INET;
+    address.sin_port = htons(bound.port());
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // Like main.cpp: a handler that throws must not end the loop (and then hang every input).
+    loop = std::thread([this] {
+      for (;;) {
+        try {
+          io.run();
+          return;
+        } catch (const std::exception& e) {
+          fail("a handler threw out of the event loop:", e.what());
+        }
+      }
+    });
+  }
+};
+
+server_fixture& fixture() {
+  // Never destroyed: libFuzzer exits with the loop thread still running.
+  static server_fixture* f = new server_fixture();
+  return *f;
+}
+
+// What the server's parser configuration makes of the same bytes, request by request:
+// the methods of the requests it completes, and whether it stopped at an error.
+struct request_script {
+  std::vector<http::verb> methods;
+  bool refused = false;
+};
+
+request_script parse_requests(std::string_view bytes) {
+  request_script script;
+  while (!bytes.empty()) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(knit_server::server_config::kHeaderLimit));
+    parser.body_limit(knit_server::server_config::kBodyLimit);
+    parser.eager(true);
+    // put() may stop after the header: feed until done, an error, or no progress.
+    boost::beast::error_code ec;
+    std::size_t used = 0;
+    while (!parser.is_done()) {
+      const std::size_t n = parser.put(net::buffer(bytes.data() + used, bytes.size() - used), ec);
+      used += n;
+      if (ec || n == 0) break;
+    }
+    // HTTP/1.1 needs exactly one Host (RFC 9112 3.2); the session refuses at the header.
+    if (parser.is_header_done()) {
+      const auto hosts = parser.get().count(http::field::host);
+      if (!(hosts == 1 || (hosts == 0 && parser.get().version() < 11))) {
+        script.refused = true;
+        return script;
+      }
+    }
+    if (ec == http::error::need_more || (!ec && !parser.is_done())) return script;  // partial
+    if (ec) {
+      script.refused = true;
+      return script;
+    }
+    script.methods.push_back(parser.get().method());
+    bytes.remove_prefix(used);
+    if (!parser.get().keep_alive()) return script;  // the server closes after it
+  }
+  return script;
+}
+
+std::string exchange(const std::uint8_t* data, std::size_t size) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("socket()");
+  const auto& addr = fixture().address;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) fail("connect()");
+  // The input (at most -max_len bytes) fits the socket buffers, so the write cannot wait
+  // for us to read; a write error means the server closed early, which the checks judge.
+  std::size_t sent = 0;
+  while (sent < size) {
+    const ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  std::string received;
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  char buf[16384];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) fail("server did not close the connection within the deadline");
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;  // EOF, or reset after the server's linger limit
+    received.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return received;
+}
+
+bool allowed_status(int s) {
+  switch (s) {
+    case 100: case 200: case 400: case 404: case 413: case 431: case 500: case 503: return true;
+    default: return false;
+  }
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
+  return true;
+}
+
+// Walks the responses in `out` and checks them against the requests in `script`.
+void check_responses(std::string_view out, const request_script& script) {
+  std::size_t finals = 0;
+  bool closed = false;
+  while (!out.empty()) {
+    if (closed) fail("bytes after a Connection: close response");
+    const std::size_t head_end = out.find("\r\n\r\n");
+    if (head_end == std::string_view::npos) fail("response head not terminated", std::string(out.substr(0, 200)));
+    std::string_view head = out.substr(0, head_end);
+    out.remove_prefix(head_end + 4);
+    if (head.size() < 12 || head.substr(0, 9) != "HTTP/1.1 ") fail("bad status line", std::string(head.substr(0, 80)));
+    const int status = std::atoi(std::string(head.substr(9, 3)).c_str());
+    if (!allowed_status(status)) fail("unexpected status", std::to_string(status));
+    if (status == 100) continue;  // interim: no body, the final response follows
+    std::optional<std::size_t> length;
+    std::size_t line = head.find("\r\n");
+    while (line != std::string_view::npos) {
+      head.remove_prefix(line + 2);
+      line = head.find("\r\n");
+      const std::string_view field = head.substr(0, line);
+      const std::size_t colon = field.find(':');
+      if (colon == std::string_view::npos) fail("header line without a colon", std::string(field));
+      std::string_view value = field.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      if (iequals(field.substr(0, colon), "content-length")) {
+        if (length) fail("two Content-Length fields");
+        length = static_cast<std::size_t>(std::strtoull(std::string(value).c_str(), nullptr, 10));
+      } else if (iequals(field.substr(0, colon), "connection") && iequals(value, "close")) {
+        closed = true;
+      }
+    }
+    if (!length) fail("final response without Content-Length");
+    // The response to request i; a refusal answers the request that failed to parse.
+    // A refusal (400, 413, 431) always carries its body, even to a HEAD request.
+    const bool refusal = status == 400 || status == 413 || status == 431;
+    const bool head_request =
+        !refusal && finals < script.methods.size() && script.methods[finals] == http::verb::head;
+    const std::size_t body = head_request ? 0 : *length;
+    if (out.size() < body) fail("body shorter than its Content-Length");
+    out.remove_prefix(body);
+    ++finals;
+  }
+  if (finals > script.methods.size() + (script.refused ? 1 : 0))
+    fail("more responses than requests", std::to_string(finals) + " > " + std::to_string(script.methods.size()) +
+                                             (script.refused ? " + 1 refusal" : ""));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  fixture();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string received = exchange(data, size);
+  if (std::getenv("FUZZ_REQUEST_ECHO")) std::fprintf(stderr, "--- received:\n%s\n---\n", received.c_str());
+  check_responses(received, parse_requests(std::string_view(reinterpret_cast<const char*>(data), size)));
+  return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under fuzz/corpus/<target>/ from the inputs the unit tests use
+(tests/server, tests/routes, tests/load). Rerun after changing it; the files are committed."""
+import hashlib
+import pathlib
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
+
+SSR = b'{"name":"<Ari & Co>","plan":"pro","bio":"Building on Knitting","projects":17}'
+JWT = b'{"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900}'
+
+
+def req(method, target, body=b"", extra=b"", version=b"1.1"):
+    head = method + b" " + target + b" HTTP/" + version + b"\r\nHost: x\r\n" + extra
+    if body or method == b"POST":
+        head += b"Content-Length: " + str(len(body)).encode() + b"\r\n"
+    return head + b"\r\n" + body
+
+
+REQUESTS = [
+    req(b"GET", b"/ping"),
+    req(b"GET", b"/ping?x=1&y=2"),
+    req(b"HEAD", b"/ping"),
+    req(b"POST", b"/ssr", SSR),
+    req(b"POST", b"/ssr", b"not json"),
+    req(b"POST", b"/jwt", JWT),
+    req(b"POST", b"/jwt", b'{"user":{}}'),
+    req(b"POST", b"/jwt", b'{"user":{"id":""}}'),
+    req(b"GET", b"/ssr") + req(b"PUT", b"/ssr") + req(b"DELETE", b"/ping"),
+    req(b"GET", b"/ping") + req(b"POST", b"/jwt", JWT) + req(b"GET", b"/nope"),
+    req(b"GET", b"/ping", extra=b"Connection: close\r\n") + req(b"GET", b"/ping"),
+    req(b"GET", b"/ping", version=b"1.0") + req(b"GET", b"/ping"),
+    req(b"GET", b"/ping", extra=b"Connection: keep-alive\r\n", version=b"1.0"),
+    req(b"POST", b"/jwt", JWT, extra=b"Expect: 100-continue\r\n"),
+    b"POST /ssr HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n1}\n\r\n0\r\n\r\n",
+    b"GARBAGE\r\n\r\n",
+    b"GET /ping HTTP/9.9\r\n\r\n",
+    b"GET /ping HTTP/1.1\r\nNo colon here\r\n\r\n",
+    b"POST /jwt HTTP/1.1\r\nContent-Length: nope\r\n\r\n",
+    b"POST /jwt HTTP/1.1\r\nContent-Length: 70000\r\n\r\n",
+    b"GET /ping HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n",
+    b"GET /ping HTTP/1.1\r\nHo",
+]
+
+JSON = [
+    SSR, JWT, b"{}", b"[]", b"null", b"true", b"false", b"0", b"-0", b"1e400", b"-1e400",
+    b"2.2250738585072011e-308", b"5e-324", b"1.7976931348623157e308", b"0.1", b"123456789012345678901234567890",
+    b'"\\ud800"', b'"\\ud83d\\ude00"', b'"\\u0000\\b\\f\\n\\r\\t\\"\\\\\\/"', "\"caf\u00e9 \u2028\"".encode(),
+    b'{"a":1,"a":2}', b'{"projects":{"toString":1}}', b'{"projects":[[3]]}', b'["0x10"]', b'[null]', b'[1,2]',
+    b'{"projects":" 0b101 "}', b'{"projects":"Infinity"}', b'{"projects":"1_000"}', b"[" * 40 + b"]" * 40,
+    b'\xef\xbb\xbf{"bom":true}', b" \t\n\r[ 1 , { \"k\" : [ ] } ]",
+]
+
+RESPONSES = [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX: y\r\n\r\nhello",
+    b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nA;foo=bar\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\n\r\nsome body",
+    b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n",
+    b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+    b"HTTX/1.1 200 OK\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+]
+
+
+def response_input(stream, cuts, head_mask=0):
+    # Layout of fuzz_response_parser's input: count, 2 bytes per cut, HEAD mask, stream.
+    return bytes([len(cuts)]) + b"".join(struct.pack(">H", c) for c in cuts) + bytes([head_mask]) + stream
+
+
+def write(target, items):
+    d = ROOT / target
+    d.mkdir(parents=True, exist_ok=True)
+    for item in items:
+        (d / hashlib.sha1(item).hexdigest()).write_bytes(item)
+
+
+write("fuzz_request", REQUESTS)
+write("fuzz_js_json", JSON)
+write("fuzz_response_parser",
+      [response_input(r, []) for r in RESPONSES] +
+      [response_input(r, [1, len(r) // 2, len(r) - 1], 0b10) for r in RESPONSES])
