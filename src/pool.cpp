@@ -8,7 +8,8 @@
 //      to do. Winning means the worker's own CAS running -> done will fail, so the worker
 //      will never push this record into a ring nor claim another call.
 //   2. host: delivers errc::stuck (errc::timed_out if the call's deadline has passed) at
-//      once, unless a deadline already delivered it; the record leaves `out_`.
+//      once, unless a deadline already delivered it, and destroys the handler (its
+//      captures are the host's); the record leaves `out_`.
 //   3. host: marks the slot retired (dispatch skips it), pops what the worker had pushed
 //      into its done ring before the call (ordered by the CAS in 1), links the slot into
 //      its retired list, and puts a fresh slot with a fresh thread in the seat. The calls
@@ -491,6 +492,7 @@ class pool_impl {
       if (ec == errc::timed_out) ++stats_.calls_timed_out;
       deliver(c, ec);
     }
+    c->drop_handler();  // the handler's captures are the host's: never destroyed by the worker
     std::size_t returned = 0;
     pop_done(w, returned);  // what it finished before this call (ordered by our CAS)
     w.next_retired = std::move(retired_head_);

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -55,6 +56,11 @@ class call_base {
   virtual void run() noexcept = 0;
   // Host: call the handler once, with the stored result (ec empty) or with ec.
   virtual void deliver(std::error_code ec) noexcept = 0;
+  // Host: destroy the handler now, on the host thread, after a stuck call's delivery. The
+  // record itself may later be destroyed by its retired worker thread, perhaps after the
+  // pool and the host's event loop are gone, and a handler's captures (an Asio work guard,
+  // a connection) belong to the host. The worker never touches the handler.
+  virtual void drop_handler() noexcept = 0;
   // Host: destroy in place (memory is returned by the pool's allocator).
   virtual void destroy() noexcept = 0;
 
@@ -87,7 +93,7 @@ class call final : public call_base {
 
  public:
   call(Fn fn, Arg arg, Handler handler)
-      : fn_(std::move(fn)), arg_(std::move(arg)), handler_(std::move(handler)) {}
+      : fn_(std::move(fn)), arg_(std::move(arg)), handler_(std::in_place, std::move(handler)) {}
 
   void run() noexcept override {
     try {
@@ -107,20 +113,22 @@ class call final : public call_base {
     // A handler that throws would unwind through the host's loop from inside drain();
     // that is a bug in the handler, so it terminates rather than corrupting the pool.
     if (ec) {
-      handler_(result<value_type>(ec));
+      (*handler_)(result<value_type>(ec));
     } else if (exception_) {
-      handler_(result<value_type>(make_error_code(errc::task_failed), exception_));
+      (*handler_)(result<value_type>(make_error_code(errc::task_failed), exception_));
     } else {
-      handler_(result<value_type>(std::move(*value_)));
+      (*handler_)(result<value_type>(std::move(*value_)));
     }
   }
+
+  void drop_handler() noexcept override { handler_.reset(); }
 
   void destroy() noexcept override { this->~call(); }
 
  private:
   Fn fn_;
   Arg arg_;
-  Handler handler_;
+  std::optional<Handler> handler_;  // emptied by drop_handler() once a stuck call is delivered
   std::optional<value_type> value_;
   std::exception_ptr exception_;
 };

@@ -49,8 +49,12 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
     knit::pool p(options());
     std::optional<knit::result<std::uint64_t>> stuck_result;
     int stuck_handler_calls = 0;
+    auto handler_token = std::make_shared<int>(0);  // what a handler captures belongs to the host
     ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(7),
-                          [&](knit::result<std::uint64_t> r) { ++stuck_handler_calls; stuck_result = std::move(r); }));
+                          [&, handler_token](knit::result<std::uint64_t> r) {
+                            ++stuck_handler_calls;
+                            stuck_result = std::move(r);
+                          }));
     ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
 
     // Queued while the stuck call runs: with one worker, or stealing off, these sit in the
@@ -69,6 +73,7 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
 
     ASSERT_TRUE(drain_until(p, [&] { return stuck_result.has_value(); }));
     EXPECT_EQ(stuck_result->error(), knit::errc::stuck);
+    EXPECT_EQ(handler_token.use_count(), 1) << "the host destroyed the handler right after delivering";
     ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind; })) << "calls queued behind the stuck one moved on";
     for (int i = kBehind; i < kBehind + kAfter; ++i) ASSERT_FALSE(submit_one(i));
     ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind + kAfter; }));
