@@ -186,3 +186,52 @@ TEST(ResponseParser, OversizedHeadIsError) {
   const std::string junk = "HTTP/1.1 200 OK\r\nx: " + std::string(ResponseParser::kMaxHeadBytes, 'a');
   EXPECT_EQ(feed_in_pieces(p, junk, 4096), Result::kError);
 }
+
+// Found by fuzz_response_parser: the limits on a chunk-size line and on the head used to be
+// checked only while a line or head was still incomplete, so the same bytes were accepted
+// in one read and refused when a read ended inside the long line. The answer must not
+// depend on where the reads split the bytes.
+TEST(ResponseParser, ChunkLineLimitDoesNotDependOnTheSplit) {
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string too_long = head + "1;" + std::string(ResponseParser::kMaxLineBytes, 'a') + "\r\nx\r\n0\r\n\r\n";
+  for (std::size_t step : {too_long.size(), std::size_t{1000}, std::size_t{1}}) {
+    ResponseParser p;
+    p.reset();
+    EXPECT_EQ(feed_in_pieces(p, too_long, step), Result::kError) << "pieces of " << step;
+    EXPECT_EQ(p.error(), "chunk line too long") << "pieces of " << step;
+  }
+  // Exactly at the limit, with a read ending between its CR and LF: accepted either way.
+  const std::string line = "1;" + std::string(ResponseParser::kMaxLineBytes - 2, 'a');
+  const std::string at_limit = head + line + "\r\nx\r\n0\r\n\r\n";
+  const std::size_t cr_end = head.size() + line.size() + 1;
+  for (std::size_t split : {at_limit.size(), cr_end}) {
+    ResponseParser p;
+    p.reset();
+    std::size_t consumed = 0;
+    Result r = p.feed(std::string_view(at_limit).substr(0, split), consumed);
+    if (r == Result::kNeedMore) r = p.feed(std::string_view(at_limit).substr(split), consumed);
+    EXPECT_EQ(r, Result::kComplete) << "split at " << split << ": " << p.error();
+    EXPECT_EQ(p.body_bytes(), 1u);
+  }
+}
+
+TEST(ResponseParser, HeadLimitDoesNotDependOnTheSplit) {
+  const std::string start = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nx: ";
+  const std::string too_long = start + std::string(ResponseParser::kMaxHeadBytes + 1 - start.size(), 'a') + "\r\n\r\n";
+  for (std::size_t step : {too_long.size(), std::size_t{4096}}) {
+    ResponseParser p;
+    p.reset();
+    EXPECT_EQ(feed_in_pieces(p, too_long, step), Result::kError) << "pieces of " << step;
+    EXPECT_EQ(p.error(), "response head too large");
+  }
+  // Exactly kMaxHeadBytes, with a read ending inside the blank line: accepted either way.
+  const std::string at_limit = start + std::string(ResponseParser::kMaxHeadBytes - start.size(), 'a') + "\r\n\r\n";
+  for (std::size_t split : {at_limit.size(), at_limit.size() - 1}) {
+    ResponseParser p;
+    p.reset();
+    std::size_t consumed = 0;
+    Result r = p.feed(std::string_view(at_limit).substr(0, split), consumed);
+    if (r == Result::kNeedMore) r = p.feed(std::string_view(at_limit).substr(split), consumed);
+    EXPECT_EQ(r, Result::kComplete) << "split at " << split << ": " << p.error();
+  }
+}
