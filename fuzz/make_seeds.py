@@ -66,6 +66,8 @@ RESPONSES = [
     b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
     b"HTTX/1.1 200 OK\r\n\r\n",
     b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    # Long chunk-size line (near the 4 KiB limit): the limit must not depend on the split.
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"a" * 4100 + b"\r\nx\r\n0\r\n\r\n",
 ]
 
 

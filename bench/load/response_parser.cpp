@@ -187,7 +187,7 @@ ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
           return Result::kNeedMore;
         }
         // A whole line is held to the same limit as a partial one, so that the answer does
-        // not depend on where the reads split it (fuzz_response_parser found the difference).
+        // not depend on where the reads split it (fuzz_response_parser checks this).
         if (line.size() > kMaxLineBytes) return fail("chunk line too long");
         if (state_ == State::kChunkSize) {
           std::uint64_t size = 0;

@@ -187,9 +187,10 @@ TEST(ResponseParser, OversizedHeadIsError) {
   EXPECT_EQ(feed_in_pieces(p, junk, 4096), Result::kError);
 }
 
-// Found by fuzz_response_parser: the limits on a chunk-size line and on the head used to be
-// checked only while a line or head was still incomplete, so the same bytes were accepted
-// in one read and refused when a read ended inside the long line. The answer must not
+// The limits on a chunk-size line and on the head used to be checked only while a line or
+// head was still incomplete, so the same bytes were accepted in one read and refused when
+// a read ended inside the long line (seen while writing fuzz_response_parser, whose
+// split-invariance property fails on these inputs with the old code). The answer must not
 // depend on where the reads split the bytes.
 TEST(ResponseParser, ChunkLineLimitDoesNotDependOnTheSplit) {
   const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
