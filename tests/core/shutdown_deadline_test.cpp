@@ -83,11 +83,13 @@ TEST(shutdown_deadline, a_task_that_never_returns_does_not_hold_shutdown) {
     knit::shutdown_report report;
     {
       knit::pool p(o);
+      // One blocker per worker, each submitted once the previous one runs: a worker that
+      // has started a call is never queued behind, so each lands on an idle worker.
       for (unsigned t = 0; t < threads; ++t) {
         ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(1),
                               [&](knit::result<std::uint64_t> r) { blocked_result = r.error(); }));
+        ASSERT_TRUE(eventually([&] { return g->waiting.load() == static_cast<int>(t + 1); }));
       }
-      ASSERT_TRUE(eventually([&] { return g->waiting.load() == static_cast<int>(threads); }));
       for (int i = 0; i < 100; ++i) {
         ASSERT_FALSE(p.submit([](counting_value v) { return v.value; }, counting_value(2),
                               [&](knit::result<std::uint64_t> r) {
