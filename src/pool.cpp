@@ -209,9 +209,11 @@ class pool_impl {
         if (!w->retired) delivered += pop_done(*w, returned);
       }
       if (returned > 0) ++stats_.completion_batches;
-      const auto now = std::chrono::steady_clock::now();
-      if (!deadlines_.empty()) delivered += expire_deadlines(now);
-      if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+      if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {  // clock read only when needed
+        const auto now = std::chrono::steady_clock::now();
+        if (!deadlines_.empty()) delivered += expire_deadlines(now);
+        if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+      }
       if (retired_head_) {
         collect_handoffs();
         flush_retired_rings();
