@@ -597,6 +597,8 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_setting{"KNIT_SSR_COST_US", "-5"}, bad_setting{"KNIT_JWT_COST_US", "1e3"},
                       bad_setting{"KNIT_MAX_CONNECTIONS", "0"},
                       bad_setting{"KNIT_IDLE_TIMEOUT_MS", "soon"},
+                      bad_setting{"KNIT_MAX_QUEUE_MS", "250ms"},
+                      bad_setting{"KNIT_MAX_QUEUED", "-1"},
                       bad_setting{"KNIT_THREADS", "many"}),
     [](const auto& info) {
       std::string name = std::string(info.param.name) + "_" + std::to_string(info.index);
