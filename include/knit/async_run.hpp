@@ -151,7 +151,9 @@ struct initiate_run {
 ///    call (the task never runs);
 ///  - `ec == knit::errc::timed_out`: `options.timeout` passed (queue wait counted);
 ///  - `ec == knit::errc::cancelled`: the call was cancelled before a worker started it (by
-///    the handler's cancellation slot, or by pool::shutdown(shutdown_mode::cancel));
+///    the handler's cancellation slot, or by pool::shutdown(shutdown_mode::cancel)), or
+///    shutdown's deadline passed;
+///  - `ec == knit::errc::stuck`: the call ran past pool_options::stuck_after;
 ///  - `ec == knit::errc::task_failed`: the task threw. The exception object is not in this
 ///    signature; use knit::async_run_result to receive it.
 ///
