@@ -42,8 +42,11 @@ using socket_type =
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
 //
-// A request the parser rejects goes to refuse() (400, 413 or 431, then close); any other
-// read or write error ends the chain, and with it the session.
+// A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
+// 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
+// buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
+// ends the chain, and with it the session. A heavy request that admission control refuses
+// gets 503 + Retry-After and the connection stays open.
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
