@@ -99,8 +99,9 @@ server_fixture& fixture() {
   return *f;
 }
 
-// What the server's parser configuration makes of the same bytes, request by request:
-// the methods of the requests it completes, and whether it stopped at an error.
+// What the server's parser configuration makes of the same bytes, request by request (at
+// least as many requests as the server completes): the methods of the requests it
+// completes, and whether it stopped at an error.
 struct request_script {
   std::vector<http::verb> methods;
   bool refused = false;
@@ -110,7 +111,12 @@ request_script parse_requests(std::string_view bytes) {
   request_script script;
   while (!bytes.empty()) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(knit_server::server_config::kHeaderLimit));
+    // Beast 1.81 enforces header_limit exactly only on a header presented in one piece;
+    // one that arrives in reads passes up to about one read's worth over it (an 8,271-byte
+    // header is refused whole and accepted in 512-byte reads; 16,300 bytes is refused
+    // either way). So the server may complete a request with a header up to twice the
+    // limit; allowing that here keeps this count an upper bound on the server's.
+    parser.header_limit(static_cast<std::uint32_t>(2 * knit_server::server_config::kHeaderLimit));
     parser.body_limit(knit_server::server_config::kBodyLimit);
     parser.eager(true);
     // put() may stop after the header: feed until done, an error, or no progress.
