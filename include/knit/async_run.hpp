@@ -13,7 +13,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
@@ -54,7 +53,7 @@ struct run_canceller {
     }
     pool* target = &host->get_pool();
     if (host->context().get_executor().running_in_this_thread()) {
-      target->cancel(id);  // last statement: cancel() may complete the call and clear this slot
+      target->cancel(id);  // the completion it may deliver is posted, not run here
     } else {
       boost::asio::post(host->context(), [target, id = id] { target->cancel(id); });
     }
@@ -64,7 +63,7 @@ struct run_canceller {
 /// The completion the pool holds inside its call record for one async_run: the user's
 /// handler, a work guard on the handler's executor, and the handler's cancellation slot.
 /// No other per-call state, so async_run allocates nothing beyond the call record (the
-/// final dispatch to the handler's executor uses the handler's associated allocator).
+/// final post to the handler's executor uses the handler's associated allocator).
 template <class Handler, class Value, run_delivery Delivery>
 class run_operation {
   using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::io_context::executor_type>;
@@ -79,16 +78,11 @@ class run_operation {
   boost::asio::cancellation_slot& slot() noexcept { return slot_; }
 
   /// Called once by the pool, on the host thread (inside drain(), or inside cancel() when a
-  /// cancellation request won). Hands the outcome to the user's handler on its executor:
-  /// dispatch, so a handler whose executor is the host's io_context runs at once; but post
-  /// for errc::cancelled, which may arrive from inside the slot's own emit(), and for a
-  /// rejected submit, which must not complete inside the initiating function.
+  /// cancellation request won), or by the initiation when submit() rejected the call.
+  /// Posts the outcome to the user's handler on its executor, never calls it here: so the
+  /// handler never runs inside async_run, inside a slot's emit(), or inside pool::drain()
+  /// (where pool::shutdown() is not allowed); a coroutine resumed by it may do anything.
   void operator()(result<Value> r) {
-    const bool cancelled = r.error() == errc::cancelled;
-    complete(std::move(r), cancelled);
-  }
-
-  void complete(result<Value> r, bool must_post) {
     auto executor = work_.get_executor();
     auto allocator = boost::asio::get_associated_allocator(handler_);
     auto finish = [handler = std::move(handler_), slot = slot_, r = std::move(r)]() mutable {
@@ -101,11 +95,7 @@ class run_operation {
         std::move(handler)(boost::system::error_code(r.error()), Value{});
       }
     };
-    if (must_post) {
-      boost::asio::post(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
-    } else {
-      boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
-    }
+    boost::asio::post(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
     work_.reset();
   }
 
@@ -132,7 +122,7 @@ struct initiate_run {
     // the call is admitted), so the rejection completes through the same operation.
     std::error_code ec = host->submit(std::forward<Fn>(fn), std::forward<Arg>(arg), std::move(op), options, &id);
     if (ec) {
-      op.complete(result<Value>(ec), /*must_post=*/true);
+      op(result<Value>(ec));
     } else if (canceller) {
       canceller->id = id;
     }
@@ -163,10 +153,11 @@ struct initiate_run {
 /// value instead.
 ///
 /// The operation honours the handler's associated executor (default: the host's
-/// io_context; a work guard keeps it busy until the handler has run), associated allocator
-/// (used for the final hand-off to that executor) and associated cancellation slot (see
+/// io_context; a work guard keeps it busy until the handler has run; the handler is
+/// posted there, so it never runs inside async_run or inside pool::drain()), associated
+/// allocator (used for that post) and associated cancellation slot (see
 /// detail::run_canceller: any cancellation type abandons a call not yet started; a running
-/// call finishes). The handler never runs inside async_run. Call it on the host thread.
+/// call finishes). Call it on the host thread.
 ///
 /// @param host    the asio_host whose pool runs the call
 /// @param fn      the task; moved into the call record

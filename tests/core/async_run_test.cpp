@@ -130,6 +130,20 @@ TEST_F(async_run_test, use_awaitable_chains_calls) {
   EXPECT_EQ(result, "abc");
 }
 
+TEST_F(async_run_test, a_resumed_coroutine_runs_outside_drain_and_may_shut_the_pool_down) {
+  bool shut = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await knit::async_run(host, [](int x) { return x; }, 1, asio::use_awaitable);
+        pool.shutdown();  // not allowed inside a pool handler: async_run must have posted
+        shut = !pool.accepting();
+      },
+      asio::detached);
+  io.run();
+  EXPECT_TRUE(shut);
+}
+
 TEST_F(async_run_test, as_tuple_use_awaitable_gets_the_error_as_a_value) {
   blocker b;
   knit::pool_options o;
