@@ -45,6 +45,12 @@ struct server_config {
   std::chrono::milliseconds max_queue_delay{250};  // KNIT_MAX_QUEUE_MS
   std::size_t max_queued = 4096;                   // KNIT_MAX_QUEUED
 
+  // Once the server is stopping, the most a client still gets for one read or write, so a
+  // slow client cannot hold up the exit: 5 s, or KNIT_STOP_TIMEOUT_MS when that is shorter
+  // (main sets it with stop_grace_for, since the pool's options own that variable).
+  static constexpr std::chrono::milliseconds kMaxStopGrace{5'000};
+  std::chrono::milliseconds stop_grace = kMaxStopGrace;
+
   // Fixed limits. A request body above kBodyLimit gets 413, a header above kHeaderLimit 431.
   static constexpr std::size_t kBodyLimit = 64 * 1024;
   static constexpr std::size_t kHeaderLimit = 8 * 1024;
@@ -57,6 +63,13 @@ struct server_config {
   // refused (400, or 431 inside the header) instead of growing the buffer.
   static constexpr std::size_t kReadBufferLimit = 2 * kHeaderLimit;
 };
+
+// min(kMaxStopGrace, stop_timeout); kMaxStopGrace when stop_timeout is 0 (no bound).
+constexpr std::chrono::milliseconds stop_grace_for(std::chrono::milliseconds stop_timeout) noexcept {
+  return stop_timeout.count() > 0 && stop_timeout < server_config::kMaxStopGrace
+             ? stop_timeout
+             : server_config::kMaxStopGrace;
+}
 
 // A bad setting. what() names the variable and quotes the value, e.g.
 //   PORT="70000": must be an integer from 0 to 65535

@@ -12,6 +12,30 @@ queue_state heavy_dispatch::queue() const noexcept {
   return {pool.pending(), pool.options().threads, pool.call_time_estimate()};
 }
 
+heavy_output heavy_dispatch::from_error(std::error_code ec) {
+  using boost::beast::http::status;
+  // A stuck call gets 504, not 503. 503 tells a client the server is overloaded or going
+  // away and to retry later (the admission refusals, with Retry-After); a stuck call is
+  // neither: the server took the request and its worker, the "upstream" that was to
+  // produce the page, did not answer in time (KNIT_STUCK_MS), which is what 504 says. The
+  // same request would likely get stuck again, so no Retry-After invites a retry.
+  if (ec == knit::errc::stuck) {
+    return {status::gateway_timeout,
+            "Gateway Timeout: the task was stuck (it ran longer than KNIT_STUCK_MS) and was "
+            "abandoned"};
+  }
+  if (ec == knit::errc::timed_out) {
+    return {status::gateway_timeout, "Gateway Timeout: the task ran past its deadline"};
+  }
+  // Only shutdown's deadline cancels a call here (the server never calls pool::cancel):
+  // this server instance is going away, another may answer, so 503 with Retry-After.
+  if (ec == knit::errc::cancelled) {
+    return {status::service_unavailable,
+            "Service Unavailable: the server is stopping and gave up on the task"};
+  }
+  return failed();
+}
+
 heavy_output heavy_job::operator()(std::string&& body) const {
   namespace routes = knit_server::routes;
   using clock = std::chrono::system_clock;

@@ -18,6 +18,8 @@
 namespace knit_server {
 
 // What a heavy route produces: the status and the finished body, moved back to the host.
+// A 5xx is the server's own answer (the task failed, was stuck, or was given up at the
+// stop deadline): the session sends it as text/plain, and a 503 with Retry-After.
 struct heavy_output {
   boost::beast::http::status status = boost::beast::http::status::ok;
   std::string body;
@@ -49,7 +51,8 @@ class heavy_dispatch {
   queue_state queue() const noexcept;
 
   // Runs route `r` (ssr or jwt) on `body`, which is moved into the job, and calls
-  // `done(heavy_output&&)` on the host thread exactly once:
+  // `done(heavy_output&&)` on the host thread exactly once (a call that fails without a
+  // value gets its 5xx from from_error()):
   //   - inline: before start() returns;
   //   - pooled: later, from the io_context, when the worker's result comes back.
   // Returns knit::errc::queue_full (the pool's max_pending is reached) or
@@ -68,6 +71,12 @@ class heavy_dispatch {
   static heavy_output failed() {
     return {boost::beast::http::status::internal_server_error, "Internal Server Error"};
   }
+
+  // The answer for a pool call that came back without a value (heavy_dispatch.cpp):
+  //   errc::stuck, errc::timed_out  504, the task ran too long and was abandoned;
+  //   errc::cancelled               503 (+ Retry-After), the server gave up at its stop deadline;
+  //   anything else (task_failed)   500, as failed().
+  static heavy_output from_error(std::error_code ec);
 
   knit::asio_host* host_;
   const server_config& cfg_;
@@ -95,7 +104,7 @@ std::error_code heavy_dispatch::start(route r, std::string&& body, Done&& done) 
   return host_->submit(
       job, std::move(body),
       [done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
-        done(result.ok() ? std::move(result.value()) : failed());
+        done(result.ok() ? std::move(result.value()) : from_error(result.error()));
       },
       knit::call_options{});
 }

@@ -6,12 +6,18 @@
 //   curl -s -X POST -d '{"name":"Ari","plan":"pro"}' localhost:3000/ssr
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
-//   kill -TERM <pid>    # finishes the requests in progress, exits 0
+//   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
 // Variables: PORT HOST KNIT_MODE=inline|pooled KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
 // KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-limits.md),
 // and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
-// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_MAX_PENDING ...
+// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
+// running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
+// 10000: the most a stop may take, from the signal; 0 = no bound).
+//
+// Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
+// 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
+// still waiting got 503, and stderr has one line naming what was given up.
 //
 // The steps, in order:
 //   1. read the configuration from the environment (bad value: message, exit 2);
@@ -20,8 +26,9 @@
 //      its completions to the io_context;
 //   4. install the signal handlers (SIGPIPE is ignored from the very start);
 //   5. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
-//   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats);
-//   7. shut the pool down (drain), exit 0.
+//   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats),
+//      or until the stop deadline has given up on what was left (stop_deadline.hpp);
+//   7. shut the pool down (drain, bounded by the same deadline), exit 0 or 3.
 // Every line the server prints once the configuration is read goes through a log_writer:
 // a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
 // knit-stats "log_dropped") but never stops the event loop or kills the process.
@@ -49,6 +56,7 @@
 #include "log_writer.hpp"
 #include "server.hpp"
 #include "stats.hpp"
+#include "stop_deadline.hpp"
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -58,6 +66,7 @@ namespace {
 
 constexpr int kExitConfig = 2;   // a bad environment variable
 constexpr int kExitStartup = 1;  // cannot listen, cannot start the pool
+constexpr int kExitAbandoned = 3;  // the stop timeout passed: pool calls or connections given up
 
 std::string url_of(const tcp::endpoint& ep) {
   const bool v6 = ep.address().is_v6();  // an IPv6 literal goes in brackets in a URL
@@ -120,6 +129,9 @@ int main() {
     // Read the pool variables in inline mode too: a typo in KNIT_THREADS is an error
     // whichever mode the benchmark happens to be running.
     pool_options = knit::pool_options::from_env();
+    // A client that is slow to send or read while stopping gets no longer than the stop
+    // itself may take.
+    cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
   } catch (const std::invalid_argument& e) {  // config_error and knit::config_error
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitConfig;
@@ -158,11 +170,13 @@ int main() {
   }
   heavy_dispatch dispatch(cfg, host ? &*host : nullptr);
   server srv(io, cfg, dispatch);
+  stop_deadline stopper(io, srv, pool ? &*pool : nullptr, pool_options.stop_timeout);
 
   // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
   //    "listening on" appears must find its handler. SIGINT/SIGTERM start the graceful stop
-  //    (server.hpp); once the last connection is gone, stop the loop. A second one exits at
-  //    once. SIGUSR1 prints one knit-stats line, which the benchmark driver reads.
+  //    (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is done,
+  //    stop the loop. A second one exits at once. SIGUSR1 prints one knit-stats line, which
+  //    the benchmark driver reads.
   net::signal_set signals(io, SIGINT, SIGTERM, SIGUSR1);
   int stop_requests = 0;
   std::function<void(const boost::system::error_code&, int)> on_signal =
@@ -178,7 +192,7 @@ int main() {
         } else if (++stop_requests == 1) {
           err.write_line("knit-server: signal " + std::to_string(signo) +
                          ": stopping; finishing the requests in progress");
-          srv.stop([&] {
+          stopper.begin([&] {
             signals.cancel();
             io.stop();
           });
@@ -214,9 +228,31 @@ int main() {
     }
   }
 
-  // 7. Every accepted call has completed (each one's session was waiting for it), so this
-  //    only joins the workers.
-  if (pool) pool->shutdown(knit::shutdown_mode::drain);
+  // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
+  //    on it got 503. Leave at once: a connection or a detached worker thread may still
+  //    use what main's destructors would free, so none of them may run.
+  if (stopper.abandoned()) {
+    err.write_line("knit-server: " + stopper.describe() + "; exiting with code " +
+                   std::to_string(kExitAbandoned));
+    std::_Exit(kExitAbandoned);
+  }
+  // Drained in time: every accepted call has completed (each one's session was waiting for
+  // it), so this only joins the workers, and retires what a stuck call left behind.
+  knit::shutdown_report report = stopper.report();
+  if (pool && !stopper.passed()) {
+    report = pool->shutdown(knit::shutdown_mode::drain, stopper.deadline());
+  }
+  if (report.cancelled_at_deadline + report.abandoned_running > 0) {  // not expected: drained
+    err.write_line("knit-server: stopped past the stop timeout: " + report.describe());
+    std::_Exit(kExitAbandoned);
+  }
+  if (report.threads_detached > 0) {
+    // Threads still in a stuck task (its client got 504 long ago). The task may use the
+    // configuration (the JWT secret) and the process state: exit without destructors.
+    err.write_line("knit-server: stopped; " + std::to_string(report.threads_detached) +
+                   " worker threads still running a stuck task were left behind");
+    std::_Exit(0);
+  }
   err.write_line("knit-server: stopped");
   return 0;
 }

@@ -36,10 +36,6 @@ constexpr std::size_t kLingerChunk = 16 * 1024;
 static_assert(kLingerChunk <= server_config::kReadBufferLimit,
               "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
-// Once the server is stopping, the most any client still gets for one read or write: a
-// slow client must not hold up the exit for a whole idle timeout. Work already handed to
-// the pool is not limited by it.
-constexpr std::chrono::seconds kStopGrace{5};
 
 // True when the parser rejected the bytes (as opposed to the connection failing).
 bool is_parse_error(const beast::error_code& ec) {
@@ -81,13 +77,19 @@ void session::stop() {
   }
   // Otherwise a request is in progress: send_response sees server_.stopping() and answers
   // with Connection: close, and on_write closes once the response is out. A read or write
-  // already pending gets at most kStopGrace more (a route running in the pool has no
-  // deadline, and its response write gets the grace period when it starts).
-  if (phase_ != phase::handling) deadline_ = std::min(deadline_, clock_type::now() + kStopGrace);
+  // already pending gets at most the stop grace more (server_config::stop_grace: a slow
+  // client must not hold up the exit for a whole idle timeout). A route running in the
+  // pool has no deadline here (the stop deadline in main.cpp bounds it), and its response
+  // write gets the grace period when it starts.
+  if (phase_ != phase::handling) {
+    deadline_ = std::min(deadline_, clock_type::now() + server_.config().stop_grace);
+  }
 }
 
 clock_type::time_point session::deadline_after(clock_type::duration timeout) const {
-  if (server_.stopping()) timeout = std::min<clock_type::duration>(timeout, kStopGrace);
+  if (server_.stopping()) {
+    timeout = std::min<clock_type::duration>(timeout, server_.config().stop_grace);
+  }
   return clock_type::now() + timeout;
 }
 
@@ -252,6 +254,11 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
   try {
     if (out.status == http::status::internal_server_error) {
       fill_error(res_, out.status);  // what Hono's default error handler answers
+    } else if (static_cast<unsigned>(out.status) >= 500) {
+      // The server's own answer (a stuck task: 504; given up at the stop deadline: 503),
+      // as text/plain like every other refusal; a 503 says when to come back.
+      fill(res_, out.status, content_type::text, std::move(out.body));
+      res_.retry_after = out.status == http::status::service_unavailable;
     } else {
       // /ssr answers HTML; /jwt answers JSON, its 400 "Bad request" included (the seed sets
       // the content type for both outcomes).

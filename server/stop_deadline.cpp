@@ -1,0 +1,60 @@
+// The bounded stop: server::stop, then at the deadline the pool's shutdown and a short window to flush the 503s.
+#include "stop_deadline.hpp"
+
+#include <utility>
+
+namespace knit_server {
+
+namespace net = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+stop_deadline::stop_deadline(net::io_context& io, server& srv, knit::pool* pool,
+                             std::chrono::milliseconds stop_timeout)
+    : server_(srv), pool_(pool), stop_timeout_(stop_timeout), timer_(io) {}
+
+void stop_deadline::begin(std::function<void()> done) {
+  if (begun_) return;
+  begun_ = true;
+  done_ = std::move(done);
+  // The deadline counts from the signal, so it is armed before anything else happens.
+  if (stop_timeout_.count() > 0) {
+    deadline_ = clock_type::now() + stop_timeout_;
+    timer_.expires_at(deadline_);
+    timer_.async_wait([this](const boost::system::error_code& ec) { on_deadline(ec); });
+  }
+  // Step 1. `drained` is posted (never called inside stop()), after the last session is gone.
+  server_.stop([this] { finish(); });
+}
+
+void stop_deadline::on_deadline(const boost::system::error_code& ec) {
+  if (ec || finished_) return;  // cancelled by finish(): the server drained in time
+  // The last session has gone and its `drained` is on its way (posted): nothing to give up.
+  if (server_.connections() == 0) return;
+
+  // Step 2. The handlers run inside shutdown(): each waiting session starts writing its 503
+  // now, and the loop sends them once this handler returns.
+  passed_ = true;
+  if (pool_) report_ = pool_->shutdown(knit::shutdown_mode::drain, deadline_);
+
+  // Step 3. finish() comes from `drained` if every connection closes sooner.
+  timer_.expires_after(kFlushWindow);
+  timer_.async_wait([this](const boost::system::error_code& flush_ec) {
+    if (!flush_ec) finish();
+  });
+}
+
+void stop_deadline::finish() {
+  if (finished_) return;
+  finished_ = true;
+  timer_.cancel();
+  connections_left_ = server_.connections();
+  std::exchange(done_, nullptr)();
+}
+
+std::string stop_deadline::describe() const {
+  return "the stop timeout (" + std::to_string(stop_timeout_.count()) +
+         " ms, KNIT_STOP_TIMEOUT_MS) passed: " + report_.describe() + ", " +
+         std::to_string(connections_left_) + " connections still open";
+}
+
+}  // namespace knit_server

@@ -1,0 +1,89 @@
+// The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the deadline, flush the 503s.
+//
+// Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout):
+//   1. server::stop(): no new connections; every session finishes its request and closes
+//      (server.hpp). Once the last one is gone: `done`, a clean stop.
+//   2. At the deadline, if connections remain: pool::shutdown(drain, deadline). Every call
+//      still pending fails at once with errc::cancelled, the running ones included (their
+//      results are dropped, their threads detached if the task does not return), so every
+//      session still waiting on the pool answers 503 + Retry-After (heavy_dispatch).
+//   3. The loop keeps running for at most kFlushWindow more, to write those 503s and let the
+//      connections close; then `done`, whether or not they have. The stop is abandoned.
+// `done` runs exactly once, on the io_context thread; the caller stops the loop, reports
+// abandoned() and describe(), and exits (main.cpp: code 3 when abandoned).
+// Without step 2 a task that never returns would keep the process alive forever; without
+// the bound in 3 a client that never reads its 503 would. With stop_timeout zero there is
+// no deadline: steps 2 and 3 never happen (stuck detection still frees stuck calls).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <knit/knit.hpp>
+
+#include "server.hpp"
+
+namespace knit_server {
+
+class stop_deadline {
+ public:
+  // Step 3's bound: stop_timeout + kFlushWindow stays within the promised stop_timeout + 1 s,
+  // with room for the pool's shutdown and the process exit.
+  static constexpr std::chrono::milliseconds kFlushWindow{500};
+
+  // `pool` is null in inline mode. All three must outlive this object; host thread only.
+  stop_deadline(boost::asio::io_context& io, server& srv, knit::pool* pool,
+                std::chrono::milliseconds stop_timeout);
+
+  stop_deadline(const stop_deadline&) = delete;
+  stop_deadline& operator=(const stop_deadline&) = delete;
+
+  // Starts the stop (step 1) and arms the deadline. A second call does nothing.
+  void begin(std::function<void()> done);
+
+  bool begun() const noexcept { return begun_; }
+
+  // The stop deadline, for the pool's own shutdown after a clean drain; max() when
+  // stop_timeout is zero (no bound) or before begin().
+  std::chrono::steady_clock::time_point deadline() const noexcept { return deadline_; }
+
+  // True once step 2 has run: the server had not drained by the deadline, and the pool is
+  // shut down (the caller must not expect a clean drain any more).
+  bool passed() const noexcept { return passed_; }
+
+  // Step 2 ran and gave something up: a pool call (its client got 503) or a connection
+  // still open when `done` ran. The exit code says so (main.cpp).
+  bool abandoned() const noexcept {
+    return passed_ && (report_.cancelled_at_deadline + report_.abandoned_running +
+                           connections_left_ > 0);
+  }
+
+  // What the pool's shutdown gave up at the deadline (all zero if step 2 did not run).
+  const knit::shutdown_report& report() const noexcept { return report_; }
+
+  // One line naming what was abandoned, e.g. "the stop timeout (500 ms) passed: cancelled
+  // 0 calls not started ..., 1 connections still open". Meaningful once `done` has run.
+  std::string describe() const;
+
+ private:
+  void on_deadline(const boost::system::error_code& ec);
+  void finish();
+
+  server& server_;
+  knit::pool* pool_;
+  std::chrono::milliseconds stop_timeout_;
+  boost::asio::steady_timer timer_;  // the deadline (step 2), then the flush window's end (step 3)
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::function<void()> done_;
+  knit::shutdown_report report_;
+  std::size_t connections_left_ = 0;  // open connections when `done` ran
+  bool begun_ = false;
+  bool passed_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace knit_server
