@@ -52,6 +52,12 @@ void server::stop(std::function<void()> drained) {
   if (sessions_.empty()) net::post(io_, std::exchange(drained_, nullptr));
 }
 
+void server::cut_slow_clients() {
+  // Every deadline counts as passed. Like the sweep, this cancels but never destroys a
+  // session (the cancelled handler runs later), so iterating the set is safe.
+  for (session* s : sessions_) s->check_deadline(std::chrono::steady_clock::time_point::max());
+}
+
 const std::string& server::ping_body(std::chrono::system_clock::time_point now) {
   const auto ms = std::chrono::floor<std::chrono::milliseconds>(now);
   if (ms != ping_ms_ || ping_body_.empty()) {

@@ -58,6 +58,11 @@ class server {
   // A second call does nothing.
   void stop(std::function<void()> drained);
 
+  // The stop deadline has passed (stop_deadline.hpp): cancels every connection's pending
+  // read or write now instead of at its stop grace, so a slow client ends with it. A
+  // session waiting on the pool has none pending and is not affected.
+  void cut_slow_clients();
+
   bool stopping() const noexcept { return stopping_; }
   const server_config& config() const noexcept { return cfg_; }
   heavy_dispatch& dispatch() noexcept { return dispatch_; }

@@ -31,9 +31,11 @@ void stop_deadline::on_deadline(const boost::system::error_code& ec) {
   // The last session has gone and its `drained` is on its way (posted): nothing to give up.
   if (server_.connections() == 0) return;
 
-  // Step 2. The handlers run inside shutdown(): each waiting session starts writing its 503
-  // now, and the loop sends them once this handler returns.
+  // Step 2. Slow clients first: cutting them after the pool's shutdown would cut the 503
+  // writes it starts. Then the handlers run inside shutdown(): each waiting session starts
+  // writing its 503 now, and the loop sends them once this handler returns.
   passed_ = true;
+  server_.cut_slow_clients();
   if (pool_) report_ = pool_->shutdown(knit::shutdown_mode::drain, deadline_);
 
   // Step 3. finish() comes from `drained` if every connection closes sooner.

@@ -3,14 +3,15 @@
 // Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout):
 //   1. server::stop(): no new connections; every session finishes its request and closes
 //      (server.hpp). Once the last one is gone: `done`, a clean stop.
-//   2. At the deadline, if connections remain: pool::shutdown(drain, deadline). Every call
-//      still pending fails at once with errc::cancelled, the running ones included (their
-//      results are dropped, their threads detached if the task does not return), so every
-//      session still waiting on the pool answers 503 + Retry-After (heavy_dispatch).
+//   2. At the deadline, if connections remain: every pending read and write is cancelled
+//      (server::cut_slow_clients: the stop grace ends now), then pool::shutdown(drain,
+//      deadline): every call still pending fails at once with errc::cancelled, the running
+//      ones included (results dropped, threads detached if the task does not return), so
+//      every session still waiting on the pool answers 503 + Retry-After (heavy_dispatch).
 //   3. The loop keeps running for at most kFlushWindow more, to write those 503s and let the
-//      connections close; then `done`, whether or not they have. The stop is abandoned.
-// `done` runs exactly once, on the io_context thread; the caller stops the loop, reports
-// abandoned() and describe(), and exits (main.cpp: code 3 when abandoned).
+//      connections close; then `done`, whether or not they have.
+// `done` runs exactly once, on the io_context thread; the caller stops the loop and exits,
+// with code 3 and describe() when abandoned() (main.cpp).
 // Without step 2 a task that never returns would keep the process alive forever; without
 // the bound in 3 a client that never reads its 503 would. With stop_timeout zero there is
 // no deadline: steps 2 and 3 never happen (stuck detection still frees stuck calls).
