@@ -117,19 +117,25 @@ request_script parse_requests(std::string_view bytes) {
     // limit; allowing that here keeps this count an upper bound on the server's.
     parser.header_limit(static_cast<std::uint32_t>(2 * knit_server::server_config::kHeaderLimit));
     parser.body_limit(knit_server::server_config::kBodyLimit);
-    parser.eager(true);
-    // put() may stop after the header: feed until done, an error, or no progress.
+    // The header first (put() stops after it unless eager): the session checks Host
+    // then, before a chunked body's trailer fields are merged into the same fields.
     boost::beast::error_code ec;
     std::size_t used = 0;
-    while (!parser.is_done()) {
+    while (!ec && !parser.is_header_done()) {
       const std::size_t n = parser.put(net::buffer(bytes.data() + used, bytes.size() - used), ec);
       used += n;
-      if (ec || n == 0) break;
+      if (n == 0) break;
     }
     // HTTP/1.1 needs exactly one Host (RFC 9112 3.2); the session refuses at the header.
     if (parser.is_header_done()) {
       const auto hosts = parser.get().count(http::field::host);
       if (!(hosts == 1 || (hosts == 0 && parser.get().version() < 11))) return script;  // refused
+    }
+    parser.eager(true);
+    while (!ec && !parser.is_done()) {
+      const std::size_t n = parser.put(net::buffer(bytes.data() + used, bytes.size() - used), ec);
+      used += n;
+      if (n == 0) break;
     }
     if (ec == http::error::need_more || (!ec && !parser.is_done())) return script;  // partial
     if (ec) return script;  // refused
