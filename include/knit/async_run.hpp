@@ -12,6 +12,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -63,15 +64,16 @@ struct run_canceller {
 /// The completion the pool holds inside its call record for one async_run: the user's
 /// handler, a work guard on the handler's executor, and the handler's cancellation slot.
 /// No other per-call state, so async_run allocates nothing beyond the call record (the
-/// final post to the handler's executor uses the handler's associated allocator).
+/// hand-off to the handler's executor uses the handler's associated allocator).
 template <class Handler, class Value, run_delivery Delivery>
 class run_operation {
   using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::io_context::executor_type>;
 
  public:
-  run_operation(Handler handler, const boost::asio::io_context::executor_type& fallback)
+  run_operation(Handler handler, const boost::asio::io_context::executor_type& host_executor)
       : handler_(std::move(handler)),
-        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_, fallback))),
+        host_executor_(host_executor),
+        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_, host_executor))),
         slot_(boost::asio::get_associated_cancellation_slot(handler_)) {}
 
   /// The handler's cancellation slot (not connected when the handler has none).
@@ -79,28 +81,35 @@ class run_operation {
 
   /// Called once by the pool, on the host thread (inside drain(), or inside cancel() when a
   /// cancellation request won), or by the initiation when submit() rejected the call.
-  /// Posts the outcome to the user's handler on its executor, never calls it here: so the
-  /// handler never runs inside async_run, inside a slot's emit(), or inside pool::drain()
-  /// (where pool::shutdown() is not allowed); a coroutine resumed by it may do anything.
+  /// Completes the way Asio's own I/O objects do: post to the host's io_context (the I/O
+  /// executor), then dispatch to the handler's associated executor. So the handler never
+  /// runs inside async_run, inside a slot's emit(), or inside pool::drain() (where
+  /// pool::shutdown() is not allowed), and a handler on the host's io_context (or on an
+  /// executor that runs work inline, like use_future's) costs one post.
   void operator()(result<Value> r) {
-    auto executor = work_.get_executor();
     auto allocator = boost::asio::get_associated_allocator(handler_);
-    auto finish = [handler = std::move(handler_), slot = slot_, r = std::move(r)]() mutable {
-      if (slot.is_connected()) slot.clear();  // the operation is over: the slot may be reused
-      if constexpr (Delivery == run_delivery::result) {
-        std::move(handler)(std::move(r));
-      } else if (r.ok()) {
-        std::move(handler)(boost::system::error_code(), std::move(r).value());
-      } else {
-        std::move(handler)(boost::system::error_code(r.error()), Value{});
-      }
+    auto on_host = [handler = std::move(handler_), work = std::move(work_), slot = slot_, r = std::move(r)]() mutable {
+      auto executor = work.get_executor();
+      auto allocator = boost::asio::get_associated_allocator(handler);
+      auto finish = [handler = std::move(handler), slot, r = std::move(r)]() mutable {
+        if (slot.is_connected()) slot.clear();  // the operation is over: the slot may be reused
+        if constexpr (Delivery == run_delivery::result) {
+          std::move(handler)(std::move(r));
+        } else if (r.ok()) {
+          std::move(handler)(boost::system::error_code(), std::move(r).value());
+        } else {
+          std::move(handler)(boost::system::error_code(r.error()), Value{});
+        }
+      };
+      boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
+      work.reset();
     };
-    boost::asio::post(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
-    work_.reset();
+    boost::asio::post(host_executor_, boost::asio::bind_allocator(allocator, std::move(on_host)));
   }
 
  private:
   Handler handler_;
+  boost::asio::io_context::executor_type host_executor_;
   boost::asio::executor_work_guard<executor_type> work_;
   boost::asio::cancellation_slot slot_;
 };
@@ -153,11 +162,11 @@ struct initiate_run {
 /// value instead.
 ///
 /// The operation honours the handler's associated executor (default: the host's
-/// io_context; a work guard keeps it busy until the handler has run; the handler is
-/// posted there, so it never runs inside async_run or inside pool::drain()), associated
-/// allocator (used for that post) and associated cancellation slot (see
-/// detail::run_canceller: any cancellation type abandons a call not yet started; a running
-/// call finishes). Call it on the host thread.
+/// io_context; a work guard keeps it busy until the handler has run; the completion is
+/// posted to the host's io_context and dispatched from there, so the handler never runs
+/// inside async_run or inside pool::drain()), associated allocator (used for both hops)
+/// and associated cancellation slot (see detail::run_canceller: any cancellation type
+/// abandons a call not yet started; a running call finishes). Call it on the host thread.
 ///
 /// @param host    the asio_host whose pool runs the call
 /// @param fn      the task; moved into the call record
