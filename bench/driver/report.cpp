@@ -325,6 +325,24 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
     md << "No pool counters in these rows (inline only, seed rows, or a server without SIGUSR1 stats).\n\n";
     return;
   }
+  // Stuck calls are rare events: per call they would print as 0.000, so they get their own
+  // columns as counts over the window (retired_running: threads still in a stuck task at
+  // its end), shown only when some row has one.
+  std::vector<std::string> stuck_cols;
+  std::vector<std::string> zero;
+  for (const char* k : {"calls_stuck", "workers_replaced", "retired_running"}) {
+    keys.erase(k);
+    bool seen = false;
+    bool nonzero = false;
+    for (const Config* c : v)
+      for (const Row* r : c->reps)
+        if (auto it = r->pool_counters.find(k); it != r->pool_counters.end()) {
+          seen = true;
+          nonzero = nonzero || it->second != 0;
+        }
+    if (nonzero) stuck_cols.push_back(k);
+    else if (seen) zero.push_back(k);
+  }
   // The counters that explain a pool's cost first; anything new the server adds follows.
   std::vector<std::string> cols;
   for (const char* k : {"host_wakes", "completion_batches", "completion_signals", "peer_wakes", "wakes_doorbell",
@@ -332,7 +350,6 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
     if (keys.erase(k)) cols.push_back(k);
   for (const auto& k : keys) cols.push_back(k);
   // Counters that stayed at zero everywhere (rejections, timeouts...) only widen the table.
-  std::vector<std::string> zero;
   std::erase_if(cols, [&](const std::string& k) {
     for (const Config* c : v)
       for (const Row* r : c->reps)
@@ -342,6 +359,11 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
   });
   md << "Counter deltas over the measured window, divided by pooled calls (`calls_submitted`). "
         "Full deltas are in each row's `pool_counters`.";
+  if (!stuck_cols.empty()) {
+    md << " Stuck calls (`KNIT_STUCK_MS`) and the workers that replaced them are counts over the "
+          "window, not per call; `retired_running` is the number of threads still in a stuck "
+          "task at its end.";
+  }
   if (!zero.empty()) {
     md << " Zero in every row, so not shown:";
     for (size_t i = 0; i < zero.size(); ++i) md << (i ? ", " : " ") << "`" << zero[i] << "`";
@@ -350,6 +372,7 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
   md << "\n\n";
   std::vector<std::string> head = {"config", "policy", "mode", "pooled calls"};
   for (const auto& k : cols) head.push_back(k + "/call");
+  for (const auto& k : stuck_cols) head.push_back(k);
   md << header(head);
   for (const Config* c : v) {
     std::vector<std::string> cells = {c->label, c->policy_label, c->mode,
@@ -366,6 +389,13 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
                              return it->second;
                            }),
                            3));
+    for (const auto& k : stuck_cols)
+      cells.push_back(cell(c->stat([&](const Row& r) -> std::optional<double> {
+                             auto it = r.pool_counters.find(k);
+                             if (it == r.pool_counters.end()) return std::nullopt;
+                             return it->second;
+                           }),
+                           0));
     md << row(cells);
   }
   md << "\n";

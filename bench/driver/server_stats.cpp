@@ -42,12 +42,14 @@ std::optional<ServerStats> parse_stats_line(std::string_view line) {
   return s;
 }
 
+bool is_gauge(const std::string& key) { return key == "retired_running"; }
+
 std::map<std::string, double> diff_counters(const std::map<std::string, double>& before,
                                             const std::map<std::string, double>& after) {
   std::map<std::string, double> d;
   for (const auto& [k, v] : after) {
     auto it = before.find(k);
-    d[k] = v - (it == before.end() ? 0.0 : it->second);
+    d[k] = is_gauge(k) ? v : v - (it == before.end() ? 0.0 : it->second);
   }
   return d;
 }
@@ -60,7 +62,7 @@ std::map<std::string, double> per_call(const std::map<std::string, double>& diff
     if (auto it = diff.find("calls_completed"); it != diff.end()) calls = it->second;
   if (calls <= 0) return out;
   for (const auto& [k, v] : diff) {
-    if (k == "calls_submitted") continue;
+    if (k == "calls_submitted" || is_gauge(k)) continue;
     out[k] = py_round(v / calls, 4);
   }
   return out;

@@ -19,13 +19,18 @@ struct ServerStats {
 // Parses one stdout line; nullopt if it is not a knit-stats line or not valid JSON.
 std::optional<ServerStats> parse_stats_line(std::string_view line);
 
+// pool.totals fields that are a level now, not a count since start: retired_running (worker
+// threads still in a stuck task). A window's value for them is the level at its end.
+bool is_gauge(const std::string& key);
+
 // after - before for every key present in both (counters only grow; a key that
-// appears only at the end is taken as counting from zero).
+// appears only at the end is taken as counting from zero); for a gauge, its after value.
 std::map<std::string, double> diff_counters(const std::map<std::string, double>& before,
                                             const std::map<std::string, double>& after);
 
 // Each counter divided by pooled calls (calls_submitted, else calls_completed), so
 // configurations with different throughput compare: host wakes per call and so on.
+// Gauges are left out: a level per call means nothing.
 std::map<std::string, double> per_call(const std::map<std::string, double>& diff);
 
 }  // namespace knit::bench

@@ -169,5 +169,43 @@ TEST(SeedReport, NoCountersAndNoSweepForSeedRows) {
   EXPECT_EQ(md.find("## Cost sweep"), std::string::npos);
 }
 
+// A pooled saturation row with pool counters, as the runner writes it.
+Row pooled_row(const std::string& tag, double stuck, double replaced, double retired) {
+  Row r;
+  r.tag = tag;
+  r.mode = "sat";
+  r.threads = 1;
+  r.server_mode = "pooled";
+  r.cost_profile = "native";
+  r.total_rps = 1000;
+  for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = RouteStats{};
+  r.pool_counters = {{"calls_submitted", 1000}, {"host_wakes", 250}, {"calls_stuck", stuck},
+                     {"workers_replaced", replaced}, {"retired_running", retired}};
+  r.pool_per_call = {{"host_wakes", 0.25}, {"calls_stuck", stuck / 1000},
+                     {"workers_replaced", replaced / 1000}};
+  return r;
+}
+
+TEST(CounterReport, StuckCallsShowAsCountsWhenAnyRowHasOne) {
+  const std::string md = render_markdown({pooled_row("t1", 0, 0, 0), pooled_row("t1b", 3, 3, 1)},
+                                         nullptr, {}, {});
+  const std::string counters = section(md, "### Pool counters");
+  ASSERT_FALSE(counters.empty()) << md;
+  // Counts over the window, never "/call" (3 in 1000 calls would print as 0.003).
+  EXPECT_NE(counters.find("| calls_stuck | workers_replaced | retired_running |"), std::string::npos)
+      << counters;
+  EXPECT_EQ(counters.find("calls_stuck/call"), std::string::npos) << counters;
+  EXPECT_NE(counters.find("| 0.250 | 3 | 3 | 1 |"), std::string::npos) << counters;
+  EXPECT_NE(counters.find("| 0.250 | 0 | 0 | 0 |"), std::string::npos) << counters;
+}
+
+TEST(CounterReport, StuckCallsHiddenWhenZeroEverywhere) {
+  const std::string md = render_markdown({pooled_row("t1", 0, 0, 0)}, nullptr, {}, {});
+  const std::string counters = section(md, "### Pool counters");
+  ASSERT_FALSE(counters.empty()) << md;
+  EXPECT_EQ(counters.find("| calls_stuck"), std::string::npos) << counters;
+  EXPECT_NE(counters.find("`calls_stuck`"), std::string::npos) << counters;  // listed as zero
+}
+
 }  // namespace
 }  // namespace knit::bench

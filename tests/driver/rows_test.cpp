@@ -9,6 +9,7 @@
 #include "driver/numfmt.hpp"
 #include "driver/rows.hpp"
 #include "driver/runner.hpp"
+#include "driver/server_stats.hpp"
 
 namespace knit::bench {
 namespace {
@@ -72,6 +73,31 @@ TEST(Rows, OurRowRoundTrips) {
   Row back = row_from_json_line(line);
   EXPECT_EQ(back, r);
   EXPECT_EQ(row_to_json_line(back), line);
+}
+
+TEST(Rows, StuckCallCountersTravelInPoolCounters) {
+  // Two knit-stats lines around a window in which one call got stuck: the counters are
+  // deltas, retired_running (a gauge) is the level at the end, and none is made per call.
+  auto before = parse_stats_line(
+      R"(knit-stats {"mode":"pooled","requests":{"ssr":10},"pool":{"threads":1,"totals":)"
+      R"({"calls_submitted":10,"calls_stuck":2,"workers_replaced":2,"retired_running":1}}})");
+  auto after = parse_stats_line(
+      R"(knit-stats {"mode":"pooled","requests":{"ssr":20},"pool":{"threads":1,"totals":)"
+      R"({"calls_submitted":20,"calls_stuck":3,"workers_replaced":3,"retired_running":2}}})");
+  ASSERT_TRUE(before && after);
+  Row r = sample_row();
+  r.pool_counters = diff_counters(before->pool_totals, after->pool_totals);
+  r.pool_per_call = per_call(r.pool_counters);
+  EXPECT_DOUBLE_EQ(r.pool_counters.at("calls_stuck"), 1);
+  EXPECT_DOUBLE_EQ(r.pool_counters.at("workers_replaced"), 1);
+  EXPECT_DOUBLE_EQ(r.pool_counters.at("retired_running"), 2);
+  EXPECT_DOUBLE_EQ(r.pool_per_call.at("calls_stuck"), 0.1);
+  EXPECT_EQ(r.pool_per_call.count("retired_running"), 0u);
+
+  const std::string line = row_to_json_line(r);
+  EXPECT_NE(line.find("\"calls_stuck\": 1"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"workers_replaced\": 1"), std::string::npos) << line;
+  EXPECT_EQ(row_from_json_line(line), r);
 }
 
 TEST(Rows, SeedKeysComeFirstInSeedOrder) {
