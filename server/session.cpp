@@ -79,8 +79,8 @@ void session::stop() {
   // with Connection: close, and on_write closes once the response is out. A read or write
   // already pending gets at most the stop grace more (server_config::stop_grace: a slow
   // client must not hold up the exit for a whole idle timeout). A route running in the
-  // pool has no deadline here (the stop deadline in main.cpp bounds it), and its response
-  // write gets the grace period when it starts.
+  // pool has no deadline here (the stop deadline bounds it: stop_deadline.hpp), and its
+  // response write gets the grace period when it starts.
   if (phase_ != phase::handling) {
     deadline_ = std::min(deadline_, clock_type::now() + server_.config().stop_grace);
   }

@@ -81,7 +81,8 @@ int stop_and_time(server_process& server, std::chrono::milliseconds* took) {
 }
 
 TEST(StuckCallTest, StuckSsrGets504ThenJwtGets200OnTheReplacementWorker) {
-  server_process server(stuck_ssr_env("300", "2000"));
+  // 1 s: long enough that the /jwt after it is never taken for stuck on a loaded machine.
+  server_process server(stuck_ssr_env("1000", "2000"));
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
 
   connection c(server.port());
