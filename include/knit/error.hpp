@@ -7,25 +7,30 @@
 
 namespace knit {
 
+/// @brief Every way a call can fail without a value. A std::error_code enum: compare a
+/// result's error() with `knit::errc::...` directly. Zero is not used (success).
 enum class errc {
-  queue_full = 1,  // max_pending calls are already waiting; the call was not accepted
-  timed_out,       // the call's deadline passed (queue wait counted); a late result is discarded
-  cancelled,       // cancel() or shutdown(cancel) removed the call before it ran, or
-                   // shutdown's deadline passed (not started: never runs; running: result discarded)
-  shut_down,       // the pool is shutting down or shut down; the call was not accepted
-  task_failed,     // the task threw; the exception travels in the result
-  stuck,           // the call ran past stuck_after (its deadline had not passed: that is
-                   // timed_out); its worker was retired and replaced, a late result is discarded
+  queue_full = 1,  ///< max_pending calls are already waiting; the call was not accepted.
+  timed_out,       ///< The call's deadline passed (queue wait counted); a late result is discarded.
+  cancelled,       ///< cancel() or shutdown(cancel) removed the call before it ran, or shutdown's
+                   ///< deadline passed (not started: never runs; running: result discarded).
+  shut_down,       ///< The pool is shutting down or shut down; the call was not accepted.
+  task_failed,     ///< The task threw; the exception travels in the result.
+  stuck,           ///< The call ran past stuck_after (its deadline had not passed: that is
+                   ///< timed_out); its worker was retired and replaced, a late result is discarded.
 };
 
+/// The std::error_category of knit::errc (name "knit"); message() describes each value.
 const std::error_category& error_category() noexcept;
 
+/// Makes a std::error_code of error_category() from `e`; also what lets
+/// `std::error_code ec = knit::errc::...` and comparisons with errc compile.
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-// Thrown by pool_options::from_env / validate for bad configuration; what() names the
-// setting and the offending value.
+/// @brief Thrown by pool_options::from_env / validate (and so by pool's constructor) for bad
+/// configuration; what() names the setting and the offending value.
 class config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

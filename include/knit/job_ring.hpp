@@ -30,12 +30,19 @@
 
 namespace knit {
 
+/// @brief Bounded ring with one producer (the host) and any number of CAS-claiming
+/// consumers (the owning worker, and thieves when stealing is on): the host -> worker ring.
+///
+/// The protocol is at the top of this file.
+/// @tparam T a small trivially copyable type with lock-free atomics (the pool uses pointers).
 template <class T>
 class job_ring {
   static_assert(std::is_trivially_copyable_v<T>, "job_ring carries small trivially copyable values (pointers)");
   static_assert(std::atomic<T>::is_always_lock_free, "job_ring needs lock-free atomics of T");
 
  public:
+  /// A ring of `capacity` slots, rounded up to a power of two.
+  /// @throws std::invalid_argument if `capacity` is 0.
   explicit job_ring(std::size_t capacity)
       : capacity_(std::bit_ceil(capacity < 1 ? std::size_t{1} : capacity)),
         mask_(capacity_ - 1),
@@ -46,7 +53,7 @@ class job_ring {
   job_ring(const job_ring&) = delete;
   job_ring& operator=(const job_ring&) = delete;
 
-  // Producer only. Returns false when full (the value stays with the caller).
+  /// Producer only. Returns false when full (the value stays with the caller).
   bool try_push(T value) noexcept {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);  // only the producer writes it
     if (t - cached_head_ >= capacity_) {
@@ -58,7 +65,7 @@ class job_ring {
     return true;
   }
 
-  // Any thread. Returns false when empty.
+  /// Any thread. Claims the oldest value into `out`; returns false when empty.
   bool try_pop(T& out) noexcept {
     std::uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
@@ -73,16 +80,17 @@ class job_ring {
     }
   }
 
-  // Approximate depth; exact when called by the producer with no concurrent consumer.
+  /// Approximate depth; exact when called by the producer with no concurrent consumer.
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.load(std::memory_order_acquire);
     const std::uint64_t t = tail_.load(std::memory_order_acquire);
     return t > h ? static_cast<std::size_t>(t - h) : 0;
   }
+  /// size_approx() == 0.
   bool empty_approx() const noexcept { return size_approx() == 0; }
 
-  // Producer only: depth seen through the producer's cached head, refreshed only when the
-  // cache says "non-empty" (so an empty ring costs no remote cache-line read).
+  /// Producer only: depth seen through the producer's cached head, refreshed only when the
+  /// cache says "non-empty" (so an empty ring costs no remote cache-line read).
   std::size_t producer_size() noexcept {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);
     if (t == cached_head_) return 0;
@@ -90,6 +98,7 @@ class job_ring {
     return static_cast<std::size_t>(t - cached_head_);
   }
 
+  /// Slots in the ring (the constructor's capacity rounded up to a power of two).
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:

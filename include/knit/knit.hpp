@@ -1,6 +1,11 @@
 // knit: the map of the public headers.
 #pragma once
 
+/// @brief knit: a worker pool that keeps a single-threaded event loop fast when a few routes
+/// are heavy. Start at knit::pool (core) or knit::asio_host and knit::async_run
+/// (knit/asio.hpp, Boost.Asio).
+namespace knit {}
+
 #include "knit/call.hpp"       // call records and call_options (deadline)
 #include "knit/error.hpp"      // knit::errc, config_error
 #include "knit/job_ring.hpp"   // host -> worker ring: one producer, CAS-claiming consumers

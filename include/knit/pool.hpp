@@ -1,33 +1,7 @@
 // knit::pool: the host thread hands calls to N worker threads and gets results back on its
-// own thread. Public face and owner of the workers, rings, doorbells and backlog.
-//
-// Threading contract: the thread that constructs the pool is its host. submit, cancel,
-// drain, shutdown and stats must be called on the host thread; a call from any other
-// thread throws std::logic_error (checked, not assumed). Handlers always run on the host
-// thread, inside drain() (or shutdown(), which drains).
-//
-// Shutdown steps (pool.cpp, shutdown()):
-//   1. stop accepting: later submit() returns errc::shut_down;
-//   2. cancel mode only: every call not yet running is abandoned and its handler gets
-//      errc::cancelled;
-//   3. drain until every accepted call has been delivered AND every record has come back
-//      from the workers (a record is never freed while a worker may hold it). With a
-//      deadline, once it passes: calls not started are abandoned (errc::cancelled) and
-//      running ones given up (errc::cancelled, result discarded) through worker retirement;
-//   4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
-//      live workers; retired workers whose task has not returned are detached, never
-//      joined, and their records left to them (pool.cpp, "Retiring a worker").
-// Skipping 3 would free records a worker still holds; skipping the forced ring in 4 would
-// leave a worker parked forever and join() hanging.
-//
-// Stuck calls: with stuck_after set (pool_options, or per call), drain() declares a call
-// that has run longer stuck: errc::stuck (or errc::timed_out if its deadline passed) at
-// once, a fresh worker takes the seat, the queued calls move on. next_deadline() includes
-// the moment a running call would become stuck, so a host timer on it notices.
-//
-// Exception safety: submit gives the strong guarantee for the pool (on bad_alloc nothing
-// is counted, queued or leaked; fn, arg and handler, already moved in, are destroyed) and
-// rethrows. drain never allocates for delivery; a handler that throws terminates (call.hpp).
+// own thread. Public face and owner of the workers, rings, doorbells and backlog. Its
+// threading contract, shutdown steps, stuck calls and exception safety are documented on
+// class pool below.
 #pragma once
 
 #include <chrono>
@@ -48,44 +22,86 @@
 
 namespace knit {
 
+/// How pool::shutdown() treats calls that are not finished.
 enum class shutdown_mode {
-  drain,   // finish every accepted call, deliver every result
-  cancel,  // calls not yet running fail with errc::cancelled; running ones finish
+  drain,   ///< Finish every accepted call, deliver every result.
+  cancel,  ///< Calls not yet running fail with errc::cancelled; running ones finish.
 };
 
-// What shutdown(mode, deadline) gave up on. All zero when everything finished in time.
+/// @brief What pool::shutdown(mode, deadline) gave up on. All zero (and deadline_passed
+/// false) when everything finished in time.
 struct shutdown_report {
-  bool deadline_passed = false;
-  std::size_t cancelled_at_deadline = 0;  // not started by the deadline: errc::cancelled
-  std::size_t abandoned_running = 0;      // running at the deadline: errc::cancelled, result discarded
-  std::size_t threads_detached = 0;       // retired workers still in their task (stuck or abandoned);
-                                          // each keeps its record and frees it if the task returns
-  std::string describe() const;           // one line for a log
+  bool deadline_passed = false;           ///< The deadline passed before every call was delivered.
+  std::size_t cancelled_at_deadline = 0;  ///< Calls not started by the deadline: errc::cancelled, never run.
+  std::size_t abandoned_running = 0;      ///< Calls running at the deadline: errc::cancelled, result discarded.
+  std::size_t threads_detached = 0;       ///< Retired workers still in their task (stuck or abandoned), detached,
+                                          ///< never joined; each keeps its record and frees it if the task returns.
+  /// One line for a log: what was cancelled, abandoned and detached.
+  std::string describe() const;
 };
 
 namespace detail {
 class pool_impl;
 }
 
+/// @brief The host thread hands calls to N worker threads and gets results back on its
+/// own thread.
+///
+/// **Threading contract.** The thread that constructs the pool is its host. submit,
+/// cancel, drain, poll and shutdown must be called on the host thread; a call from any
+/// other thread throws std::logic_error (checked, not assumed). pending, stats,
+/// next_deadline and call_time_estimate read host-only state unchecked: call them on the
+/// host thread too. Handlers always run on the host thread, inside drain() (or shutdown(),
+/// which drains).
+///
+/// **Shutdown steps** (src/pool.cpp, shutdown()):
+/// 1. stop accepting: later submit() returns errc::shut_down;
+/// 2. cancel mode only: every call not yet running is abandoned and its handler gets
+///    errc::cancelled;
+/// 3. drain until every accepted call has been delivered AND every record has come back
+///    from the workers (a record is never freed while a worker may hold it). With a
+///    deadline, once it passes: calls not started are abandoned (errc::cancelled) and
+///    running ones given up (errc::cancelled, result discarded) through worker retirement;
+/// 4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
+///    live workers; retired workers whose task has not returned are detached, never
+///    joined, and their records left to them (src/pool.cpp, "Retiring a worker").
+///
+/// Skipping 3 would free records a worker still holds; skipping the forced ring in 4 would
+/// leave a worker parked forever and join() hanging.
+///
+/// **Stuck calls.** With stuck_after set (pool_options, or per call), drain() declares a
+/// call that has run longer stuck: errc::stuck (or errc::timed_out if its deadline passed)
+/// at once, a fresh worker takes the seat, the queued calls move on. next_deadline()
+/// includes the moment a running call would become stuck, so a host timer on it notices.
+///
+/// **Exception safety.** submit gives the strong guarantee for the pool (on bad_alloc
+/// nothing is counted, queued or leaked; fn, arg and handler, if already moved in, are
+/// destroyed) and rethrows. drain never allocates for delivery; a handler that throws
+/// terminates (it is called from a noexcept function).
 class pool {
  public:
-  // Starts options.threads workers. Throws config_error for invalid options.
+  /// Starts options.threads workers; the calling thread becomes the host.
+  /// @throws config_error for invalid options (pool_options::validate()).
   explicit pool(pool_options options = {});
-  // shutdown(drain, now + options.stop_timeout) if not done yet (unbounded when
-  // stop_timeout is zero); prints one line to stderr if it had to abandon anything. May
-  // run on any thread, but must not race host calls.
+  /// shutdown(drain, now + options.stop_timeout) if not done yet (unbounded when
+  /// stop_timeout is zero); prints one line to stderr if it had to abandon anything. May
+  /// run on any thread, but must not race host calls.
   ~pool();
 
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
 
-  // Queues fn(std::move(arg)) on a worker. `handler(knit::result<R>)` is called exactly
-  // once, on the host thread, from drain(): with the value, or with errc::task_failed and
-  // the exception if fn threw, or errc::timed_out / errc::cancelled / errc::stuck.
-  // fn, arg and handler are moved into the call record (no copies of a request body).
-  // Returns errc::queue_full (max_pending reached) or errc::shut_down without calling
-  // the handler; otherwise an empty error_code, and *id (if given) names the call for
-  // cancel(). Host thread only.
+  /// Queues `fn(std::move(arg))` on a worker. `handler(knit::result<R>)` is called exactly
+  /// once, on the host thread, from drain(): with the value, or with errc::task_failed and
+  /// the exception if fn threw, or errc::timed_out / errc::cancelled / errc::stuck.
+  /// fn, arg and handler are moved into the call record (no copies of a request body).
+  ///
+  /// Returns errc::queue_full (max_pending reached) or errc::shut_down without calling the
+  /// handler and without moving from fn, arg or handler: the rejection is decided before
+  /// they are touched, so the caller still owns them (async_run relies on this to complete
+  /// the rejected operation through its own handler). Otherwise returns an empty
+  /// error_code, and `*id` (if given) names the call for cancel(). Host thread only.
+  /// @throws std::logic_error off the host thread; std::bad_alloc (see "Exception safety").
   template <class Fn, class Arg, class Handler>
   std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
                          call_id* id = nullptr) {
@@ -117,45 +133,55 @@ class pool {
     return {};
   }
 
-  // Abandons a call that has not started running: its handler gets errc::cancelled before
-  // cancel() returns. Returns false if the call already ran, is running, or is unknown.
+  /// Abandons a call that has not started running: its handler gets errc::cancelled before
+  /// cancel() returns. Returns false if the call already ran, is running, or is unknown.
+  /// Host thread only.
   bool cancel(call_id id);
 
-  // An eventfd that becomes readable when results are waiting. Watch it in the host's
-  // event loop and call drain() when it fires (knit/asio.hpp does this for Asio).
+  /// An eventfd that becomes readable when results are waiting. Watch it in the host's
+  /// event loop and call drain() when it fires (knit/asio.hpp does this for Asio).
   int completion_fd() const noexcept;
 
-  // Delivers every waiting result and expired deadline, then moves backlogged calls into
-  // free ring slots. Returns the number of handlers called. Host thread only.
+  /// Delivers every waiting result, expired deadline and stuck call, then moves backlogged
+  /// calls into free ring slots. Returns the number of handlers called. Host thread only;
+  /// called from inside a handler it returns 0 (the outer drain finishes the round).
   std::size_t drain();
 
-  // drain() without touching the completion eventfd: for a host that busy-polls instead of
-  // waiting on completion_fd() (benchmarks, spin-then-block loops). Host thread only.
+  /// drain() without touching the completion eventfd: for a host that busy-polls instead of
+  /// waiting on completion_fd() (benchmarks, spin-then-block loops). Host thread only.
   std::size_t poll();
 
-  // Accepted calls whose handler has not been called yet.
+  /// Accepted calls whose handler has not been called yet.
   std::size_t pending() const noexcept;
 
-  // The host's running estimate of how long one call runs on a worker (an EWMA with weight
-  // 1/8 over the calls that came back; zero until the first one). Admission control uses
-  // it to turn pending() into an expected queueing delay.
+  /// The host's running estimate of how long one call runs on a worker (an EWMA with weight
+  /// 1/8 over the calls that came back; zero until the first one). Dispatch compares it
+  /// with pool_options::wake_cost_us; admission control can use it to turn pending() into
+  /// an expected queueing delay.
   std::chrono::nanoseconds call_time_estimate() const noexcept;
 
-  // The earliest deadline among pending calls, if any (the host loop arms a timer on it
-  // and calls drain() when it passes).
+  /// The earliest deadline among pending calls, or the moment a running call would become
+  /// stuck if sooner; empty if none. The host loop arms a timer on it and calls drain()
+  /// when it passes.
   std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
 
-  // See "Shutdown steps" above. Idempotent. Host thread only; not from inside a handler.
-  // Without a deadline it waits for every call that is not stuck (stuck ones are retired
-  // at stuck_after as usual; with stuck_after zero, a task that never returns blocks it).
+  /// Stops the pool: see "Shutdown steps" above. Idempotent. Host thread only; not from
+  /// inside a handler. Without a deadline it waits for every call that is not stuck (stuck
+  /// ones are retired at stuck_after as usual; with stuck_after zero, a task that never
+  /// returns blocks it).
   void shutdown(shutdown_mode mode = shutdown_mode::drain);
-  // The same, but returns by `deadline` (plus the time to join workers that are idle or
-  // skipping abandoned calls): see step 3. A second call returns an empty report.
+  /// The same, but returns by `deadline` (plus the time to join workers that are idle or
+  /// skipping abandoned calls): see step 3. Returns what it gave up on; a second call
+  /// returns an empty report.
   shutdown_report shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline);
+  /// False once shutdown() has begun: submit() then returns errc::shut_down.
   bool accepting() const noexcept;
 
+  /// A snapshot of the host's and every worker's counters.
   pool_stats stats() const;
+  /// The options the pool was built with.
   const pool_options& options() const noexcept;
+  /// One line for a log: options().describe().
   std::string describe() const;
 
  private:

@@ -24,9 +24,15 @@
 
 namespace knit {
 
+/// @brief Bounded single-producer/single-consumer ring: the worker -> host completion ring.
+///
+/// One thread pushes, one thread pops; the protocol is at the top of this file.
+/// @tparam T the element type (moved in and out).
 template <class T>
 class spsc_ring {
  public:
+  /// A ring of `capacity` slots, rounded up to a power of two.
+  /// @throws std::invalid_argument if `capacity` is 0.
   explicit spsc_ring(std::size_t capacity)
       : capacity_(std::bit_ceil(capacity < 1 ? std::size_t{1} : capacity)),
         mask_(capacity_ - 1),
@@ -37,7 +43,7 @@ class spsc_ring {
   spsc_ring(const spsc_ring&) = delete;
   spsc_ring& operator=(const spsc_ring&) = delete;
 
-  // Producer only. Returns false when full; `value` is left untouched then.
+  /// Producer only. Moves `value` in; returns false when full, `value` left untouched then.
   bool try_push(T&& value) {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);  // only the producer writes it
     if (t - producer_cached_head_ >= capacity_) {
@@ -48,13 +54,14 @@ class spsc_ring {
     tail_.store(t + 1, std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
     return true;
   }
+  /// Producer only. Pushes a copy of `value`; returns false when full.
   bool try_push(const T& value) {
     T copy(value);
     return try_push(std::move(copy));
   }
 
-  // Producer only: true if the next try_push cannot fail (the consumer only frees slots,
-  // so room seen now stays until the producer itself pushes).
+  /// Producer only: true if the next try_push cannot fail (the consumer only frees slots,
+  /// so room seen now stays until the producer itself pushes).
   bool producer_has_room() noexcept {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);
     if (t - producer_cached_head_ < capacity_) return true;
@@ -62,7 +69,7 @@ class spsc_ring {
     return t - producer_cached_head_ < capacity_;
   }
 
-  // Consumer only. Returns false when empty.
+  /// Consumer only. Moves the oldest value into `out`; returns false when empty.
   bool try_pop(T& out) {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);  // only the consumer writes it
     if (h == consumer_cached_tail_) {
@@ -76,12 +83,13 @@ class spsc_ring {
     return true;
   }
 
-  // Either side; approximate while the other side runs.
+  /// Values in the ring. Either side; approximate while the other side runs.
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.load(std::memory_order_acquire);
     const std::uint64_t t = tail_.load(std::memory_order_acquire);
     return t > h ? static_cast<std::size_t>(t - h) : 0;
   }
+  /// Slots in the ring (the constructor's capacity rounded up to a power of two).
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:

@@ -7,42 +7,50 @@
 
 namespace knit {
 
-// One worker's counters. Each is written only by its worker (relaxed), so reading them
-// costs the worker nothing but a private cache line.
+/// @brief One worker seat's counters, as copied by pool::stats().
+///
+/// Each is written only by its worker (relaxed), so keeping them costs the worker nothing
+/// but a private cache line. They only grow; the pool never resets them.
 struct worker_stats {
-  std::uint64_t calls_run = 0;           // calls this worker executed (own + stolen)
-  std::uint64_t calls_stolen = 0;        // of those, taken from a peer's ring
-  std::uint64_t calls_skipped = 0;       // abandoned calls (cancelled/timed out) handed back unrun
-  std::uint64_t spin_hits = 0;           // spins that caught work before the budget ran out
-  std::uint64_t spins = 0;               // spin rounds started
-  std::uint64_t parks = 0;               // futex waits entered
-  std::uint64_t wakes_doorbell = 0;      // parks ended by a doorbell (host or peer)
-  std::uint64_t wakes_timeout = 0;       // parks ended by park_ms expiring
-  std::uint64_t peer_wakes = 0;          // FUTEX_WAKE syscalls this worker issued for a peer
-  std::uint64_t completion_signals = 0;  // eventfd writes to wake the host (coalesced)
+  std::uint64_t calls_run = 0;           ///< Calls this worker executed (its own and stolen ones).
+  std::uint64_t calls_stolen = 0;        ///< Of calls_run, those taken from a peer's ring.
+  std::uint64_t calls_skipped = 0;       ///< Abandoned calls (cancelled, timed out) handed back unrun.
+  std::uint64_t spin_hits = 0;           ///< Spin rounds that caught work before the budget ran out.
+  std::uint64_t spins = 0;               ///< Spin rounds started.
+  std::uint64_t parks = 0;               ///< Futex waits entered.
+  std::uint64_t wakes_doorbell = 0;      ///< Parks ended by a doorbell (host or peer).
+  std::uint64_t wakes_timeout = 0;       ///< Parks ended by park_ms expiring.
+  std::uint64_t peer_wakes = 0;          ///< FUTEX_WAKE syscalls this worker issued for a peer.
+  std::uint64_t completion_signals = 0;  ///< Eventfd writes to wake the host (coalesced: one per batch).
 };
 
+/// @brief A snapshot of a pool's counters: the host's own, plus one worker_stats per worker.
+///
+/// Returned by pool::stats(); to_json() renders it. Counters only grow, except
+/// retired_running, which is a level.
 struct pool_stats {
-  unsigned threads = 0;
+  unsigned threads = 0;                  ///< Worker seats (pool_options::threads).
   // Host side.
-  std::uint64_t calls_submitted = 0;     // accepted by submit()
-  std::uint64_t calls_completed = 0;     // handlers called, any outcome
-  std::uint64_t calls_rejected = 0;      // submit() refused (queue_full / shut_down)
-  std::uint64_t calls_backlogged = 0;    // had to wait in the host backlog (ring full)
-  std::uint64_t calls_cancelled = 0;
-  std::uint64_t calls_timed_out = 0;
-  std::uint64_t calls_failed = 0;        // task threw
-  std::uint64_t host_wakes = 0;          // FUTEX_WAKE syscalls issued by the host
-  std::uint64_t completion_batches = 0;  // drain() rounds that found at least one result
-  std::uint64_t calls_stuck = 0;         // running calls given up on (stuck_after or shutdown's deadline)
-  std::uint64_t workers_replaced = 0;    // retired workers whose seat got a fresh thread
-  std::uint64_t retired_running = 0;     // retired workers whose stuck task has not returned (now)
-  std::vector<worker_stats> workers;
+  std::uint64_t calls_submitted = 0;     ///< Calls accepted by submit().
+  std::uint64_t calls_completed = 0;     ///< Handlers called, any outcome.
+  std::uint64_t calls_rejected = 0;      ///< submit() refusals (errc::queue_full, errc::shut_down).
+  std::uint64_t calls_backlogged = 0;    ///< Calls that waited in the host backlog (every ring full).
+  std::uint64_t calls_cancelled = 0;     ///< Handlers given errc::cancelled (cancel(), shutdown).
+  std::uint64_t calls_timed_out = 0;     ///< Handlers given errc::timed_out (call_options::timeout).
+  std::uint64_t calls_failed = 0;        ///< Tasks that threw (handler given errc::task_failed).
+  std::uint64_t host_wakes = 0;          ///< FUTEX_WAKE syscalls issued by the host.
+  std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
+  std::uint64_t calls_stuck = 0;         ///< Running calls given up on (stuck_after or shutdown's deadline).
+  std::uint64_t workers_replaced = 0;    ///< Retired workers whose seat got a fresh thread.
+  std::uint64_t retired_running = 0;     ///< Retired workers whose stuck task has not returned yet (a level, not a count).
+  std::vector<worker_stats> workers;     ///< One per worker seat, in seat order; a replacement worker continues its seat's counts.
 
-  worker_stats totals() const;  // sum over workers
+  /// The sum of every worker's counters.
+  worker_stats totals() const;
 };
 
-// {"threads":N,"totals":{...host and summed worker counters...},"workers":[{...},...]}
+/// @brief Renders `stats` as one line of JSON:
+/// `{"threads":N,"totals":{...host and summed worker counters...},"workers":[{...},...]}`.
 std::string to_json(const pool_stats& stats);
 
 }  // namespace knit
