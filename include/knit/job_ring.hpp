@@ -33,7 +33,7 @@ namespace knit {
 /// @brief Bounded ring with one producer (the host) and any number of CAS-claiming
 /// consumers (the owning worker, and thieves when stealing is on): the host -> worker ring.
 ///
-/// The protocol is at the top of this file.
+/// The protocol, and why its slot load before the CAS is safe, open knit/job_ring.hpp.
 /// @tparam T a small trivially copyable type with lock-free atomics (the pool uses pointers).
 template <class T>
 class job_ring {

@@ -26,7 +26,7 @@ namespace knit {
 
 /// @brief Bounded single-producer/single-consumer ring: the worker -> host completion ring.
 ///
-/// One thread pushes, one thread pops; the protocol is at the top of this file.
+/// One thread pushes, one thread pops; the protocol opens knit/spsc_ring.hpp.
 /// @tparam T the element type (moved in and out).
 template <class T>
 class spsc_ring {
