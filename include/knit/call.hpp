@@ -30,12 +30,16 @@
 
 namespace knit {
 
-using call_id = std::uint64_t;  // 0 = no call
+/// Names an accepted call for pool::cancel(); 0 = no call.
+using call_id = std::uint64_t;
 
+/// @brief Per-call settings, passed to pool::submit() (or asio_host::submit, async_run).
 struct call_options {
-  // Deadline measured from submit(): queue wait counts. zero = none.
+  /// Deadline measured from submit(), so queue wait counts; when it passes the handler gets
+  /// errc::timed_out at once (a running call finishes and its result is discarded).
+  /// Zero = none.
   std::chrono::steady_clock::duration timeout{0};
-  // Running longer than this = stuck (pool_options::stuck_after). zero = the pool's.
+  /// Running longer than this = stuck (see pool_options::stuck_after). Zero = the pool's.
   std::chrono::steady_clock::duration stuck_after{0};
 };
 
@@ -73,7 +77,6 @@ class call_base {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::int64_t stuck_after_ns = 0;  // 0 = never stuck
   bool delivered = false;   // the handler has been called
-  bool in_ring = false;     // a worker ring (or a worker) holds the pointer
   // Written by the worker in run(), read by the host after the record came back through
   // the done ring (whose release/acquire publishes it).
   bool threw = false;
