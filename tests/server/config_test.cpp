@@ -133,6 +133,14 @@ TEST(Config, BadAdmissionValuesNameTheVariable) {
   }
 }
 
+TEST(Config, StopGraceNeverExceedsTheStopTimeout) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(server_config{}.stop_grace, milliseconds(5000));
+  EXPECT_EQ(stop_grace_for(milliseconds(10'000)), milliseconds(5000));  // the default timeout
+  EXPECT_EQ(stop_grace_for(milliseconds(500)), milliseconds(500));
+  EXPECT_EQ(stop_grace_for(milliseconds(0)), milliseconds(5000));       // 0: no bound
+}
+
 TEST(Config, ModeNames) {
   EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
   EXPECT_EQ(to_string(exec_mode::pooled), "pooled");
