@@ -9,7 +9,13 @@ namespace knit_server {
 
 queue_state heavy_dispatch::queue() const noexcept {
   const knit::pool& pool = host_->get_pool();
-  return {pool.pending(), pool.options().threads, pool.call_time_estimate()};
+  return {pool.pending(), pool.options().threads, pool.call_time_estimate(), meter_.interval()};
+}
+
+void heavy_dispatch::on_completion() noexcept {
+  // The pool has already counted this call out of pending() when its handler runs.
+  const knit::pool& pool = host_->get_pool();
+  meter_.on_completion(service_meter::clock::now(), pool.pending(), pool.options().threads);
 }
 
 heavy_output heavy_dispatch::from_error(std::error_code ec) {

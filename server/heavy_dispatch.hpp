@@ -47,7 +47,8 @@ class heavy_dispatch {
   bool pooled() const noexcept { return host_ != nullptr; }
 
   // The pool's load as admission control sees it (calls pending, workers, the pool's
-  // estimate of one call's run time). Pooled mode only; host thread only.
+  // estimate of one call's run time, the measured service interval). Pooled mode only;
+  // host thread only.
   queue_state queue() const noexcept;
 
   // Runs route `r` (ssr or jwt) on `body`, which is moved into the job, and calls
@@ -78,8 +79,12 @@ class heavy_dispatch {
   //   anything else (task_failed)   500, as failed().
   static heavy_output from_error(std::error_code ec);
 
+  // Feeds one completion to meter_ (pooled mode, host thread, from the completion handler).
+  void on_completion() noexcept;
+
   knit::asio_host* host_;
   const server_config& cfg_;
+  service_meter meter_;  // completions of the pool's calls, for queue().service_interval
 };
 
 template <class Done>
@@ -101,9 +106,12 @@ std::error_code heavy_dispatch::start(route r, std::string&& body, Done&& done) 
 
   // Pooled: the body string moves into the call record and from there into the job; the
   // rendered body comes back by move inside the result. Nothing is copied either way.
+  // `this` outlives every handler: main() shuts the pool down (every handler called) before
+  // dispatch goes out of scope, which the sessions' handlers need of the server as well.
   return host_->submit(
       job, std::move(body),
-      [done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+      [this, done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+        on_completion();
         done(result.ok() ? std::move(result.value()) : from_error(result.error()));
       },
       knit::call_options{});
