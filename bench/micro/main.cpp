@@ -1,10 +1,13 @@
-// knit-micro: runs every micro-benchmark in one process (so results compare as ratios) and
-// prints the machine layout first. Flags are Google Benchmark's.
+// knit-micro: runs every micro-benchmark in one process (so results compare as ratios),
+// prints the machine layout first and, last, the peer table (peer_table.hpp): knit's figure
+// beside each peer's from this same run. Flags are Google Benchmark's.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 
 #include "bench_support.hpp"
+#include "peer_table.hpp"
 
 int main(int argc, char** argv) {
   const auto l = knit_bench::layout();
@@ -12,7 +15,13 @@ int main(int argc, char** argv) {
               l.worker, ::sysconf(_SC_NPROCESSORS_ONLN));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  knit_bench::peer_table_reporter reporter(::isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                                    : benchmark::ConsoleReporter::OO_Tabular);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  if (!reporter.rows().empty()) {
+    std::printf("\nPeers, same run, same pinning (host CPU %d, one worker on CPU %d):\n\n%s", l.host, l.worker,
+                knit_bench::render_peer_table(reporter.rows()).c_str());
+  }
   return 0;
 }
