@@ -1,11 +1,13 @@
-// CPU accounting for a process from /proc (ticks and schedstat), its thread count,
-// and a description of the machine (lscpu, uname).
+// CPU accounting for a process from /proc (ticks and schedstat), its thread count, the
+// whole machine's busy CPU from /proc/stat, and a description of the machine (lscpu, uname).
 #include "driver/cpu_sampler.hpp"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -86,6 +88,49 @@ CpuDelta cpu_delta(const CpuSample& a, const CpuSample& b) {
   if (a.sched_s && b.sched_s) d.sched_s = *b.sched_s - *a.sched_s;
   d.wall_s = b.wall_s - a.wall_s;
   return d;
+}
+
+MachineCpuSample parse_proc_stat(const std::string& text, double ticks_per_s) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    // The aggregate line is "cpu" then spaces; "cpu0".. are per-CPU lines.
+    if (line.size() < 4 || line.compare(0, 4, "cpu ") != 0) continue;
+    std::istringstream fs(line.substr(4));
+    std::vector<double> f;
+    double v = 0;
+    while (fs >> v) f.push_back(v);
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    if (f.size() < 8) throw std::runtime_error("/proc/stat: short cpu line: " + line);
+    MachineCpuSample s;
+    s.busy_s = (f[0] + f[1] + f[2] + f[5] + f[6]) / ticks_per_s;
+    s.steal_s = f[7] / ticks_per_s;
+    s.wall_s = now_s();
+    return s;
+  }
+  throw std::runtime_error("/proc/stat: no aggregate cpu line");
+}
+
+MachineCpuSample sample_machine_cpu() {
+  std::ifstream in("/proc/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  static const double tck = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return parse_proc_stat(text.str(), tck);
+}
+
+double own_and_reaped_children_cpu_s() {
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  return secs(self.ru_utime) + secs(self.ru_stime) + secs(children.ru_utime) + secs(children.ru_stime);
+}
+
+double foreign_cores(const MachineCpuSample& a, const MachineCpuSample& b, double server_cpu_s, double own_cpu_s) {
+  const double wall = b.wall_s - a.wall_s;
+  if (wall <= 0) return 0;
+  return std::max(0.0, (b.busy_s - a.busy_s - server_cpu_s - own_cpu_s) / wall);
 }
 
 MachineInfo machine_info() {

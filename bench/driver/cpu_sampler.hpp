@@ -1,4 +1,5 @@
-// CPU accounting for a process from /proc (ticks and schedstat), its thread count,
+// CPU accounting for a process from /proc (ticks and schedstat), its thread count, the
+// whole machine's busy CPU from /proc/stat (to tell how much of a window went to others),
 // and a description of the machine (lscpu, uname).
 #pragma once
 
@@ -32,6 +33,31 @@ struct CpuDelta {
   const char* source() const { return sched_s ? "schedstat" : "stat_ticks"; }
 };
 CpuDelta cpu_delta(const CpuSample& a, const CpuSample& b);
+
+// The whole machine's CPU from the aggregate "cpu" line of /proc/stat, in seconds.
+// busy = user + nice + system + irq + softirq (guest time is already inside user/nice);
+// idle and iowait are not busy; steal (a hypervisor running someone else on our vCPUs) is
+// kept apart: it slows a window without being a process on this machine.
+struct MachineCpuSample {
+  double busy_s = 0;
+  double steal_s = 0;
+  double wall_s = 0;  // steady clock when the sample was taken
+};
+
+// Parses the text of /proc/stat; ticks are divided by ticks_per_s (CLK_TCK).
+// Throws std::runtime_error when there is no aggregate "cpu" line with >= 8 fields.
+MachineCpuSample parse_proc_stat(const std::string& text, double ticks_per_s);
+// Reads /proc/stat now.
+MachineCpuSample sample_machine_cpu();
+
+// CPU of this process and of its children that have been waited for (getrusage SELF +
+// CHILDREN), in seconds: over a window, the driver plus the load generator it reaped.
+double own_and_reaped_children_cpu_s();
+
+// Cores of CPU the machine spent outside the measured processes over a window:
+// (machine busy - server - driver and generator) / wall, floored at 0 (tick rounding can
+// make the difference slightly negative on an otherwise idle machine).
+double foreign_cores(const MachineCpuSample& a, const MachineCpuSample& b, double server_cpu_s, double own_cpu_s);
 
 struct MachineInfo {
   std::string model;     // lscpu "Model name" (or /proc/cpuinfo)

@@ -46,6 +46,11 @@ run options:
   --append             add rows to an existing --out directory
   --no-charts          skip the gnuplot charts
   --lock PATH          single-instance lock file (default /tmp/knit-bench.lock)
+  --foreign-max C      a window in which the machine spent more than C cores outside the
+                       server, knit-load and knit-bench (from /proc/stat) is measured again
+                       (default 0.1)
+  --foreign-retries N  at most N times (default 2); the quietest attempt is kept, and
+                       flagged in its row and the report if still over --foreign-max
 
 Plans are JSON arrays of cases:
   {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled","threads":4,
@@ -199,6 +204,8 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else if (a == "--append") cfg.append = true;
     else if (a == "--no-charts") cfg.charts = false;
     else if (a == "--lock") cfg.lock_path = value();
+    else if (a == "--foreign-max") cfg.foreign_max = seconds_arg(a, value());
+    else if (a == "--foreign-retries") cfg.foreign_retries = int_arg(a, value(), 0, 100);
     else usage_error("run: unknown argument " + a);
   }
   for (const auto& p : profiles)

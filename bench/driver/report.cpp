@@ -21,6 +21,7 @@ namespace json = boost::json;
 using Lines = std::ostringstream;
 
 const char* const kRoutes[] = {"ping", "ssr", "jwt"};
+const char* const kForeignMark = " \u26a0";
 
 std::optional<double> opt_d(const std::optional<long long>& v) {
   if (!v) return std::nullopt;
@@ -34,6 +35,16 @@ Stat total(const Config& c) {
 }
 Stat rps_core(const Config& c) { return c.stat([](const Row& r) { return opt_d(r.rps_per_core); }); }
 Stat cpu_us(const Config& c) { return c.stat([](const Row& r) { return opt_d(r.cpu_us_per_req); }); }
+
+// Next to every figure that rests on a window the machine was busy elsewhere during
+// (Row::foreign_flagged), explained by foreign_load_note().
+bool any_foreign_flagged(const Config& c) {
+  for (const Row* r : c.reps)
+    if (r->foreign_flagged.value_or(false)) return true;
+  return false;
+}
+std::string mark(const Config& c) { return any_foreign_flagged(c) ? kForeignMark : ""; }
+std::string label_of(const Config& c) { return c.label + mark(c); }
 
 std::string row(const std::vector<std::string>& cells) {
   std::string s = "|";
@@ -118,13 +129,13 @@ void section_a(Lines& md, const std::vector<Config>& cs, const Scope& sat) {
   for (const Config* c : rows) {
     Stat t = total(*c);
     std::string vs = (c == base || !base_total || !t) ? "-" : pct_change(base_total.median, t.median);
-    md << row({c->label, cell(c->route("ping", &RouteStats::rps), 0), cell(c->route("ssr", &RouteStats::rps), 0),
+    md << row({label_of(*c), cell(c->route("ping", &RouteStats::rps), 0), cell(c->route("ssr", &RouteStats::rps), 0),
                cell(c->route("jwt", &RouteStats::rps), 0), cell(t, 0), vs, cell(idle(*c), 3), cell(cores(*c), 2),
                cell(rps_core(*c), 0), cell(cpu_us(*c), 0)});
   }
   md << "\nLatency under the same saturating load (p50 / p99, ms):\n\n";
   md << header({"pool", "/ping", "/ssr", "/jwt"});
-  for (const Config* c : rows) md << row({c->label, lat_pair(*c, "ping"), lat_pair(*c, "ssr"), lat_pair(*c, "jwt")});
+  for (const Config* c : rows) md << row({label_of(*c), lat_pair(*c, "ping"), lat_pair(*c, "ssr"), lat_pair(*c, "jwt")});
   bool deep = false;
   for (const Config* c : rows)
     if (c->route_opt("ping", &RouteStats::p999)) deep = true;
@@ -133,7 +144,7 @@ void section_a(Lines& md, const std::vector<Config>& cs, const Scope& sat) {
           "read it with the repetition spread:\n\n";
     md << header({"pool", "/ping", "/ssr", "/jwt"});
     for (const Config* c : rows) {
-      std::vector<std::string> cells = {c->label};
+      std::vector<std::string> cells = {label_of(*c)};
       for (const char* r : kRoutes)
         cells.push_back(cell(c->route_opt(r, &RouteStats::p90), 2) + " / " + cell(c->route_opt(r, &RouteStats::p999), 2) +
                         " / " + cell(c->route_opt(r, &RouteStats::max), 2));
@@ -194,7 +205,7 @@ void section_b(Lines& md, const std::vector<Config>& cs, const Scope& rate) {
     md << "**/" << r << "**" << (std::string(r) == "ping" ? " (never touches the pool)" : "") << "\n\n";
     md << header({"config", "p50", "p99", "server cores", "idle cores"});
     for (const Config* c : rows)
-      md << row({c->label, cell(c->route(r, &RouteStats::p50), 2), cell(c->route(r, &RouteStats::p99), 2),
+      md << row({label_of(*c), cell(c->route(r, &RouteStats::p50), 2), cell(c->route(r, &RouteStats::p99), 2),
                  cell(cores(*c), 2), cell(idle(*c), 3)});
     md << "\n";
   }
@@ -261,10 +272,10 @@ void section_c(Lines& md, const std::vector<Config>& cs, const Scope& sat, const
       std::string n = c->threads == last_n ? "" : std::to_string(c->threads);
       last_n = c->threads;
       if (is_sat)
-        md << row({n, b(c->policy_label), b(cell(idle(*c), 3)), b(cell(cores(*c), 2)), b(cell(rps_core(*c), 0)),
+        md << row({n, b(c->policy_label) + mark(*c), b(cell(idle(*c), 3)), b(cell(cores(*c), 2)), b(cell(rps_core(*c), 0)),
                    b(cell(cpu_us(*c), 0))});
       else
-        md << row({n, b(c->policy_label), b(cell(idle(*c), 3)), b(cell(cores(*c), 2)), b(cell(cpu_us(*c), 0)),
+        md << row({n, b(c->policy_label) + mark(*c), b(cell(idle(*c), 3)), b(cell(cores(*c), 2)), b(cell(cpu_us(*c), 0)),
                    b(cell(c->route("ssr", &RouteStats::p99), 2))});
     }
     md << "\n";
@@ -375,7 +386,7 @@ void pool_counter_section(Lines& md, const std::vector<Config>& cs, const std::s
   for (const auto& k : stuck_cols) head.push_back(k);
   md << header(head);
   for (const Config* c : v) {
-    std::vector<std::string> cells = {c->label, c->policy_label, c->mode,
+    std::vector<std::string> cells = {label_of(*c), c->policy_label, c->mode,
                                       cell(c->stat([](const Row& r) -> std::optional<double> {
                                         auto it = r.pool_counters.find("calls_submitted");
                                         if (it == r.pool_counters.end()) return std::nullopt;
@@ -449,12 +460,12 @@ void sweep_section(Lines& md, const std::vector<Config>& cs, const std::string& 
     Scope s{profile, cost, "sat"};
     const Config* in = inline_config(cs, s);
     Stat base = in ? total(*in) : Stat{};
-    std::vector<std::string> cells = {std::to_string(cost), cell(base, 0)};
+    std::vector<std::string> cells = {std::to_string(cost), cell(base, 0) + (in ? mark(*in) : "")};
     std::optional<double> best;
     for (int n : sizes) {
       const Config* c = seed_policy_config(cs, s, n);
       Stat t = c ? total(*c) : Stat{};
-      cells.push_back(cell(t, 0));
+      cells.push_back(cell(t, 0) + (c ? mark(*c) : ""));
       if (t && (!best || t.median > *best)) best = t.median;
     }
     cells.push_back(base && best ? pct_change(base.median, *best) : "-");
@@ -535,6 +546,41 @@ std::string ratio_text(double old_value, double new_value, bool higher_is_better
   return x >= 1 ? fmt(x) + "x less" : fmt(1 / x) + "x more";
 }
 
+std::string foreign_load_note(const std::vector<Row>& rows) {
+  int measured = 0, reran = 0;
+  double worst = 0;
+  std::vector<const Row*> flagged;
+  for (const Row& r : rows) {
+    if (!r.foreign_cores) continue;
+    ++measured;
+    worst = std::max(worst, *r.foreign_cores);
+    if (r.foreign_reruns.value_or(0) > 0) ++reran;
+    if (r.foreign_flagged.value_or(false)) flagged.push_back(&r);
+  }
+  if (measured == 0) return "";
+  Lines md;
+  md << "Foreign load: each window recorded the CPU the machine spent outside the server, the load generator and "
+        "the driver (`foreign_cores`, from `/proc/stat`); at most "
+     << fixed(worst, 2) << " cores over " << measured << " window(s)";
+  if (reran) md << "; " << reran << " case(s) were measured again because another job was using the machine";
+  md << ".";
+  if (flagged.empty()) {
+    md << " No window stayed over the limit.\n\n";
+    return md.str();
+  }
+  md << "\n\n>" << kForeignMark << " " << flagged.size()
+     << " window(s) stayed over the limit after their reruns; figures resting on them are marked" << kForeignMark
+     << " and may be low: ";
+  for (size_t i = 0; i < flagged.size(); ++i) {
+    const Row& r = *flagged[i];
+    md << (i ? "; " : "") << r.tag << " " << r.mode;
+    if (r.extra_cost_us) md << " extra " << *r.extra_cost_us << "us";
+    md << " rep " << r.rep + 1 << " (" << fixed(*r.foreign_cores, 2) << " cores foreign)";
+  }
+  md << ".\n\n";
+  return md.str();
+}
+
 std::string render_markdown(const std::vector<Row>& rows, const json::object* meta, const std::vector<ChartRef>& charts,
                             const std::vector<std::string>& warnings) {
   Lines md;
@@ -584,6 +630,7 @@ std::string render_markdown(const std::vector<Row>& rows, const json::object* me
     md << "Some rows use the seed's schema: tag `only` is the inline server; spin `default` is the old default "
           "(N*50us, park 1ms), which is also the seed policy at N=1; spin `0` is the seed policy at N>=2.\n\n";
   for (const auto& w : warnings) md << "> Warning: " << w << "\n\n";
+  md << foreign_load_note(rows);
 
   for (const auto& p : prof) {
     md << "## Cost profile: " << (p.empty() ? "not recorded (seed rows)" : p) << "\n\n";

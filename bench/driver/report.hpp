@@ -21,6 +21,11 @@ std::string render_markdown(const std::vector<Row>& rows, const boost::json::obj
 // and writes report.md beside it. Returns the report's path; throws on unreadable rows.
 std::string write_report(const std::string& rows_path, bool with_charts, std::vector<std::string>* warnings = nullptr);
 
+// The report's paragraph on foreign load (Row::foreign_cores): how much the machine was
+// busy elsewhere during the windows, how many were rerun, and which rows are flagged and
+// carry the mark in the tables. Empty when no row measured it (older rows).
+std::string foreign_load_note(const std::vector<Row>& rows);
+
 // Helpers shared with tests: "+119%", "4.0x", "5.2x less", "-47%".
 std::string pct_change(double base, double value);
 std::string ratio_text(double old_value, double new_value, bool higher_is_better);

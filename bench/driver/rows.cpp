@@ -134,7 +134,8 @@ const std::set<std::string>& known_keys() {
       "os_threads", "gen_cores",     "routes",       "server_mode",   "steal",       "cost_profile",
       "extra_cost_us", "env",        "rep",          "idle_s",        "warmup_s",    "window_s",
       "conns",      "rate_per_route", "pool_counters", "pool_per_call", "server_requests",
-      "cpu_layout", "cpu",           "server_env",   "load_cmd",      "server_pid"};
+      "cpu_layout", "cpu",           "server_env",   "load_cmd",      "server_pid",
+      "foreign_cores", "foreign_flagged", "foreign_reruns"};
   return k;
 }
 
@@ -188,6 +189,9 @@ json::object row_to_json(const Row& r) {
     o["load_cmd"] = std::move(a);
   }
   if (r.server_pid) o["server_pid"] = *r.server_pid;
+  if (r.foreign_cores) o["foreign_cores"] = *r.foreign_cores;
+  if (r.foreign_flagged) o["foreign_flagged"] = *r.foreign_flagged;
+  if (r.foreign_reruns) o["foreign_reruns"] = *r.foreign_reruns;
   for (const auto& kv : r.unknown) o[kv.key()] = kv.value();
   return o;
 }
@@ -241,6 +245,9 @@ Row row_from_json(const json::value& v) {
     for (const auto& e : lc->get_array())
       if (e.is_string()) r.load_cmd.emplace_back(e.get_string());
   r.server_pid = opt_int(o, "server_pid");
+  r.foreign_cores = opt_num(o, "foreign_cores");
+  r.foreign_flagged = flag(o, "foreign_flagged");
+  if (auto n = opt_num(o, "foreign_reruns")) r.foreign_reruns = static_cast<int>(*n);
   for (const auto& kv : o)
     if (!known_keys().count(std::string(kv.key()))) r.unknown[kv.key()] = kv.value();
   return r;

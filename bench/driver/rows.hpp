@@ -62,6 +62,12 @@ struct Row {
   std::map<std::string, std::string> server_env;
   std::vector<std::string> load_cmd;
   std::optional<long long> server_pid;
+  // Trustworthy windows: cores the machine spent outside the server, the generator and the
+  // driver over the window (3 decimals), whether that was over the run's limit even after
+  // foreign_reruns reruns. Absent in rows from before this was measured.
+  std::optional<double> foreign_cores;
+  std::optional<bool> foreign_flagged;
+  std::optional<int> foreign_reruns;
 
   // Keys this version does not know, kept so a round trip loses nothing.
   boost::json::object unknown;

@@ -34,6 +34,12 @@ struct RunConfig {
   std::string lock_path = "/tmp/knit-bench.lock";
   double ready_timeout_s = 20, stop_grace_s = 5;
   bool charts = true;
+  // Trustworthy windows on a shared machine: a window during which the machine spent more
+  // than foreign_max cores outside the server, the generator and the driver is measured
+  // again, up to foreign_retries times; the quietest attempt is kept, and flagged in its
+  // row and the report when even that one is over the limit.
+  double foreign_max = 0.1;
+  int foreign_retries = 2;
 };
 
 // Everything measured for one case, before it is rounded into a row.
@@ -50,7 +56,16 @@ struct CaseMeasurement {
   double rate_per_route = 0;   // rate mode
   int conns = 0;
   std::vector<std::string> notes;  // things worth a line on stderr (no stats reply, unclean exit)
+  std::optional<double> foreign_cores;  // machine busy CPU outside the measured processes, cores
+  std::optional<double> steal_cores;    // hypervisor steal over the window, cores
+  int foreign_reruns = 0;               // windows measured again before this one was kept
 };
+
+// What to do with a window given its foreign load (CaseMeasurement::foreign_cores) and how
+// many reruns this case has had: keep it (no reading, or at most max_cores), measure it
+// again (reruns left), or keep it flagged.
+enum class ForeignVerdict { keep, rerun, flag };
+ForeignVerdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done, double max_cores, int max_reruns);
 
 // Pure: the row for a case, rounded as the seed's drive.py rounds (idle_cores 3
 // decimals, cores 2, rps_per_core / cpu_us_per_req / total_rps integers, route values 2).

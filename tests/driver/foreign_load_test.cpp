@@ -1,0 +1,160 @@
+// Trustworthy windows on a shared machine: the /proc/stat parse, the foreign-load
+// arithmetic, the rerun decision, the row fields and the report's mark. Pure parts only:
+// nothing here reads the real /proc/stat or times anything.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "driver/cpu_sampler.hpp"
+#include "driver/plan.hpp"
+#include "driver/report.hpp"
+#include "driver/rows.hpp"
+#include "driver/runner.hpp"
+
+namespace knit::bench {
+namespace {
+
+// A /proc/stat as Linux 6.1 prints it, two CPUs, trimmed after the first non-cpu lines.
+const char* const kProcStat =
+    "cpu  10132 153 4021 881234 312 0 417 85 0 0\n"
+    "cpu0 5066 70 2010 440617 150 0 300 40 0 0\n"
+    "cpu1 5066 83 2011 440617 162 0 117 45 0 0\n"
+    "intr 1234567 0 9 0 0 0\n"
+    "ctxt 9876543\n";
+
+TEST(ProcStat, BusyIsUserNiceSystemIrqSoftirqOfTheAggregateLine) {
+  const MachineCpuSample s = parse_proc_stat(kProcStat, 100.0);
+  // (10132 + 153 + 4021 + 0 + 417) / 100; idle, iowait and steal are not busy.
+  EXPECT_DOUBLE_EQ(s.busy_s, 147.23);
+  EXPECT_DOUBLE_EQ(s.steal_s, 0.85);
+}
+
+TEST(ProcStat, PerCpuLinesAreNotTakenForTheAggregate) {
+  const MachineCpuSample s = parse_proc_stat("cpu0 1 1 1 1 1 1 1 1\ncpu  200 0 100 5 0 0 0 0\n", 100.0);
+  EXPECT_DOUBLE_EQ(s.busy_s, 3.0);
+}
+
+TEST(ProcStat, MissingOrShortAggregateLineThrows) {
+  EXPECT_THROW(parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\nintr 1\n", 100.0), std::runtime_error);
+  EXPECT_THROW(parse_proc_stat("cpu  1 2 3 4\n", 100.0), std::runtime_error);
+  EXPECT_THROW(parse_proc_stat("", 100.0), std::runtime_error);
+}
+
+TEST(ForeignCores, MachineBusyLessServerAndOwnOverWall) {
+  const MachineCpuSample a{10.0, 0, 100.0}, b{12.5, 0, 102.0};
+  // 2.5 s busy, 1.0 server, 0.3 driver + generator, over 2 s: 0.6 cores elsewhere.
+  EXPECT_DOUBLE_EQ(foreign_cores(a, b, 1.0, 0.3), 0.6);
+}
+
+TEST(ForeignCores, TickRoundingBelowZeroReadsAsZero) {
+  const MachineCpuSample a{10.0, 0, 100.0}, b{11.0, 0, 102.0};
+  EXPECT_DOUBLE_EQ(foreign_cores(a, b, 0.99, 0.02), 0.0);
+}
+
+TEST(ForeignCores, NoElapsedWallIsNoReading) {
+  const MachineCpuSample a{10.0, 0, 100.0}, b{20.0, 0, 100.0};
+  EXPECT_DOUBLE_EQ(foreign_cores(a, b, 0, 0), 0.0);
+}
+
+TEST(ForeignVerdict, KeepsQuietWindowsAndWindowsWithoutAReading) {
+  EXPECT_EQ(foreign_verdict(std::nullopt, 0, 0.1, 2), ForeignVerdict::keep);
+  EXPECT_EQ(foreign_verdict(0.0, 0, 0.1, 2), ForeignVerdict::keep);
+  EXPECT_EQ(foreign_verdict(0.1, 0, 0.1, 2), ForeignVerdict::keep);  // at the limit is not over it
+}
+
+TEST(ForeignVerdict, RerunsABusyWindowWhileRerunsAreLeftThenFlags) {
+  EXPECT_EQ(foreign_verdict(0.3, 0, 0.1, 2), ForeignVerdict::rerun);
+  EXPECT_EQ(foreign_verdict(0.3, 1, 0.1, 2), ForeignVerdict::rerun);
+  EXPECT_EQ(foreign_verdict(0.3, 2, 0.1, 2), ForeignVerdict::flag);
+  EXPECT_EQ(foreign_verdict(0.3, 0, 0.1, 0), ForeignVerdict::flag);  // --foreign-retries 0
+  EXPECT_EQ(foreign_verdict(0.05, 2, 0.1, 2), ForeignVerdict::keep);
+}
+
+Row row_with_foreign(std::optional<double> foreign, int reruns, double limit) {
+  Case c;
+  c.tag = "inline";
+  c.server_mode = "inline";
+  CaseMeasurement m;
+  m.window_s = 5;
+  m.foreign_cores = foreign;
+  m.foreign_reruns = reruns;
+  RunConfig cfg;
+  cfg.foreign_max = limit;
+  return build_row(c, 0, m, cfg);
+}
+
+TEST(ForeignRow, OverTheLimitIsFlaggedWithItsReruns) {
+  const Row r = row_with_foreign(0.2504, 2, 0.1);
+  ASSERT_TRUE(r.foreign_cores);
+  EXPECT_DOUBLE_EQ(*r.foreign_cores, 0.25);
+  EXPECT_EQ(r.foreign_flagged, std::optional<bool>(true));
+  EXPECT_EQ(r.foreign_reruns, std::optional<int>(2));
+}
+
+TEST(ForeignRow, UnderTheLimitIsRecordedNotFlagged) {
+  const Row r = row_with_foreign(0.04, 0, 0.1);
+  EXPECT_EQ(r.foreign_flagged, std::optional<bool>(false));
+  EXPECT_EQ(r.foreign_reruns, std::optional<int>(0));
+}
+
+TEST(ForeignRow, NoReadingLeavesTheFieldsOut) {
+  const Row r = row_with_foreign(std::nullopt, 0, 0.1);
+  EXPECT_FALSE(r.foreign_cores);
+  EXPECT_FALSE(r.foreign_flagged);
+  EXPECT_EQ(row_to_json_line(r).find("foreign"), std::string::npos);
+}
+
+TEST(ForeignRow, FieldsSurviveTheJsonRoundTrip) {
+  const Row r = row_with_foreign(0.3, 1, 0.1);
+  const std::string line = row_to_json_line(r);
+  EXPECT_NE(line.find("\"foreign_flagged\": true"), std::string::npos) << line;
+  const Row back = row_from_json_line(line);
+  EXPECT_EQ(back, r);
+  EXPECT_TRUE(back.unknown.empty());
+}
+
+std::vector<Row> seed_rows() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl"); }
+
+TEST(ForeignReport, RowsWithoutReadingsGetNoNoteAndNoMark) {
+  const auto rows = seed_rows();
+  EXPECT_EQ(foreign_load_note(rows), "");
+  EXPECT_EQ(render_markdown(rows, nullptr, {}, {}).find("\u26a0"), std::string::npos);
+}
+
+TEST(ForeignReport, QuietRowsGetANoteWithoutAMark) {
+  auto rows = seed_rows();
+  for (auto& r : rows) {
+    r.foreign_cores = 0.02;
+    r.foreign_flagged = false;
+    r.foreign_reruns = 0;
+  }
+  rows[0].foreign_reruns = 1;
+  const std::string note = foreign_load_note(rows);
+  EXPECT_NE(note.find("at most 0.02 cores over 29 window(s)"), std::string::npos) << note;
+  EXPECT_NE(note.find("1 case(s) were measured again"), std::string::npos) << note;
+  EXPECT_NE(note.find("No window stayed over the limit"), std::string::npos) << note;
+  EXPECT_EQ(render_markdown(rows, nullptr, {}, {}).find("\u26a0"), std::string::npos);
+}
+
+TEST(ForeignReport, AFlaggedRowIsMarkedInItsTableRowAndNamedInTheNote) {
+  auto rows = seed_rows();
+  Row* inline_sat = nullptr;
+  for (auto& r : rows)
+    if (r.server_mode == "inline" && r.mode == "sat") inline_sat = &r;
+  ASSERT_NE(inline_sat, nullptr);
+  inline_sat->foreign_cores = 0.42;
+  inline_sat->foreign_flagged = true;
+  inline_sat->foreign_reruns = 2;
+  const std::string md = render_markdown(rows, nullptr, {}, {});
+  // Section A's inline row carries the mark; the pooled rows do not.
+  EXPECT_NE(md.find("| inline \u26a0 | 2815 | 2815 | 2578 | 8208 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| threads: 1 | 8486 |"), std::string::npos);
+  const std::string note = foreign_load_note(rows);
+  EXPECT_NE(note.find("1 window(s) stayed over the limit"), std::string::npos) << note;
+  EXPECT_NE(note.find(inline_sat->tag + " sat rep 1 (0.42 cores foreign)"), std::string::npos) << note;
+  EXPECT_NE(md.find(note), std::string::npos);
+}
+
+}  // namespace
+}  // namespace knit::bench
