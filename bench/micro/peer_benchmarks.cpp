@@ -2,8 +2,8 @@
 // layout's host CPU, one worker on its worker CPU): boost::asio::thread_pool with post-back,
 // oneTBB task_arena::enqueue with post-back, and a mutex + condition-variable queue. Every
 // body below is a template over peer_runtime, so each runtime runs the same code.
-// Benchmarks are named peer/<metric>/<runtime>; peer_table.cpp turns them into the
-// ratio table printed at the end of knit-micro.
+// Benchmarks are named peer/<metric>/<runtime>, each run kRepetitions times interleaved;
+// peer_table.cpp turns them into the ratio table printed at the end of knit-micro.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -178,32 +178,40 @@ void idle_cpu_after_work(benchmark::State& state) {
   state.counters["idle_cores"] = cores;
 }
 
-// Registered metric by metric, every runtime in a row, so each comparison is made over
-// the same few seconds of the machine's life.
+// Each comparison is kRepetitions interleaved passes (knit, asio, TBB, queue, knit, ...)
+// over the same few seconds of the machine's life, metric by metric: the table reports
+// the median and the spread. Same-named registrations are separate runs to the library.
+constexpr int kRepetitions = 3;
+
 template <peer_runtime... R>
 void register_all() {
   auto name = [](const char* metric, const char* runtime) { return std::string("peer/") + metric + "/" + runtime; };
-  (benchmark::RegisterBenchmark(name("round_trip_back_to_back", R::name).c_str(), round_trip_back_to_back<R>)
-       ->MinTime(0.3)
-       ->Unit(benchmark::kMicrosecond),
-   ...);
-  (benchmark::RegisterBenchmark(name("round_trip_after_300us_gap", R::name).c_str(), round_trip_after_300us_gap<R>)
-       ->UseManualTime()
-       ->Iterations(400)
-       ->Unit(benchmark::kMicrosecond),
-   ...);
-  (benchmark::RegisterBenchmark(name("steady_stream_host_cpu", R::name).c_str(), steady_stream_host_cpu<R>)
-       ->Iterations(1)
-       ->Unit(benchmark::kMillisecond),
-   ...);
-  (benchmark::RegisterBenchmark(name("burst_64_in_flight", R::name).c_str(), burst_64_in_flight<R>)
-       ->MinTime(0.5)
-       ->UseRealTime(),
-   ...);
-  (benchmark::RegisterBenchmark(name("idle_cpu_after_work", R::name).c_str(), idle_cpu_after_work<R>)
-       ->Iterations(1)
-       ->Unit(benchmark::kMillisecond),
-   ...);
+  for (int rep = 0; rep < kRepetitions; ++rep)
+    (benchmark::RegisterBenchmark(name("round_trip_back_to_back", R::name).c_str(), round_trip_back_to_back<R>)
+         ->MinTime(0.3)
+         ->Unit(benchmark::kMicrosecond),
+     ...);
+  for (int rep = 0; rep < kRepetitions; ++rep)
+    (benchmark::RegisterBenchmark(name("round_trip_after_300us_gap", R::name).c_str(), round_trip_after_300us_gap<R>)
+         ->UseManualTime()
+         ->Iterations(400)
+         ->Unit(benchmark::kMicrosecond),
+     ...);
+  for (int rep = 0; rep < kRepetitions; ++rep)
+    (benchmark::RegisterBenchmark(name("steady_stream_host_cpu", R::name).c_str(), steady_stream_host_cpu<R>)
+         ->Iterations(1)
+         ->Unit(benchmark::kMillisecond),
+     ...);
+  for (int rep = 0; rep < kRepetitions; ++rep)
+    (benchmark::RegisterBenchmark(name("burst_64_in_flight", R::name).c_str(), burst_64_in_flight<R>)
+         ->MinTime(0.5)
+         ->UseRealTime(),
+     ...);
+  for (int rep = 0; rep < kRepetitions; ++rep)
+    (benchmark::RegisterBenchmark(name("idle_cpu_after_work", R::name).c_str(), idle_cpu_after_work<R>)
+         ->Iterations(1)
+         ->Unit(benchmark::kMillisecond),
+     ...);
 }
 
 [[maybe_unused]] const bool registered = [] {
