@@ -47,6 +47,7 @@
 #include <poll.h>
 
 #include "call_allocator.hpp"
+#include "dispatch_policy.hpp"
 #include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
 
@@ -59,6 +60,8 @@ class pool_impl {
     options.validate();
     const unsigned n = options.threads;
     per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
+    wake_cost_ns_ = static_cast<std::int64_t>(options.wake_cost_us) * 1000;
+    snapshots_.resize(n);
     if (options.stuck_after.count() > 0) {
       min_stuck_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(options.stuck_after).count();
     }
@@ -356,66 +359,37 @@ class pool_impl {
     return delivered;
   }
 
-  // Chooses a worker ring and pushes. Returns false if no ring can take the call now.
-  //   1. a spinning worker with an empty ring: it catches the call with no syscall;
-  //   2. an awake worker expected to reach the call sooner than a wake-up would take
-  //      (options.wake_cost_us): waking costs the host 10-16 µs of CPU on the 2-vCPU VMs
-  //      this was built on, more than a /ping. Expected wait = what is left of its current call (from the host's running
-  //      estimate of a call's duration) + the calls queued before it. A call already
-  //      running longer than the estimate is of unknown length, so nothing queues behind
-  //      it: that is what keeps a long call from holding others back while peers sleep.
-  //      When the worker claims a call and sees more behind it, it wakes a parked peer
-  //      itself (worker.cpp), so bursts cost the host nothing;
-  //   3. the first parked worker (lowest index: keeps the others in deep sleep), woken;
-  //   4. otherwise the shortest ring.
-  // Retired slots (a replacement could not be started yet) are skipped. The scan starts
-  // after the last choice so equal candidates share the load.
+  // Chooses a worker ring (dispatch_policy.hpp: the rule and why) and pushes. Returns false
+  // if no ring can take the call now. The snapshots are built in the rule's scan order and
+  // only as far as it reads them: no more loads than the rule needs, no clock read unless
+  // a worker is in a call, and nothing allocated (snapshots_ is sized once).
   bool dispatch(call_base* c) {
     const unsigned n = static_cast<unsigned>(slots_.size());
-    int behind = -1, parked = -1, shortest = -1, chosen = -1;
-    std::int64_t best_wait = static_cast<std::int64_t>(shared_.options.wake_cost_us) * 1000;
-    std::size_t shortest_depth = ~std::size_t{0};
-    std::int64_t now = 0;
+    dispatch_inputs in;
+    in.call_ns_estimate = call_ns_estimate_;
+    in.wake_cost_ns = wake_cost_ns_;
+    in.start = next_;
     for (unsigned k = 0; k < n; ++k) {
       const unsigned i = (next_ + k) % n;
       worker_slot& w = *slots_[i];
-      if (w.retired) continue;
-      const std::size_t depth = w.jobs.producer_size();
-      if (depth >= w.jobs.capacity()) continue;
-      const worker_state st = w.bell.state();
-      if (depth == 0 && st == worker_state::spinning) {
-        chosen = static_cast<int>(i);
-        break;
-      }
-      if (st == worker_state::parked) {
-        if (parked < 0 || i < static_cast<unsigned>(parked)) parked = static_cast<int>(i);
-      } else if (best_wait > 0) {
-        const std::int64_t started = w.call_started_ns.load(std::memory_order_relaxed);
-        std::int64_t left = 0;  // between calls: it claims ours next
-        bool known = true;
-        if (started != 0) {
-          if (now == 0) now = steady_now_ns();
-          const std::int64_t elapsed = now - started;
-          known = elapsed < call_ns_estimate_;
-          left = call_ns_estimate_ - elapsed;
-        }
-        const std::int64_t wait = left + static_cast<std::int64_t>(depth) * call_ns_estimate_;
-        if (known && wait < best_wait) {
-          best_wait = wait;
-          behind = static_cast<int>(i);
-        }
-      }
-      if (depth < shortest_depth) {
-        shortest_depth = depth;
-        shortest = static_cast<int>(i);
-      }
+      worker_snapshot& s = snapshots_[i];
+      s.retired = w.retired;
+      if (s.retired) continue;
+      s.depth = w.jobs.producer_size();
+      s.capacity = w.jobs.capacity();
+      if (!reads_state(s)) continue;
+      s.state = w.bell.state();
+      if (ends_scan(s)) break;
+      s.call_started_ns = reads_call_start(s, in.wake_cost_ns) ? w.call_started_ns.load(std::memory_order_relaxed) : 0;
+      if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
     }
-    if (chosen < 0) chosen = behind >= 0 ? behind : parked >= 0 ? parked : shortest;
-    if (chosen < 0) return false;  // every ring is full
-    worker_slot& w = *slots_[static_cast<unsigned>(chosen)];
+    const dispatch_choice choice = choose_worker(snapshots_, in);
+    if (choice.worker < 0) return false;  // every ring is full
+    const unsigned chosen = static_cast<unsigned>(choice.worker);
+    worker_slot& w = *slots_[chosen];
     if (!w.jobs.try_push(c)) return false;  // cannot happen: depth < capacity and we are the only producer
     ++out_;
-    next_ = (static_cast<unsigned>(chosen) + 1) % n;
+    next_ = (chosen + 1) % n;
     if (shared_.options.doorbell) {
       std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the worker's park fence
       if (w.bell.wake_if_parked()) ++stats_.host_wakes;
@@ -648,8 +622,10 @@ class pool_impl {
   std::size_t per_ring_ = 0;
   std::size_t retired_running_ = 0;         // retired slots whose stuck record is not back
   std::int64_t min_stuck_ns_ = 0;           // smallest stuck_after in use; 0 = detection off
-  unsigned next_ = 0;
+  unsigned next_ = 0;                       // dispatch's scan starts here (round robin)
   std::int64_t call_ns_estimate_ = 0;        // running estimate of one call's duration (dispatch rule 2)
+  std::int64_t wake_cost_ns_ = 0;            // options.wake_cost_us in ns
+  std::vector<worker_snapshot> snapshots_;   // dispatch's scratch, one per seat
   bool accepting_ = true;
   bool draining_ = false;
   bool stopped_ = false;
