@@ -1,5 +1,7 @@
-// pool: the host side: admission, dispatch to a worker, backlog, completion delivery,
-// deadlines, stuck calls, cancellation and shutdown (steps in knit/pool.hpp).
+// pool: the host side, tying together the pieces that have their own files: admission,
+// the push into the ring the dispatch rule chose (dispatch_policy.hpp), the id table
+// (call_table.hpp), deadlines (deadline_queue.hpp), the backlog, completion delivery, stuck
+// calls and worker retirement, cancellation and shutdown (steps in knit/pool.hpp).
 //
 // Retiring a worker (who may touch a record, and when it is freed)
 //   The host declares a running call stuck in drain(): its worker's slot shows the record
@@ -38,7 +40,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -47,6 +48,8 @@
 #include <poll.h>
 
 #include "call_allocator.hpp"
+#include "call_table.hpp"
+#include "deadline_queue.hpp"
 #include "dispatch_policy.hpp"
 #include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
@@ -130,36 +133,19 @@ class pool_impl {
   // before anything is counted or published, and a failure undoes the earlier ones; the
   // caller (pool::submit) then destroys the record and rethrows.
   call_id enqueue(call_base* c, const call_options& options) {
-    // 1. An id-table slot (slots are reused; the sequence makes stale ids miss). The free
-    //    list's capacity always covers the table, so deliver() never allocates.
-    std::uint32_t index;
-    const bool reused = !free_slots_.empty();
-    if (reused) {
-      index = free_slots_.back();
-    } else {
-      if (free_slots_.capacity() < live_.size() + 1) {
-        check_allocation();
-        free_slots_.reserve(std::max<std::size_t>(2 * free_slots_.capacity(), live_.size() + 1));
-      }
-      check_allocation();
-      live_.push_back(nullptr);
-      index = static_cast<std::uint32_t>(live_.size() - 1);
-    }
-    auto give_back_index = [&]() noexcept {
-      if (!reused) free_slots_.push_back(index);  // capacity reserved above: cannot throw
-    };
-    if (++sequence_ == 0) ++sequence_;
-    c->id = (std::uint64_t{sequence_} << 32) | index;
+    // 1. An id-table slot (call_table.hpp: reused slots, stale ids miss, release never
+    //    allocates).
+    const call_table::reservation slot = calls_.reserve();
+    c->id = slot.id;
     const auto stuck = options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
     c->stuck_after_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stuck).count();
     // 2. The deadline. If a later step fails, its heap entry goes stale: find() misses it.
     if (options.timeout.count() > 0) {
       c->deadline = std::chrono::steady_clock::now() + options.timeout;
       try {
-        check_allocation();
-        deadlines_.push({c->deadline, c->id});
+        deadlines_.push(c->deadline, c->id);
       } catch (...) {
-        give_back_index();
+        calls_.undo(slot);
         throw;
       }
     }
@@ -169,14 +155,13 @@ class pool_impl {
         check_allocation();
         backlog_.push_back(c);
       } catch (...) {
-        give_back_index();
+        calls_.undo(slot);
         throw;
       }
       ++stats_.calls_backlogged;
     }
     // Nothing below can fail.
-    if (reused) free_slots_.pop_back();
-    live_[index] = c;
+    calls_.commit(slot, c);
     ++pending_;
     ++stats_.calls_submitted;
     if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
@@ -187,7 +172,7 @@ class pool_impl {
 
   bool cancel(call_id id) {
     check_host("cancel");
-    call_base* c = find(id);
+    call_base* c = calls_.find(id);
     if (!c) return false;
     call_state expected = call_state::queued;
     if (!c->state.compare_exchange_strong(expected, call_state::abandoned, std::memory_order_acq_rel)) {
@@ -232,15 +217,8 @@ class pool_impl {
   }
 
   std::optional<std::chrono::steady_clock::time_point> next_deadline() {
-    std::optional<std::chrono::steady_clock::time_point> best;
-    while (!deadlines_.empty()) {
-      const auto& top = deadlines_.top();
-      if (find(top.id)) {
-        best = top.when;
-        break;
-      }
-      deadlines_.pop();  // delivered already: drop the stale entry
-    }
+    std::optional<std::chrono::steady_clock::time_point> best =
+        deadlines_.earliest_live([this](call_id id) { return calls_.find(id) != nullptr; });
     if (min_stuck_ns_ > 0 && out_ > 0) {
       // A running call becomes stuck at started + its limit; a call not running yet, no
       // sooner than now + the smallest limit in use (an early wake-up only costs a drain).
@@ -314,22 +292,9 @@ class pool_impl {
   bool accepting() const noexcept { return accepting_; }
 
  private:
-  struct deadline_entry {
-    std::chrono::steady_clock::time_point when;
-    call_id id;
-    bool operator>(const deadline_entry& o) const { return when > o.when; }
-  };
-
   static std::chrono::steady_clock::time_point from_ns(std::int64_t ns) {
     return std::chrono::steady_clock::time_point(
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
-  }
-
-  call_base* find(call_id id) const noexcept {
-    const std::uint32_t index = static_cast<std::uint32_t>(id & 0xffffffffu);
-    if (id == 0 || index >= live_.size()) return nullptr;
-    call_base* c = live_[index];
-    return (c && c->id == id && !c->delivered) ? c : nullptr;
   }
 
   // Pops one worker's done ring: delivers and frees each record. If the worker parked for
@@ -412,11 +377,9 @@ class pool_impl {
 
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now) {
     std::size_t n = 0;
-    while (!deadlines_.empty() && deadlines_.top().when <= now) {
-      const call_id id = deadlines_.top().id;
-      deadlines_.pop();
-      call_base* c = find(id);
-      if (!c) continue;
+    while (const call_id id = deadlines_.pop_due(now)) {
+      call_base* c = calls_.find(id);
+      if (!c) continue;  // stale: delivered already
       // Queued: abandon it so no worker runs it. Running: let it finish, discard the result.
       call_state expected = call_state::queued;
       c->state.compare_exchange_strong(expected, call_state::abandoned, std::memory_order_acq_rel);
@@ -533,15 +496,15 @@ class pool_impl {
   // Abandons every call not yet running; its handler gets errc::cancelled.
   std::size_t abandon_queued() {
     std::size_t n = 0;
-    for (call_base* c : live_) {
-      if (!c || c->delivered) continue;
+    calls_.for_each([&](call_base* c) {
+      if (c->delivered) return;
       call_state expected = call_state::queued;
       if (c->state.compare_exchange_strong(expected, call_state::abandoned, std::memory_order_acq_rel)) {
         ++stats_.calls_cancelled;
         deliver(c, make_error_code(errc::cancelled));
         ++n;
       }
-    }
+    });
     return n;
   }
 
@@ -567,9 +530,7 @@ class pool_impl {
     c->delivered = true;
     --pending_;
     ++stats_.calls_completed;
-    const std::uint32_t index = static_cast<std::uint32_t>(c->id & 0xffffffffu);
-    live_[index] = nullptr;
-    free_slots_.push_back(index);  // capacity >= live_.size() (enqueue): never allocates
+    calls_.release(c->id);  // never allocates
     if (!ec && c->threw) ++stats_.calls_failed;
     c->deliver(ec);
   }
@@ -612,11 +573,9 @@ class pool_impl {
   call_allocator allocator_;
   std::vector<std::shared_ptr<worker_slot>> slots_;  // slots_[i] is seat i's slot (host's view)
   std::shared_ptr<worker_slot> retired_head_;        // retired slots, newest first
-  std::vector<call_base*> live_;            // id table: index = id & 0xffffffff
-  std::vector<std::uint32_t> free_slots_;   // capacity >= live_.size()
-  std::uint32_t sequence_ = 0;
+  call_table calls_;                        // accepted calls by id, until delivered
   std::deque<call_base*> backlog_;          // accepted, waiting for ring space
-  std::priority_queue<deadline_entry, std::vector<deadline_entry>, std::greater<>> deadlines_;
+  deadline_queue deadlines_;                // call deadlines, earliest first (stale entries lazily dropped)
   std::size_t pending_ = 0;                 // accepted, handler not called yet
   std::size_t out_ = 0;                     // records in job rings or held by live workers
   std::size_t per_ring_ = 0;
