@@ -28,13 +28,15 @@ namespace knit::detail {
 // What dispatch reads of one worker. The host builds it from the worker's atomics; fields
 // the rule does not need are left alone (see reads_state / reads_call_start), so building a
 // snapshot costs no more loads than the rule uses.
+// 32 bytes; the pool keeps one per seat.
 struct worker_snapshot {
-  bool retired = false;        // host-only flag: the slot left service, skip it
-  std::size_t depth = 0;       // calls in its job ring (producer's view)
-  std::size_t capacity = 0;    // job ring capacity
-  worker_state state = worker_state::running;  // read only if the ring has room
+  std::size_t depth = 0;             // calls in its job ring (producer's view)
+  std::size_t capacity = 0;          // job ring capacity
   std::int64_t call_started_ns = 0;  // steady ns its current call started; 0 = between calls
+  worker_state state = worker_state::running;  // read only if the ring has room
+  bool retired = false;              // host-only flag: the slot left service, skip it
 };
+static_assert(sizeof(worker_snapshot) <= 32, "keep the per-seat scratch small (memory bound in docs/design.md)");
 
 struct dispatch_inputs {
   std::int64_t call_ns_estimate = 0;  // host's running estimate of one call's duration

@@ -18,14 +18,14 @@ using knit::detail::worker_state;
 constexpr std::int64_t us = 1000;
 constexpr std::int64_t now = 1'000'000 * us;  // any fixed steady-clock reading
 
-worker_snapshot spinning(std::size_t depth = 0) { return {false, depth, 8, worker_state::spinning, 0}; }
-worker_snapshot parked(std::size_t depth = 0) { return {false, depth, 8, worker_state::parked, 0}; }
+worker_snapshot spinning(std::size_t depth = 0) { return {depth, 8, 0, worker_state::spinning}; }
+worker_snapshot parked(std::size_t depth = 0) { return {depth, 8, 0, worker_state::parked}; }
 // Awake and in a call that started `elapsed` ago, with `depth` calls queued behind it.
 worker_snapshot running(std::int64_t elapsed, std::size_t depth = 0) {
-  return {false, depth, 8, worker_state::running, now - elapsed};
+  return {depth, 8, now - elapsed, worker_state::running};
 }
-worker_snapshot between_calls(std::size_t depth = 0) { return {false, depth, 8, worker_state::running, 0}; }
-worker_snapshot full() { return {false, 8, 8, worker_state::spinning, 0}; }
+worker_snapshot between_calls(std::size_t depth = 0) { return {depth, 8, 0, worker_state::running}; }
+worker_snapshot full() { return {8, 8, 0, worker_state::spinning}; }
 worker_snapshot retired(worker_snapshot s) {
   s.retired = true;
   return s;
