@@ -2,6 +2,7 @@
 // on hand-made worker snapshots, without threads.
 #include "dispatch_policy.hpp"
 
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -176,6 +177,80 @@ TEST(dispatch_policy, host_reads_only_what_the_rule_uses) {
   EXPECT_FALSE(reads_call_start(parked(), 50 * us));
   EXPECT_FALSE(reads_call_start(between_calls(), 0));
   EXPECT_TRUE(reads_call_start(between_calls(), 50 * us));
+}
+
+// The loop pool.cpp ran before the rule moved here, verbatim but for reading the snapshots
+// instead of the atomics: the refactor must choose exactly as it did.
+int reference_choice(const std::vector<worker_snapshot>& ws, const dispatch_inputs& in) {
+  const unsigned n = static_cast<unsigned>(ws.size());
+  int behind = -1, parked = -1, shortest = -1, chosen = -1;
+  std::int64_t best_wait = in.wake_cost_ns;
+  std::size_t shortest_depth = ~std::size_t{0};
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned i = (in.start + k) % n;
+    const worker_snapshot& w = ws[i];
+    if (w.retired) continue;
+    const std::size_t depth = w.depth;
+    if (depth >= w.capacity) continue;
+    const worker_state st = w.state;
+    if (depth == 0 && st == worker_state::spinning) {
+      chosen = static_cast<int>(i);
+      break;
+    }
+    if (st == worker_state::parked) {
+      if (parked < 0 || i < static_cast<unsigned>(parked)) parked = static_cast<int>(i);
+    } else if (best_wait > 0) {
+      const std::int64_t started = w.call_started_ns;
+      std::int64_t left = 0;
+      bool known = true;
+      if (started != 0) {
+        const std::int64_t elapsed = in.now_ns - started;
+        known = elapsed < in.call_ns_estimate;
+        left = in.call_ns_estimate - elapsed;
+      }
+      const std::int64_t wait = left + static_cast<std::int64_t>(depth) * in.call_ns_estimate;
+      if (known && wait < best_wait) {
+        best_wait = wait;
+        behind = static_cast<int>(i);
+      }
+    }
+    if (depth < shortest_depth) {
+      shortest_depth = depth;
+      shortest = static_cast<int>(i);
+    }
+  }
+  if (chosen < 0) chosen = behind >= 0 ? behind : parked >= 0 ? parked : shortest;
+  return chosen;
+}
+
+TEST(dispatch_policy, chooses_as_the_loop_it_replaced_on_random_snapshots) {
+  std::mt19937_64 rng(20261201);  // fixed seed: the same 20,000 cases every run
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 20'000; ++round) {
+    std::vector<worker_snapshot> w(static_cast<std::size_t>(pick(1, 6)));
+    for (auto& s : w) {
+      s.capacity = 4;
+      s.depth = static_cast<std::size_t>(pick(0, 4));
+      s.state = static_cast<worker_state>(pick(0, 2));
+      s.retired = pick(0, 7) == 0;
+      s.call_started_ns = pick(0, 2) == 0 ? 0 : now - pick(0, 30) * us;
+    }
+    dispatch_inputs in{pick(0, 20) * us, pick(0, 1) == 0 ? 0 : pick(1, 60) * us, now,
+                       static_cast<unsigned>(pick(0, static_cast<int>(w.size()) - 1))};
+    const int expected = reference_choice(w, in);
+    ASSERT_EQ(choose_worker(w, in).worker, expected) << "round " << round;
+    // What the host leaves unbuilt: after the first snapshot that ends the scan, nothing
+    // it holds may change the choice.
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      const std::size_t i = (in.start + k) % w.size();
+      if (!knit::detail::ends_scan(w[i])) continue;
+      for (std::size_t j = k + 1; j < w.size(); ++j) {
+        w[(in.start + j) % w.size()] = {0, 4, 0, worker_state::spinning};  // would win if read
+      }
+      ASSERT_EQ(choose_worker(w, in).worker, expected) << "round " << round;
+      break;
+    }
+  }
 }
 
 }  // namespace
