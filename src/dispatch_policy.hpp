@@ -7,11 +7,11 @@
 //      first one in scan order ends the scan;
 //   2. an awake (not parked) worker expected to reach the call sooner than a wake-up
 //      would take (wake_cost_ns): waking costs the host 10-16 µs of CPU on the 2-vCPU VMs
-//      this was built on, more than a /ping. Expected wait = what is left of its current call (from
-//      the host's running estimate of a call's duration) + the calls queued before it. A
-//      call already running longer than the estimate is of unknown length, so nothing
-//      queues behind it: that keeps a long call from holding others back while peers
-//      sleep. The smallest wait wins; ties go to the first in scan order. When a worker
+//      this was built on, more than a /ping. Expected wait = what is left of its current
+//      call (from the host's running estimate of a call's duration) + the calls queued
+//      before it. A call already running longer than the estimate is of unknown length,
+//      so nothing queues behind it: that keeps a long call from holding others back while
+//      peers sleep. The smallest wait wins; ties go to the first in scan order. When a worker
 //      claims a call and sees more behind it, it wakes a parked peer itself (worker.cpp),
 //      so bursts cost the host nothing;
 //   3. the lowest-numbered parked worker (keeps the others in deep sleep);
@@ -30,8 +30,7 @@ namespace knit::detail {
 
 // What dispatch reads of one worker. The host builds it from the worker's atomics; fields
 // the rule does not need are left alone (see reads_state / reads_call_start), so building a
-// snapshot costs no more loads than the rule uses.
-// 32 bytes; the pool keeps one per seat.
+// snapshot costs no more loads than the rule uses. 32 bytes; the pool keeps one per seat.
 struct worker_snapshot {
   std::size_t depth = 0;             // calls in its job ring (producer's view)
   std::size_t capacity = 0;          // job ring capacity
