@@ -231,8 +231,18 @@ CaseMeasurement measure_quietest(const Case& c, const RunConfig& cfg, const fs::
                                  const fs::path& bodies, double rate_per_route) {
   std::optional<CaseMeasurement> quietest;
   for (int reruns = 0;; ++reruns) {
-    CaseMeasurement m = measure(c, cfg, logs, reruns ? stem + "-f" + std::to_string(reruns) : stem, bodies,
-                                rate_per_route);
+    std::optional<CaseMeasurement> attempt;
+    try {
+      attempt = measure(c, cfg, logs, reruns ? stem + "-f" + std::to_string(reruns) : stem, bodies, rate_per_route);
+    } catch (const FatalError&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!quietest) throw;
+      // A rerun that failed leaves the busy attempt already measured: keep that one.
+      quietest->notes.push_back(std::string("rerun for foreign load failed: ") + e.what());
+      break;
+    }
+    CaseMeasurement& m = *attempt;
     const ForeignVerdict v = foreign_verdict(m.foreign_cores, reruns, cfg.foreign_max, cfg.foreign_retries);
     const double foreign = m.foreign_cores.value_or(0);
     if (!quietest || foreign < quietest->foreign_cores.value_or(0)) quietest = std::move(m);
