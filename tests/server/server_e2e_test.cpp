@@ -19,13 +19,13 @@
 #include <gtest/gtest.h>
 
 #include "http_client.hpp"
+#include "server_fixture.hpp"
 #include "server_process.hpp"
 
 namespace knit_test {
 namespace {
 
 namespace json = boost::json;
-using env_map = std::map<std::string, std::string>;
 
 constexpr const char* kSsrBody = R"({"name":"<Ari & Co>","plan":"pro","bio":"Building on Knitting","projects":17})";
 constexpr const char* kJwtBody = R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
@@ -34,45 +34,12 @@ std::size_t count_of(const std::string& text, char c) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), c));
 }
 
-// Reads stdout until a knit-stats line appears; returns its JSON, parsed.
-json::object read_stats(server_process& server) {
-  server.signal(SIGUSR1);
-  while (auto line = server.read_line()) {
-    if (line->rfind("knit-stats ", 0) == 0) {
-      return json::parse(line->substr(std::string("knit-stats ").size())).as_object();
-    }
-  }
-  ADD_FAILURE() << "no knit-stats line; stdout so far:\n" << server.stdout_seen();
-  return {};
-}
-
 std::int64_t requests_of(const json::object& stats, const char* route) {
   return stats.at("requests").at(route).as_int64();
 }
 
 // The suite runs once per KNIT_MODE.
-class ServerTest : public ::testing::TestWithParam<std::string> {
- protected:
-  bool pooled() const { return GetParam() == "pooled"; }
-
-  // Starts the server in this test's mode; fails the test if it does not come up.
-  void start(env_map env = {}) {
-    env["KNIT_MODE"] = GetParam();
-    server_ = std::make_unique<server_process>(env);
-    ASSERT_TRUE(server_->wait_listening()) << "stderr:\n" << server_->stderr_text();
-  }
-
-  // Every test ends with a clean stop: SIGTERM, exit code 0.
-  void TearDown() override {
-    if (server_ && server_->running()) {
-      EXPECT_EQ(server_->stop(), 0) << "stderr:\n" << server_->stderr_text();
-    }
-  }
-
-  std::uint16_t port() const { return server_->port(); }
-
-  std::unique_ptr<server_process> server_;
-};
+using ServerTest = server_mode_test;
 
 INSTANTIATE_TEST_SUITE_P(Modes, ServerTest, ::testing::Values("inline", "pooled"),
                          [](const auto& info) { return info.param; });

@@ -16,13 +16,13 @@
 #include <gtest/gtest.h>
 
 #include "http_client.hpp"
+#include "server_fixture.hpp"
 #include "server_process.hpp"
 
 namespace knit_test {
 namespace {
 
 namespace json = boost::json;
-using env_map = std::map<std::string, std::string>;
 
 // The server's read-buffer limit (server_config::kReadBufferLimit) and the bound this file
 // holds it to: a request that needs more buffered is refused once the client has sent
@@ -34,44 +34,7 @@ constexpr std::size_t kSlack = 4 * 1024;
 // buffers of session::release_large_buffers at 4 KiB each, plus the parser's body).
 constexpr std::int64_t kIdleConnectionBytes = 16 * 1024;
 
-// Reads knit-stats lines (sending SIGUSR1 each time nothing arrives) until `accept` takes
-// one; fails the test after `tries` silent rounds.
-template <class Accept>
-json::object stats_where(server_process& server, Accept accept, int tries = 20) {
-  for (int i = 0; i < tries; ++i) {
-    server.signal(SIGUSR1);
-    while (auto line = server.read_line(std::chrono::milliseconds(500))) {
-      if (line->rfind("knit-stats ", 0) != 0) continue;
-      json::object stats = json::parse(line->substr(std::string("knit-stats ").size())).as_object();
-      if (accept(stats)) return stats;
-    }
-  }
-  ADD_FAILURE() << "no knit-stats line matched; stdout so far:\n" << server.stdout_seen();
-  return {};
-}
-
-json::object read_stats(server_process& server) {
-  return stats_where(server, [](const json::object&) { return true; });
-}
-
-class HostileTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void start(env_map env = {}) {
-    env["KNIT_MODE"] = GetParam();
-    server_ = std::make_unique<server_process>(env);
-    ASSERT_TRUE(server_->wait_listening()) << "stderr:\n" << server_->stderr_text();
-  }
-
-  void TearDown() override {
-    if (server_ && server_->running()) {
-      EXPECT_EQ(server_->stop(), 0) << "stderr:\n" << server_->stderr_text();
-    }
-  }
-
-  std::uint16_t port() const { return server_->port(); }
-
-  std::unique_ptr<server_process> server_;
-};
+using HostileTest = server_mode_test;
 
 INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::Values("inline", "pooled"),
                          [](const auto& info) { return info.param; });

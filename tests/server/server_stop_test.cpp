@@ -19,13 +19,13 @@
 #include <gtest/gtest.h>
 
 #include "http_client.hpp"
+#include "server_fixture.hpp"
 #include "server_process.hpp"
 
 namespace knit_test {
 namespace {
 
 namespace json = boost::json;
-using env_map = std::map<std::string, std::string>;
 using steady = std::chrono::steady_clock;
 
 constexpr const char* kSsrBody = R"({"name":"Ari","plan":"pro"})";
@@ -44,21 +44,6 @@ env_map stuck_ssr_env(const char* stuck_ms, const char* stop_timeout_ms) {
           {"KNIT_SSR_COST_US", kForeverUs},
           {"KNIT_STUCK_MS", stuck_ms},
           {"KNIT_STOP_TIMEOUT_MS", stop_timeout_ms}};
-}
-
-// Reads knit-stats lines (a SIGUSR1 each round) until `accept` takes one.
-template <class Accept>
-json::object stats_where(server_process& server, Accept accept, int tries = 50) {
-  for (int i = 0; i < tries; ++i) {
-    server.signal(SIGUSR1);
-    while (auto line = server.read_line(std::chrono::milliseconds(200))) {
-      if (line->rfind("knit-stats ", 0) != 0) continue;
-      json::object stats = json::parse(line->substr(std::string("knit-stats ").size())).as_object();
-      if (accept(stats)) return stats;
-    }
-  }
-  ADD_FAILURE() << "no knit-stats line matched; stdout so far:\n" << server.stdout_seen();
-  return {};
 }
 
 std::int64_t total(const json::object& stats, const char* counter) {
