@@ -9,7 +9,7 @@
 //   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
 // Variables: PORT HOST KNIT_MODE=inline|pooled KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
-// KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-limits.md),
+// KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-safety.md),
 // and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
 // KNIT_STEAL KNIT_MAX_SPINNERS KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
 // running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
