@@ -8,6 +8,7 @@
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <system_error>
@@ -59,7 +60,7 @@ class asio_host {
                                                std::forward<Handler>(handler), options, id);
     if (!ec) {
       arm_read(state_);
-      arm_timer(state_);  // next_deadline() also covers stuck detection (pool_options::stuck_after)
+      if (needs_timer(options)) arm_timer(state_);
     }
     return ec;
   }
@@ -97,6 +98,25 @@ class asio_host {
       s->pool_->drain();
       after_drain(s);
     });
+  }
+
+  // Whether a call just submitted with `options` may need the timer earlier than it is
+  // armed. Its earliest moment is its own deadline (timeout) or, once it runs, its stuck
+  // limit, which cannot come before now + stuck_after (it has not started yet). An armed
+  // timer that fires no later than that already covers it: the drain it triggers re-arms
+  // for what is left. So a steady stream under a pool-wide stuck_after costs one clock read
+  // per submit, not a pool::next_deadline() scan of every worker's current call.
+  bool needs_timer(const call_options& options) const {
+    const auto stuck = options.stuck_after.count() > 0 ? options.stuck_after
+                                                       : state_->pool_->options().stuck_after;
+    const bool timed = options.timeout.count() > 0;
+    if (!timed && stuck.count() <= 0) return false;  // nothing of this call's to time
+    if (!state_->timer_armed) return true;
+    const auto now = std::chrono::steady_clock::now();
+    auto earliest = std::chrono::steady_clock::time_point::max();
+    if (timed) earliest = now + options.timeout;
+    if (stuck.count() > 0) earliest = std::min(earliest, now + stuck);
+    return earliest < state_->timer_at;
   }
 
   static void arm_timer(const std::shared_ptr<state>& s) {
