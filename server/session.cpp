@@ -196,20 +196,20 @@ void session::handle_request() {
   route_ = match_route(req.method(), req.target());
   server_.counters().count(route_);
 
-  if (is_heavy(route_) && server_.dispatch().pooled()) {
-    // Admission control: a call that would wait too long for a worker is refused now, with
-    // 503 and Retry-After, rather than queued to answer late (admission.hpp). Inline mode
-    // has no queue: the host runs the call itself.
-    const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
-    if (verdict != admission::accept) {
-      ++(verdict == admission::reject_delay ? server_.rejected().queue_delay
-                                            : server_.rejected().queue_count);
-      fill_overloaded(res_);
-      return send_response();
-    }
-  }
-
   if (is_heavy(route_)) {
+    if (server_.dispatch().pooled()) {
+      // Admission control: a call that would wait too long for a worker is refused now,
+      // with 503 and Retry-After, rather than queued to answer late (admission.hpp). Inline
+      // mode has no queue: the host runs the call itself.
+      const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
+      if (verdict != admission::accept) {
+        ++(verdict == admission::reject_delay ? server_.rejected().queue_delay
+                                              : server_.rejected().queue_count);
+        fill_overloaded(res_);
+        return send_response();
+      }
+    }
+
     // Hand the body over to the heavy route: moved, never copied. In inline mode the route
     // runs right here and on_heavy_done is called before start() returns; in pooled mode a
     // worker runs it and on_heavy_done is called later from the event loop. This session
