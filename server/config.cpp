@@ -66,7 +66,14 @@ constexpr std::uint64_t kMaxCostUs = 10'000'000;
 }  // namespace
 
 std::string_view to_string(exec_mode mode) noexcept {
-  return mode == exec_mode::inline_host ? "inline" : "pooled";
+  switch (mode) {
+    case exec_mode::inline_host: return "inline";
+    case exec_mode::pooled: return "pooled";
+    case exec_mode::asio_pool: return "asio";
+    case exec_mode::multi_thread: return "multi";
+    case exec_mode::auto_offload: return "auto";
+  }
+  return "?";
 }
 
 server_config config_from_env(const env_lookup& getenv) {
@@ -83,13 +90,15 @@ server_config config_from_env(const env_lookup& getenv) {
   read_uint(getenv, "PORT", cfg.port, 0, 65535);
 
   if (auto mode = lookup(getenv, "KNIT_MODE")) {
-    if (*mode == "inline") {
-      cfg.mode = exec_mode::inline_host;
-    } else if (*mode == "pooled") {
-      cfg.mode = exec_mode::pooled;
-    } else {
-      fail("KNIT_MODE", *mode, "must be inline or pooled");
+    bool known = false;
+    for (exec_mode m : {exec_mode::inline_host, exec_mode::pooled, exec_mode::asio_pool,
+                        exec_mode::multi_thread, exec_mode::auto_offload}) {
+      if (*mode == to_string(m)) {
+        cfg.mode = m;
+        known = true;
+      }
     }
+    if (!known) fail("KNIT_MODE", *mode, "must be inline, pooled, asio, multi or auto");
   }
 
   if (auto profile = lookup(getenv, "KNIT_COST_PROFILE")) {

@@ -12,12 +12,27 @@
 
 namespace knit_server {
 
-// Where /ssr and /jwt run: on the host thread (the seed's hono_only) or on a knit pool
-// worker (hono_knitting). /ping always runs on the host thread.
-enum class exec_mode { inline_host, pooled };
+// Where /ssr and /jwt run. The first two are the seed's two servers; the next two are what a
+// C++ user would write instead of knit (the peers knit is measured against); the last is
+// knit deciding per route.
+enum class exec_mode {
+  inline_host,   // "inline": on the host thread (the seed's hono_only); /ping waits behind them
+  pooled,        // "pooled": on a knit pool worker (hono_knitting)
+  asio_pool,     // "asio": boost::asio::thread_pool of KNIT_THREADS threads, the result
+                 //   posted back to the host's io_context (the five-line alternative)
+  multi_thread,  // "multi": one io_context run by KNIT_THREADS threads, every route inline on
+                 //   whichever thread reads the request (the classic multi-threaded Beast server)
+  auto_offload,  // "auto": per route, inline while its measured cost is small, else the pool
+};
 
-// "inline" or "pooled": the spelling of KNIT_MODE and of the knit-stats "mode" field.
+// "inline", "pooled", "asio", "multi" or "auto": the spelling of KNIT_MODE and of the
+// knit-stats "mode" field.
 std::string_view to_string(exec_mode mode) noexcept;
+
+// True for the modes that run a knit pool (pooled, auto).
+constexpr bool uses_knit_pool(exec_mode mode) noexcept {
+  return mode == exec_mode::pooled || mode == exec_mode::auto_offload;
+}
 
 struct server_config {
   std::string host = "127.0.0.1";  // HOST: an IPv4/IPv6 literal, or "localhost"

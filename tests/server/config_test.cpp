@@ -144,6 +144,28 @@ TEST(Config, StopGraceNeverExceedsTheStopTimeout) {
 TEST(Config, ModeNames) {
   EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
   EXPECT_EQ(to_string(exec_mode::pooled), "pooled");
+  EXPECT_EQ(to_string(exec_mode::asio_pool), "asio");
+  EXPECT_EQ(to_string(exec_mode::multi_thread), "multi");
+  EXPECT_EQ(to_string(exec_mode::auto_offload), "auto");
+}
+
+TEST(Config, EveryModeParsesFromItsName) {
+  for (exec_mode m : {exec_mode::inline_host, exec_mode::pooled, exec_mode::asio_pool,
+                      exec_mode::multi_thread, exec_mode::auto_offload}) {
+    EXPECT_EQ(parse({{"KNIT_MODE", std::string(to_string(m))}}).mode, m) << to_string(m);
+  }
+  EXPECT_TRUE(uses_knit_pool(exec_mode::pooled));
+  EXPECT_TRUE(uses_knit_pool(exec_mode::auto_offload));
+  EXPECT_FALSE(uses_knit_pool(exec_mode::asio_pool));
+  EXPECT_FALSE(uses_knit_pool(exec_mode::multi_thread));
+  EXPECT_FALSE(uses_knit_pool(exec_mode::inline_host));
+  try {
+    parse({{"KNIT_MODE", "threads"}});
+    ADD_FAILURE() << "KNIT_MODE=threads was accepted";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("inline, pooled, asio, multi or auto"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
