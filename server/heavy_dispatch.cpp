@@ -12,6 +12,24 @@ queue_state heavy_dispatch::queue() const noexcept {
   return {pool.pending(), pool.options().threads, pool.call_time_estimate(), meter_.interval()};
 }
 
+std::optional<std::string> heavy_dispatch::auto_json() const {
+  if (!auto_) return std::nullopt;
+  std::string json = "{";
+  for (const route r : {route::ssr, route::jwt}) {
+    const offload_policy& p = policy(r);
+    if (r != route::ssr) json += ',';
+    json += r == route::ssr ? "\"ssr\":{\"inline\":" : "\"jwt\":{\"inline\":";
+    json += std::to_string(p.inline_calls());
+    json += ",\"pooled\":";
+    json += std::to_string(p.pooled_calls());
+    json += ",\"avg_ns\":";
+    json += std::to_string(p.average_ns());
+    json += '}';
+  }
+  json += '}';
+  return json;
+}
+
 void heavy_dispatch::on_completion() noexcept {
   // The pool has already counted this call out of pending() when its handler runs.
   const knit::pool& pool = host_->get_pool();
@@ -48,7 +66,8 @@ heavy_output heavy_job::operator()(std::string&& body) const {
 
   // Start the CPU clock before the real work so that the emulated cost is a total, not an
   // extra: a route that already costs 50 µs with cost_us = 76 burns only the missing 26 µs.
-  const std::uint64_t t0 = cost_us != 0 ? routes::thread_cpu_ns() : 0;
+  // Auto mode's sample reads the same clock, so it measures the total as well.
+  const std::uint64_t t0 = cost_us != 0 || measure ? routes::thread_cpu_ns() : 0;
 
   heavy_output out;
   if (which == route::ssr) {
@@ -67,6 +86,7 @@ heavy_output heavy_job::operator()(std::string&& body) const {
   }
 
   if (cost_us != 0) static_cast<void>(routes::burn_cpu_until(t0, cost_us));
+  if (measure) out.cpu_ns = routes::thread_cpu_ns() - t0;
   return out;
 }
 

@@ -1,4 +1,4 @@
-// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline or on a knit pool.
+// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline, on a knit pool, on an asio thread_pool, or per route (auto).
 //
 // Usage (everything comes from the environment; a bad value exits 2 naming it):
 //   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
@@ -7,7 +7,9 @@
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
 //   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
-// Variables: PORT HOST KNIT_MODE=inline|pooled KNIT_COST_PROFILE=bun|native
+// Variables: PORT HOST KNIT_MODE=inline|pooled|asio|auto (docs/server-modes.md)
+// KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 6)
+// KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
 // KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-safety.md),
 // and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
@@ -22,13 +24,14 @@
 // The steps, in order:
 //   1. read the configuration from the environment (bad value: message, exit 2);
 //   2. make the host's event loop, one io_context run by this thread only;
-//   3. pooled mode: start the pool (on this thread, which makes it the pool's host) and bind
-//      its completions to the io_context;
+//   3. pooled and auto mode: start the pool (on this thread, which makes it the pool's host)
+//      and bind its completions to the io_context; asio mode: start the thread_pool;
 //   4. install the signal handlers (SIGPIPE is ignored from the very start);
 //   5. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
 //   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats),
 //      or until the stop deadline has given up on what was left (stop_deadline.hpp);
-//   7. shut the pool down (drain, bounded by the same deadline), exit 0 or 3.
+//   7. shut the pool down (drain, bounded by the same deadline), or join the asio threads,
+//      exit 0 or 3.
 // Every line the server prints once the configuration is read goes through a log_writer:
 // a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
 // knit-stats "log_dropped") but never stops the event loop or kills the process.
@@ -47,6 +50,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/system/system_error.hpp>
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
@@ -54,6 +58,7 @@
 #include "config.hpp"
 #include "heavy_dispatch.hpp"
 #include "log_writer.hpp"
+#include "offload_policy.hpp"
 #include "server.hpp"
 #include "stats.hpp"
 #include "stop_deadline.hpp"
@@ -97,13 +102,21 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   }
 }
 
-void print_banner(const server_config& cfg, const knit::pool* pool, log_writer& out) {
+void print_banner(const server_config& cfg, const knit::pool* pool, std::size_t asio_threads,
+                  const offload_options& auto_options, log_writer& out) {
   // The route list exactly as the seed's server prints it.
   out.write_line("GET  /ping");
   out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
   out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
-  if (pool) {
+  if (cfg.mode == exec_mode::auto_offload) {
+    out.write_line("mode: auto (/ssr and /jwt each inline while its average cost is under " +
+                   std::to_string(auto_options.inline_below_us) +
+                   " us, else on knit workers) pool: " + pool->describe());
+  } else if (pool) {
     out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
+  } else if (cfg.mode == exec_mode::asio_pool) {
+    out.write_line("mode: asio (/ssr and /jwt on boost::asio::thread_pool(" +
+                   std::to_string(asio_threads) + "), results posted back)");
   } else {
     out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
@@ -124,8 +137,14 @@ int main() {
   // 1. Configuration. Nothing is bound or started until every value has been checked.
   server_config cfg;
   knit::pool_options pool_options;
+  offload_options auto_options;
   try {
     cfg = config_from_process_env();
+    // Read in every mode, like the pool's variables: a typo is an error whatever the mode.
+    auto_options = offload_options_from_env([](const char* name) -> std::optional<std::string> {
+      const char* value = std::getenv(name);
+      return value ? std::optional<std::string>(value) : std::nullopt;
+    });
     // Read the pool variables in inline mode too: a typo in KNIT_THREADS is an error
     // whichever mode the benchmark happens to be running.
     pool_options = knit::pool_options::from_env();
@@ -152,11 +171,21 @@ int main() {
   //    skip the locking a multi-threaded loop needs.
   net::io_context io{1};
 
-  // 3. The pool and its glue, pooled mode only. Constructed here, on the thread that runs
-  //    io: knit checks that every pool call comes from the thread that created the pool.
+  // 3. The pool and its glue, pooled and auto mode. Constructed here, on the thread that
+  //    runs io: knit checks that every pool call comes from the thread that created the pool.
+  //    Asio mode: KNIT_THREADS plain threads instead, with no knit in between.
   std::optional<knit::pool> pool;
   std::optional<knit::asio_host> host;
-  if (cfg.mode == exec_mode::pooled) {
+  std::optional<net::thread_pool> asio_threads;
+  if (cfg.mode == exec_mode::asio_pool) {
+    try {
+      asio_threads.emplace(pool_options.threads);
+    } catch (const std::exception& e) {
+      err.write_line(std::string("knit-server: cannot start the thread pool: ") + e.what());
+      return kExitStartup;
+    }
+  }
+  if (uses_knit_pool(cfg.mode)) {
     try {
       pool.emplace(pool_options);
     } catch (const std::invalid_argument& e) {
@@ -168,7 +197,13 @@ int main() {
     }
     host.emplace(io, *pool);
   }
-  heavy_dispatch dispatch(cfg, host ? &*host : nullptr);
+  std::optional<heavy_dispatch> dispatch_storage;
+  if (asio_threads) {
+    dispatch_storage.emplace(cfg, *asio_threads, io);
+  } else {
+    dispatch_storage.emplace(cfg, host ? &*host : nullptr, auto_options);
+  }
+  heavy_dispatch& dispatch = *dispatch_storage;
   server srv(io, cfg, dispatch);
   stop_deadline stopper(io, srv, pool ? &*pool : nullptr, pool_options.stop_timeout);
 
@@ -187,8 +222,9 @@ int main() {
           if (pool) pool_json = knit::to_json(pool->stats());
           const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
                                      out.dropped() + err.dropped()};
-          out.write_line(
-              format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges, pool_json));
+          const std::optional<std::string> auto_json = dispatch.auto_json();
+          out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges,
+                                           pool_json, auto_json));
         } else if (++stop_requests == 1) {
           err.write_line("knit-server: signal " + std::to_string(signo) +
                          ": stopping; finishing the requests in progress");
@@ -214,7 +250,7 @@ int main() {
     return kExitStartup;
   }
   srv.start();
-  print_banner(cfg, pool ? &*pool : nullptr, out);
+  print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
   // Run the loop. A handler that throws unwinds out of run(); report it and carry on, so a
@@ -230,14 +266,20 @@ int main() {
 
   // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
   //    on it got 503. Leave at once: a connection or a detached worker thread may still
-  //    use what main's destructors would free, so none of them may run.
+  //    use what main's destructors would free, so none of them may run. Asio mode has no
+  //    way to cancel a job (the clients still waiting on one are cut off at exit): its
+  //    threads are told to stop taking jobs, and the process exits without joining them.
   if (stopper.abandoned()) {
+    if (asio_threads) asio_threads->stop();
     err.write_line("knit-server: " + stopper.describe() + "; exiting with code " +
                    std::to_string(kExitAbandoned));
     std::_Exit(kExitAbandoned);
   }
   // Drained in time: every accepted call has completed (each one's session was waiting for
   // it), so this only joins the workers, and retires what a stuck call left behind.
+  // Asio mode: the same holds (each session waited for its job's result), so the join only
+  // waits for the threads to leave the jobs they have just finished.
+  if (asio_threads) asio_threads->join();
   knit::shutdown_report report = stopper.report();
   if (pool && !stopper.passed()) {
     report = pool->shutdown(knit::shutdown_mode::drain, stopper.deadline());

@@ -197,10 +197,10 @@ void session::handle_request() {
   server_.counters().count(route_);
 
   if (is_heavy(route_)) {
-    if (server_.dispatch().pooled()) {
+    if (server_.dispatch().to_pool(route_)) {
       // Admission control: a call that would wait too long for a worker is refused now,
-      // with 503 and Retry-After, rather than queued to answer late (admission.hpp). Inline
-      // mode has no queue: the host runs the call itself.
+      // with 503 and Retry-After, rather than queued to answer late (admission.hpp). A call
+      // run inline has no queue (the host runs it itself), nor has asio mode's thread_pool.
       const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
       if (verdict != admission::accept) {
         ++(verdict == admission::reject_delay ? server_.rejected().queue_delay

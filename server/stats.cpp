@@ -5,7 +5,8 @@ namespace knit_server {
 
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
-                              std::optional<std::string_view> pool_json) {
+                              std::optional<std::string_view> pool_json,
+                              std::optional<std::string_view> auto_json) {
   std::string line = "knit-stats {\"mode\":\"";
   line += to_string(mode);
   line += "\",\"requests\":{\"ping\":";
@@ -30,6 +31,10 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(gauges.log_dropped);
   line += ",\"pool\":";
   line += pool_json ? *pool_json : std::string_view("null");
+  if (auto_json) {
+    line += ",\"auto\":";
+    line += *auto_json;
+  }
   line += '}';
   return line;
 }

@@ -47,12 +47,14 @@ struct server_gauges {
 // The whole line, without the newline:
 //   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N},
-//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}}
-// (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline mode
-// ("pool":null). The benchmark driver parses this line: change it only together with the
+//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}[,"auto":{...}]}
+// (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline and asio mode
+// ("pool":null). `auto_json` (heavy_dispatch::auto_json, auto mode only) adds the "auto"
+// field, absent otherwise. The benchmark driver parses this line: change it only together with the
 // driver (it reads "requests" by name, so fields may be added).
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
-                              std::optional<std::string_view> pool_json);
+                              std::optional<std::string_view> pool_json,
+                              std::optional<std::string_view> auto_json = std::nullopt);
 
 }  // namespace knit_server

@@ -1,0 +1,89 @@
+// KNIT_MODE=auto's per-route rule: run a heavy route inline while its measured cost is small, on the pool once it is not.
+//
+// The rule (one offload_policy per route, host thread only; no clock, no pool: the caller
+// measures and reports):
+//   1. Where: a route starts on the pool (an unknown cost is assumed expensive, the side that
+//      cannot hold /ping up), moves inline once the running average of its measured cost
+//      falls below leave_pool_ns = 3/5 × T, and back to the pool once it rises above
+//      enter_pool_ns = T (KNIT_AUTO_INLINE_US). Between the two it stays where it is, so a
+//      route whose cost sits near T does not flap between the two paths.
+//   2. What is measured: the thread CPU time of the job, on whichever thread ran it (the
+//      host inline, a worker on the pool). Reading that clock is a syscall (~0.3-1 µs), so
+//      only a sample of calls is measured: 1 in kInlineSamplePeriod inline (the host pays
+//      for it), 1 in kPooledSamplePeriod on the pool (a worker pays; sampled more often so
+//      that a route that became cheap comes back sooner). The first call is always measured.
+//   3. The average: an exponentially weighted moving average with weight 1/kEwmaDivisor per
+//      sample; the first sample sets it outright.
+// Bounds that follow (the unit tests check them): a route that costs S > T moves to the pool
+// after at most n samples with (1 - 1/8)^n < (S - T) / (S - avg), e.g. one sample (16 calls)
+// when S ≥ 8 T + avg; a cheap route that starts on the pool is inline after its first
+// sample when that sample is below 3/5 T.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "config.hpp"
+
+namespace knit_server {
+
+// KNIT_AUTO_INLINE_US: T, in microseconds. The default comes from the native-cost sweep
+// (2 CPUs, server on one): inline wins below a 5 µs route (152,928 vs 112,655 rps at 0 µs),
+// ties at 5 µs, and the pool wins from 10 µs on (+30% at 10 µs, 2x at 20 µs).
+struct offload_options {
+  static constexpr std::uint32_t kDefaultInlineUs = 6;
+  static constexpr std::uint32_t kMaxInlineUs = 1'000'000;  // 1 s: anything above is a typo
+  std::uint32_t inline_below_us = kDefaultInlineUs;
+};
+
+// Reads KNIT_AUTO_INLINE_US (an integer from 1 to kMaxInlineUs; unset or empty = default)
+// through the same seam as config_from_env; a bad value throws config_error naming it.
+offload_options offload_options_from_env(const env_lookup& getenv);
+
+class offload_policy {
+ public:
+  static constexpr std::uint32_t kInlineSamplePeriod = 16;
+  static constexpr std::uint32_t kPooledSamplePeriod = 4;
+  static constexpr std::int64_t kEwmaDivisor = 8;
+
+  // What to do with the call about to start.
+  struct decision {
+    bool pooled = true;    // submit it to the pool (else run it inline)
+    bool measure = false;  // measure its thread CPU time and record() it
+  };
+
+  explicit offload_policy(std::uint32_t inline_below_us) noexcept
+      : enter_pool_ns_(std::uint64_t{inline_below_us} * 1000),
+        leave_pool_ns_(enter_pool_ns_ * 3 / 5) {}
+
+  // Where the next call will go, without counting it (admission control asks this first:
+  // it applies only to calls that go to the pool).
+  bool pooled() const noexcept { return pooled_; }
+
+  // The call about to start: counts it under its path and says whether to measure it.
+  decision next() noexcept;
+
+  // One measured call's thread CPU time. May move the route to the other path.
+  void record(std::uint64_t cpu_ns) noexcept;
+
+  std::uint64_t average_ns() const noexcept { return static_cast<std::uint64_t>(average_ns_); }
+  bool has_average() const noexcept { return samples_ > 0; }
+  std::uint64_t inline_calls() const noexcept { return inline_calls_; }
+  std::uint64_t pooled_calls() const noexcept { return pooled_calls_; }
+  std::uint64_t switches() const noexcept { return switches_; }  // path changes so far
+  std::uint64_t enter_pool_ns() const noexcept { return enter_pool_ns_; }
+  std::uint64_t leave_pool_ns() const noexcept { return leave_pool_ns_; }
+
+ private:
+  std::uint64_t enter_pool_ns_;
+  std::uint64_t leave_pool_ns_;
+  std::int64_t average_ns_ = 0;
+  std::uint64_t samples_ = 0;
+  std::uint32_t since_sample_ = 0;  // calls since the last measured one; 0 = measure the next
+  bool pooled_ = true;
+  std::uint64_t inline_calls_ = 0;
+  std::uint64_t pooled_calls_ = 0;
+  std::uint64_t switches_ = 0;
+};
+
+}  // namespace knit_server
