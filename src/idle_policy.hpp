@@ -8,6 +8,11 @@
 //     spinning role to a parked peer (Go's wakep / Eigen's spinning_ flag), so under a
 //     steady stream one worker is usually awake to catch the next call and the host rarely
 //     pays a FUTEX_WAKE. Idle cost is bounded by one spinner for one budget, then zero.
+//
+// The spin gate (pool_options::spin_gate; on for the default budget, off for an explicit
+// spin_us) adds two conditions: no spinning at all when the spinner would share a CPU with
+// the host (spin_gate.hpp, decided once by the pool), and each worker's miss backoff
+// (spin_backoff.hpp, decided per idle period by the worker).
 #pragma once
 
 #include <atomic>
@@ -19,10 +24,18 @@ namespace knit::detail {
 
 class idle_policy {
  public:
-  idle_policy(unsigned spin_us, unsigned max_spinners) noexcept
-      : spin_ns_(std::uint64_t{spin_us} * 1000), max_spinners_(max_spinners) {}
+  // gated: the spin gate applies; own_cpu: spin_gate.hpp's answer for this pool.
+  idle_policy(unsigned spin_us, unsigned max_spinners, bool gated = false, bool own_cpu = true) noexcept
+      : spin_ns_(std::uint64_t{spin_us} * 1000), max_spinners_(max_spinners), gated_(gated),
+        cpu_shared_(gated && !own_cpu) {}
 
   std::uint64_t spin_budget_ns() const noexcept { return spin_ns_; }
+
+  // The gate is on and a spinner would share the host's CPU: park at once, always.
+  bool cpu_shared() const noexcept { return cpu_shared_; }
+
+  // The gate is on: each worker backs off after a run of missed spins.
+  bool backs_off_after_misses() const noexcept { return gated_; }
 
   // Takes a spinning token. False: the budget is zero or the cap is reached -> park now.
   bool try_begin_spin() noexcept {
@@ -50,6 +63,8 @@ class idle_policy {
  private:
   const std::uint64_t spin_ns_;
   const unsigned max_spinners_;
+  const bool gated_;
+  const bool cpu_shared_;
   alignas(kCacheLine) std::atomic<unsigned> spinners_{0};  // workers currently spinning
 };
 

@@ -32,6 +32,28 @@ bool parse_flag(std::string_view text, const char* what) {
   throw config_error(std::string(what) + "='" + std::string(text) + "': expected 0 or 1");
 }
 
+bool parse_spin_gate(std::string_view text) {
+  if (text == "auto") return true;
+  if (text == "off") return false;
+  throw config_error("KNIT_SPIN_GATE='" + std::string(text) + "': expected auto or off");
+}
+
+sched_class parse_sched(std::string_view text) {
+  if (text == "other") return sched_class::other;
+  if (text == "batch") return sched_class::batch;
+  if (text == "idle") return sched_class::idle;
+  throw config_error("KNIT_WORKER_SCHED='" + std::string(text) + "': expected other, batch or idle");
+}
+
+const char* sched_name(sched_class c) {
+  switch (c) {
+    case sched_class::other: return "other";
+    case sched_class::batch: return "batch";
+    case sched_class::idle: return "idle";
+  }
+  return "?";
+}
+
 // Unset and empty both mean "library default" (the seed's optNum does the same).
 const char* env(const char* name) {
   const char* v = std::getenv(name);
@@ -89,6 +111,13 @@ void pool_options::validate() const {
   for (int cpu : worker_cpus) {
     if (cpu < 0 || cpu >= 4096) throw config_error("worker_cpus: CPU " + std::to_string(cpu) + " out of range");
   }
+  if (worker_nice < 0 || worker_nice > 19) {
+    throw config_error("worker_nice=" + std::to_string(worker_nice) + " (KNIT_WORKER_NICE): expected 0 to 19");
+  }
+  if (worker_sched != sched_class::other && worker_sched != sched_class::batch && worker_sched != sched_class::idle) {
+    throw config_error("worker_sched=" + std::to_string(static_cast<int>(worker_sched)) +
+                       " (KNIT_WORKER_SCHED): expected other, batch or idle");
+  }
 }
 
 pool_options pool_options::from_env() {
@@ -106,6 +135,9 @@ pool_options pool_options::from_env() {
   if (const char* v = env("KNIT_STUCK_MS")) o.stuck_after = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STUCK_MS", 0, 86'400'000));
   if (const char* v = env("KNIT_STOP_TIMEOUT_MS")) o.stop_timeout = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STOP_TIMEOUT_MS", 0, 86'400'000));
   if (const char* v = env("KNIT_WORKER_CPUS")) o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
+  if (const char* v = env("KNIT_SPIN_GATE")) o.spin_gate = parse_spin_gate(v);
+  if (const char* v = env("KNIT_WORKER_NICE")) o.worker_nice = static_cast<int>(parse_unsigned(v, "KNIT_WORKER_NICE", 0, 19));
+  if (const char* v = env("KNIT_WORKER_SCHED")) o.worker_sched = parse_sched(v);
   try {
     o.validate();
   } catch (const config_error& e) {
@@ -117,6 +149,7 @@ pool_options pool_options::from_env() {
 std::string pool_options::describe() const {
   std::ostringstream out;
   out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(seed policy)")
+      << " spin_gate=" << (effective_spin_gate() ? "auto" : "off") << (spin_gate ? "" : spin_us ? "(explicit spin)" : "(default)")
       << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "") << " doorbell=" << (doorbell ? "on" : "off")
       << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
       << " queue_capacity=" << queue_capacity << " max_pending=";
@@ -127,6 +160,8 @@ std::string pool_options::describe() const {
     out << " worker_cpus=";
     for (std::size_t i = 0; i < worker_cpus.size(); ++i) out << (i ? "," : "") << worker_cpus[i];
   }
+  out << " worker_nice=" << worker_nice << (worker_nice == 0 ? "(inherited)" : "")
+      << " worker_sched=" << sched_name(worker_sched) << (worker_sched == sched_class::other ? "(inherited)" : "");
   return out.str();
 }
 

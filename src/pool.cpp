@@ -42,6 +42,7 @@
 #include <deque>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -53,13 +54,15 @@
 #include "dispatch_policy.hpp"
 #include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
+#include "spin_gate.hpp"
 
 namespace knit {
 namespace detail {
 
 class pool_impl {
  public:
-  explicit pool_impl(const pool_options& options) : shared_(options), host_(std::this_thread::get_id()) {
+  explicit pool_impl(const pool_options& options)
+      : shared_(options, spin_gate_allows(options)), host_(std::this_thread::get_id()) {
     options.validate();
     const unsigned n = options.threads;
     per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
@@ -84,6 +87,7 @@ class pool_impl {
         throw;
       }
     }
+    if (worker_sched_requested(options)) await_sched();
   }
 
   ~pool_impl() {
@@ -295,6 +299,29 @@ class pool_impl {
   static std::chrono::steady_clock::time_point from_ns(std::int64_t ns) {
     return std::chrono::steady_clock::time_point(
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
+  }
+
+  // The spin gate's CPU count (spin_gate.hpp), read on the host thread before any worker
+  // exists; only when the gate is on and there is a budget to gate.
+  static bool spin_gate_allows(const pool_options& options) {
+    if (!options.effective_spin_gate() || options.effective_spin_us() == 0) return true;
+    return host_leaves_a_cpu_for_spinning(options);
+  }
+
+  // Waits until every first worker has applied worker_nice / worker_sched
+  // (worker_sched.hpp); if one could not, stops them all and throws, naming the setting.
+  void await_sched() {
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+      worker_slot& w = *slots_[i];
+      while (!w.sched_applied.load(std::memory_order_acquire)) w.sched_applied.wait(false, std::memory_order_acquire);
+      if (w.sched_error.error == 0) continue;
+      char text[320];
+      w.sched_error.format(text, sizeof text, shared_.options, i);
+      const int error = w.sched_error.error;
+      shutdown_report ignored;
+      stop_workers(ignored);
+      throw std::system_error(error, std::generic_category(), std::string("knit::pool: ") + text);
+    }
   }
 
   // Pops one worker's done ring: delivers and frees each record. If the worker parked for

@@ -18,6 +18,7 @@
 #include "knit/spsc_ring.hpp"
 #include "knit/stats.hpp"
 #include "worker_doorbell.hpp"
+#include "worker_sched.hpp"
 
 namespace knit::detail {
 
@@ -29,8 +30,9 @@ struct counter {
 };
 
 struct alignas(kCacheLine) worker_counters {
-  counter calls_run, calls_stolen, calls_skipped, spin_hits, spins, parks, wakes_doorbell,
-      wakes_timeout, peer_wakes, completion_signals;
+  counter calls_run, calls_stolen, calls_skipped, spin_hits, spins, spins_skipped_shared_cpu,
+      spins_skipped_after_misses, parks, wakes_doorbell, wakes_timeout, peer_wakes, completion_signals,
+      sched_failures;
   worker_stats snapshot() const noexcept;
   // A replacement worker continues its predecessor's counts (host, before it starts).
   void carry_over(const worker_counters& old) noexcept;
@@ -63,6 +65,11 @@ struct worker_slot {
   // Set by the worker before it parks with a full done ring; the host wakes it after it
   // popped that ring. Partner: the host's check after its seq_cst fence in pool.cpp (drain).
   std::atomic<bool> waiting_for_room{false};
+  // The worker's attempt at worker_nice / worker_sched (worker_sched.hpp): it writes
+  // sched_error first, then sets sched_applied (release) and notifies. Partner: the
+  // constructor's acquire wait in pool.cpp (await_sched), which throws on an error.
+  worker_sched_error sched_error;
+  std::atomic<bool> sched_applied{false};
   std::thread thread;
 
   // Host-only from here on.
@@ -78,8 +85,9 @@ inline std::int64_t steady_now_ns() noexcept {
 }
 
 struct pool_shared {
-  pool_shared(const pool_options& o)
-      : options(o), policy(o.effective_spin_us(), o.max_spinners) {}
+  // own_cpu: spin_gate.hpp's answer, read on the host thread before any worker starts.
+  pool_shared(const pool_options& o, bool own_cpu)
+      : options(o), policy(o.effective_spin_us(), o.max_spinners, o.effective_spin_gate(), own_cpu) {}
 
   const pool_options options;
   idle_policy policy;

@@ -17,11 +17,14 @@ constexpr worker_field kWorkerFields[] = {
     {"calls_skipped", &worker_stats::calls_skipped},
     {"spin_hits", &worker_stats::spin_hits},
     {"spins", &worker_stats::spins},
+    {"spins_skipped_shared_cpu", &worker_stats::spins_skipped_shared_cpu},
+    {"spins_skipped_after_misses", &worker_stats::spins_skipped_after_misses},
     {"parks", &worker_stats::parks},
     {"wakes_doorbell", &worker_stats::wakes_doorbell},
     {"wakes_timeout", &worker_stats::wakes_timeout},
     {"peer_wakes", &worker_stats::peer_wakes},
     {"completion_signals", &worker_stats::completion_signals},
+    {"sched_failures", &worker_stats::sched_failures},
 };
 
 void write_worker(std::ostringstream& out, const worker_stats& w, bool& first) {

@@ -2,6 +2,12 @@
 // run it, hand the record back to the host, and when there is nothing to do, spin within
 // the idle policy's budget and then park on its doorbell.
 //
+// With the spin gate on (idle_policy.hpp) an idle period may not spin: never when the
+// spinner would share the host's CPU (spin_gate.hpp), and not while this worker's miss
+// backoff says its recent spins caught nothing (spin_backoff.hpp). A skipped period that
+// would have caught a call (work seen before parking, or a doorbell within the budget)
+// resets the backoff, so a stream that resumes gets its spinner back at once.
+//
 // A worker claims a call only while its done ring has room for one more record, so its
 // push after the call can never fail (the done ring is as small as the job ring: linear
 // memory). With a full done ring it parks with waiting_for_room set; the host wakes it
@@ -20,6 +26,7 @@
 #include <sched.h>
 
 #include "pool_shared.hpp"
+#include "spin_backoff.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -53,7 +60,8 @@ class worker_loop {
         if (!execute(c, stolen)) return;
         continue;
       }
-      park();
+      const park_exit exit = park();
+      if (skipped_spin_ && would_have_caught(exit)) backoff_.caught();
     }
   }
 
@@ -143,6 +151,19 @@ class worker_loop {
   }
 
   bool spin(call_base*& c, bool& stolen) noexcept {
+    skipped_spin_ = false;
+    if (s_.policy.spin_budget_ns() == 0) return false;
+    if (s_.policy.cpu_shared()) {
+      me_.counters.spins_skipped_shared_cpu.bump();
+      return false;
+    }
+    const bool adaptive = s_.policy.backs_off_after_misses();
+    if (adaptive && !backoff_.should_spin()) {
+      me_.counters.spins_skipped_after_misses.bump();
+      skipped_spin_ = true;
+      idle_since_ns_ = steady_now_ns();
+      return false;
+    }
     if (!s_.policy.try_begin_spin()) return false;
     me_.counters.spins.bump();
     me_.bell.set_spinning();
@@ -161,6 +182,9 @@ class worker_loop {
     }
     me_.bell.set_running();
     s_.policy.end_spin();
+    if (adaptive) {
+      if (caught) backoff_.caught(); else backoff_.missed();
+    }
     if (caught) {
       me_.counters.spin_hits.bump();
       if (doorbell_ && n_ > 1 && s_.policy.hand_off_after_catch()) wake_one_peer();
@@ -168,7 +192,16 @@ class worker_loop {
     return caught;
   }
 
-  void park() noexcept {
+  enum class park_exit { work_seen, doorbell, timeout };
+
+  // After a skipped spin: would a spin have caught what ended this park?
+  bool would_have_caught(park_exit exit) const noexcept {
+    if (exit == park_exit::work_seen) return true;
+    if (exit == park_exit::timeout) return false;
+    return static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_) <= s_.policy.spin_budget_ns();
+  }
+
+  park_exit park() noexcept {
     // A full done ring: ask the host to wake us when it has popped it. The announce fence
     // below orders this store before our re-check of the ring (Dekker with drain()).
     const bool no_room = !me_.done.producer_has_room();
@@ -179,15 +212,18 @@ class worker_loop {
     if (work_visible() || s_.stopping.load(std::memory_order_acquire) || (no_room && me_.done.producer_has_room())) {
       me_.bell.cancel_park();
       if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
-      return;
+      return park_exit::work_seen;
     }
     me_.counters.parks.bump();
+    park_exit exit = park_exit::doorbell;
     if (me_.bell.wait(s_.options.park_ms) == park_end::timeout) {
       me_.counters.wakes_timeout.bump();
+      exit = park_exit::timeout;
     } else {
       me_.counters.wakes_doorbell.bump();
     }
     if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
+    return exit;
   }
 
   pool_shared& s_;
@@ -196,6 +232,9 @@ class worker_loop {
   const unsigned n_;
   const bool steal_;
   const bool doorbell_;
+  spin_backoff backoff_;           // this worker's own: no other thread reads it
+  bool skipped_spin_ = false;      // this idle period's spin was skipped by the backoff
+  std::int64_t idle_since_ns_ = 0;  // when that skipped period began
 };
 
 void apply_affinity(const pool_options& options, unsigned self) noexcept {
@@ -216,6 +255,17 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
   std::snprintf(name, sizeof name, "knit-worker-%u", self);
   pthread_setname_np(pthread_self(), name);
   apply_affinity(shared.options, self);
+  if (worker_sched_requested(shared.options)) {
+    me->sched_error = apply_worker_sched(shared.options);
+    if (me->sched_error.error != 0) {
+      me->counters.sched_failures.bump();
+      char text[320];
+      me->sched_error.format(text, sizeof text, shared.options, self);
+      std::fprintf(stderr, "knit: %s; it keeps the host's setting\n", text);
+    }
+    me->sched_applied.store(true, std::memory_order_release);  // publishes sched_error
+    me->sched_applied.notify_all();
+  }
   worker_loop(shared, *me, self).run();
 }
 
@@ -226,20 +276,26 @@ worker_stats worker_counters::snapshot() const noexcept {
   s.calls_skipped = calls_skipped.get();
   s.spin_hits = spin_hits.get();
   s.spins = spins.get();
+  s.spins_skipped_shared_cpu = spins_skipped_shared_cpu.get();
+  s.spins_skipped_after_misses = spins_skipped_after_misses.get();
   s.parks = parks.get();
   s.wakes_doorbell = wakes_doorbell.get();
   s.wakes_timeout = wakes_timeout.get();
   s.peer_wakes = peer_wakes.get();
   s.completion_signals = completion_signals.get();
+  s.sched_failures = sched_failures.get();
   return s;
 }
 
 void worker_counters::carry_over(const worker_counters& old) noexcept {
   counter worker_counters::*const fields[] = {
-      &worker_counters::calls_run,  &worker_counters::calls_stolen,   &worker_counters::calls_skipped,
-      &worker_counters::spin_hits,  &worker_counters::spins,          &worker_counters::parks,
-      &worker_counters::wakes_doorbell, &worker_counters::wakes_timeout, &worker_counters::peer_wakes,
-      &worker_counters::completion_signals};
+      &worker_counters::calls_run,      &worker_counters::calls_stolen,
+      &worker_counters::calls_skipped,  &worker_counters::spin_hits,
+      &worker_counters::spins,          &worker_counters::spins_skipped_shared_cpu,
+      &worker_counters::spins_skipped_after_misses, &worker_counters::parks,
+      &worker_counters::wakes_doorbell, &worker_counters::wakes_timeout,
+      &worker_counters::peer_wakes,     &worker_counters::completion_signals,
+      &worker_counters::sched_failures};
   for (auto f : fields) (this->*f).value.store((old.*f).get(), std::memory_order_relaxed);
 }
 

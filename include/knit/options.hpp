@@ -12,6 +12,13 @@
 
 namespace knit {
 
+/// @brief The Linux scheduling class a worker thread puts itself in (pool_options::worker_sched).
+enum class sched_class {
+  other,  ///< SCHED_OTHER: not changed (inherited from the host, normally SCHED_OTHER).
+  batch,  ///< SCHED_BATCH: like SCHED_OTHER, but never preempts on wake-up (CPU-bound work).
+  idle,   ///< SCHED_IDLE: runs only when nothing else wants the CPU (may starve under load).
+};
+
 /// @brief Pool shape and worker idle policy, given to pool's constructor.
 ///
 /// Every field has a usable default; from_env() reads them from the KNIT_* environment
@@ -36,6 +43,14 @@ struct pool_options {
 
   /// An awake worker with an empty ring takes queued calls from a peer's ring.
   bool steal = true;
+
+  /// Whether an idle worker's spin is gated (src/spin_gate.hpp, src/spin_backoff.hpp): it
+  /// spins only if the host and every worker can each have a CPU (counted from the host's
+  /// affinity mask and worker_cpus when the pool is built), and it skips spinning for a
+  /// while (1, 2, 4, ... up to 64 idle periods) after a run of spins that caught nothing.
+  /// Unset: on for the default budget (spin_us unset), off for an explicit spin_us, which
+  /// then spins its budget unconditionally as before. KNIT_SPIN_GATE=auto|off.
+  std::optional<bool> spin_gate;
 
   /// Most workers allowed to spin at once; 0 = no cap. With a cap of 1 and a spin budget,
   /// a spinner that catches work hands the spinning role to a parked peer (Go's wakep), so
@@ -72,10 +87,27 @@ struct pool_options {
   /// Optional CPU affinity: worker i is pinned to worker_cpus[i % size]. Empty = no pinning.
   std::vector<int> worker_cpus;
 
+  /// Nice value each worker thread gives itself when it starts, 0 to 19 (Linux nice is per
+  /// thread); 0 = not changed (inherited from the host). A higher value yields the CPU to
+  /// the host when both want it. KNIT_WORKER_NICE.
+  int worker_nice = 0;
+
+  /// Scheduling class each worker thread puts itself in when it starts (sched_class).
+  /// KNIT_WORKER_SCHED=other|batch|idle.
+  sched_class worker_sched = sched_class::other;
+
+  // Either setting is applied by each worker, replacements included. The pool's
+  // constructor waits for its workers to apply them and throws std::system_error naming the
+  // setting if one could not (e.g. EPERM: a nice below the host's needs CAP_SYS_NICE); a
+  // replacement worker that fails says so on stderr and in worker_stats::sched_failures.
+
   /// The spin budget this configuration actually uses, in µs (resolves an unset spin_us).
   unsigned effective_spin_us() const noexcept {
     return spin_us ? *spin_us : (threads == 1 ? 50u : 0u);
   }
+
+  /// Whether the spin gate applies (resolves an unset spin_gate).
+  bool effective_spin_gate() const noexcept { return spin_gate ? *spin_gate : !spin_us.has_value(); }
 
   /// Checks every setting's range, and that doorbell off comes with park_ms > 0.
   /// @throws config_error naming the bad setting and its value.
@@ -83,8 +115,10 @@ struct pool_options {
 
   /// Options from the environment: KNIT_THREADS, KNIT_SPIN, KNIT_PARK, KNIT_DOORBELL,
   /// KNIT_STEAL, KNIT_MAX_SPINNERS, KNIT_WAKE_COST (µs), KNIT_QUEUE_CAPACITY,
-  /// KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"), KNIT_STUCK_MS (unset: 30000; 0 = never)
-  /// and KNIT_STOP_TIMEOUT_MS (unset: 10000; 0 = no bound). Unset or empty = default.
+  /// KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"), KNIT_STUCK_MS (unset: 30000; 0 = never),
+  /// KNIT_STOP_TIMEOUT_MS (unset: 10000; 0 = no bound), KNIT_SPIN_GATE (auto|off),
+  /// KNIT_WORKER_NICE (0-19) and KNIT_WORKER_SCHED (other|batch|idle). Unset or empty =
+  /// default.
   /// @throws config_error on any malformed or out-of-range value (validate() included).
   static pool_options from_env();
 

@@ -17,11 +17,14 @@ struct worker_stats {
   std::uint64_t calls_skipped = 0;       ///< Abandoned calls (cancelled, timed out) handed back unrun.
   std::uint64_t spin_hits = 0;           ///< Spin rounds that caught work before the budget ran out.
   std::uint64_t spins = 0;               ///< Spin rounds started.
+  std::uint64_t spins_skipped_shared_cpu = 0;  ///< Idle periods not spun because a spinner would share the host's CPU (spin gate).
+  std::uint64_t spins_skipped_after_misses = 0;  ///< Idle periods not spun because recent spins caught nothing (spin gate's backoff).
   std::uint64_t parks = 0;               ///< Futex waits entered.
   std::uint64_t wakes_doorbell = 0;      ///< Parks ended by a doorbell (host or peer).
   std::uint64_t wakes_timeout = 0;       ///< Parks ended by park_ms expiring.
   std::uint64_t peer_wakes = 0;          ///< FUTEX_WAKE syscalls this worker issued for a peer.
   std::uint64_t completion_signals = 0;  ///< Eventfd writes to wake the host (coalesced: one per batch).
+  std::uint64_t sched_failures = 0;      ///< Worker threads on this seat that could not apply worker_nice / worker_sched.
 };
 
 /// @brief A snapshot of a pool's counters: the host's own, plus one worker_stats per worker.
