@@ -177,6 +177,54 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
     }
   }
 
+  // knit against the peers: saturating total rps and fixed-rate server cores for inline,
+  // the seed policy at each N, auto, asio, multi and external peers, side by side.
+  {
+    auto headline = [&](const Scope& s) {
+      std::vector<const Config*> v;
+      if (auto* c = inline_config(cs, s)) v.push_back(c);
+      for (int n : pool_sizes(cs, s))
+        if (auto* c = seed_policy_config(cs, s, n)) v.push_back(c);
+      for (Policy p : {Policy::Auto, Policy::Asio, Policy::Multi, Policy::Peer})
+        for (const auto& c : cs)
+          if (in_scope(c, s) && c.policy == p) v.push_back(&c);
+      return v;
+    };
+    bool peers = false;
+    for (const auto& c : cs)
+      if ((in_scope(c, sat) || in_scope(c, rate)) && is_peer(c.policy)) peers = true;
+    std::vector<std::pair<std::string, std::vector<std::string>>> rps_rows, core_rows;
+    for (const Config* c : headline(sat))
+      if (routes_of(*c).size() == 3)
+        rps_rows.push_back({c->label, {num(c->stat([](const Row& r) {
+                              return std::optional<double>(static_cast<double>(r.total_rps));
+                            }))}});
+    for (const Config* c : headline(rate))
+      if (routes_of(*c).size() == 3)
+        core_rows.push_back({c->label, {num(c->stat([](const Row& r) { return std::optional<double>(r.cores); }))}});
+    if (peers && (!rps_rows.empty() || !core_rows.empty())) {
+      std::string body, plots;
+      int panels = 0;
+      if (!rps_rows.empty()) {
+        body += categorical_block("rps", {"total rps"}, rps_rows);
+        plots += "set title \"Saturating total rps (median)\"\nset ylabel \"requests/s\"\n"
+                 "plot $rps using 2:xtic(1) with boxes notitle\n";
+        ++panels;
+      }
+      if (!core_rows.empty()) {
+        body += categorical_block("cores", {"server cores"}, core_rows);
+        plots += "set title \"Server cores at the fixed rate (same work, median)\"\nset ylabel \"cores\"\n"
+                 "plot $cores using 2:xtic(1) with boxes notitle\n";
+        ++panels;
+      }
+      d.draw({"peers_" + suffix, "knit and the peers: saturating rps, fixed-rate cores", sec,
+              body + "set multiplot layout " + std::to_string(panels) + ",1\n" +
+                  "set style fill solid 0.6\nset boxwidth 0.7\nset yrange [0:*]\nset xtics rotate by -30\nunset key\n" +
+                  plots + "unset multiplot\n"},
+             out);
+    }
+  }
+
   // 3 and 4. Idle cores and CPU-us/request vs N, one line per policy (saturating).
   auto per_policy = [&](const std::string& stem, const std::string& title, const std::string& ylabel,
                         const std::function<Stat(const Config&)>& metric, bool with_model) {
@@ -195,6 +243,10 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
       if (auto* c = policy_config(cs, sat, n, Policy::Flat50)) put("flat 50us", n, metric(*c));
       if (auto* c = policy_config(cs, sat, n, Policy::NoSpin); c && !c->seed_equivalent) put("no spin", n, metric(*c));
     }
+    // auto and the asio / multi peers at their N, beside knit's pool.
+    for (Policy p : {Policy::Auto, Policy::Asio, Policy::Multi})
+      for (const auto& c : cs)
+        if (in_scope(c, sat) && c.policy == p) put(policy_name(p), c.threads, metric(c));
     if (auto* c = inline_config(cs, sat); c && !with_model) {
       Stat v = metric(*c);
       put("inline", sizes.front(), v);

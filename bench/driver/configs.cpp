@@ -54,6 +54,10 @@ std::string other_label(const Row& r) {
 
 Policy classify(const Row& r) {
   if (r.server_mode == "inline") return Policy::Inline;
+  if (r.server_mode == "auto") return Policy::Auto;
+  if (r.server_mode == "asio") return Policy::Asio;
+  if (r.server_mode == "multi") return Policy::Multi;
+  if (r.server_mode.rfind("peer:", 0) == 0) return Policy::Peer;
   const bool extras = (r.doorbell && !*r.doorbell) || (r.steal && !*r.steal) || !r.env.empty();
   if (extras) return Policy::Other;
   if (r.spin.empty() && r.park.empty()) return Policy::SeedPolicy;
@@ -74,8 +78,19 @@ std::string policy_name(Policy p) {
     case Policy::Flat50: return "flat 50us";
     case Policy::NoSpin: return "no spin";
     case Policy::Other: return "other";
+    case Policy::Auto: return "auto";
+    case Policy::Asio: return "asio";
+    case Policy::Multi: return "multi";
+    case Policy::Peer: return "peer";
   }
   return "?";
+}
+
+bool is_peer(Policy p) { return p == Policy::Asio || p == Policy::Multi || p == Policy::Peer; }
+
+bool is_pool_policy(Policy p) {
+  return p == Policy::SeedPolicy || p == Policy::OldDefault || p == Policy::Flat50 || p == Policy::NoSpin ||
+         p == Policy::Other;
 }
 
 Stat Config::stat(const std::function<std::optional<double>(const Row&)>& f) const {
@@ -124,8 +139,16 @@ std::vector<Config> group_configs(const std::vector<Row>& rows) {
     c.mode = r.mode;
     c.tag = r.tag;
     c.policy = classify(r);
-    c.threads = c.policy == Policy::Inline ? 0 : r.threads;
-    c.label = c.policy == Policy::Inline ? "inline" : "threads: " + std::to_string(r.threads);
+    c.threads = c.policy == Policy::Inline || c.policy == Policy::Peer ? 0 : r.threads;
+    const std::string n = std::to_string(r.threads);
+    switch (c.policy) {
+      case Policy::Inline: c.label = "inline"; break;
+      case Policy::Auto: c.label = "auto: " + n; break;
+      case Policy::Asio: c.label = "asio: " + n; break;
+      case Policy::Multi: c.label = "multi: " + n; break;
+      case Policy::Peer: c.label = "peer: " + r.server_mode.substr(5); break;
+      default: c.label = "threads: " + n; break;
+    }
     c.seed_equivalent = (c.threads == 1 && c.policy == Policy::OldDefault) ||
                         (c.threads >= 2 && c.policy == Policy::NoSpin);
     switch (c.policy) {
@@ -138,6 +161,10 @@ std::vector<Config> group_configs(const std::vector<Row>& rows) {
       case Policy::Flat50: c.policy_label = "flat 50us"; break;
       case Policy::NoSpin: c.policy_label = c.threads >= 2 ? "no spin (= seed policy)" : "no spin"; break;
       case Policy::Other: c.policy_label = other_label(r); break;
+      case Policy::Auto: c.policy_label = "auto (inline or pool per route, by measured cost)"; break;
+      case Policy::Asio: c.policy_label = "asio thread_pool(" + n + "), results posted to the io_context"; break;
+      case Policy::Multi: c.policy_label = "one io_context run by " + n + " threads, every route inline"; break;
+      case Policy::Peer: c.policy_label = "external peer"; break;
     }
     c.reps.push_back(&r);
     index[key] = out.size();
@@ -162,6 +189,33 @@ const Config* policy_config(const std::vector<Config>& cs, const Scope& s, int t
   return nullptr;
 }
 
+const Config* mode_config(const std::vector<Config>& cs, const Scope& s, Policy p, int threads) {
+  for (const auto& c : cs)
+    if (in_scope(c, s) && c.policy == p && c.threads == threads) return &c;
+  return nullptr;
+}
+
+std::vector<const Config*> external_peers(const std::vector<Config>& cs, const Scope& s) {
+  std::vector<const Config*> v;
+  for (const auto& c : cs)
+    if (in_scope(c, s) && c.policy == Policy::Peer) v.push_back(&c);
+  return v;
+}
+
+std::vector<std::string> routes_of(const Config& c) {
+  std::vector<std::string> v;
+  for (const char* known : {"ping", "ssr", "jwt"})
+    for (const Row* r : c.reps)
+      if (r->routes.count(known)) {
+        v.push_back(known);
+        break;
+      }
+  for (const Row* r : c.reps)
+    for (const auto& [name, rs] : r->routes)
+      if (std::find(v.begin(), v.end(), name) == v.end()) v.push_back(name);
+  return v;
+}
+
 const Config* seed_policy_config(const std::vector<Config>& cs, const Scope& s, int threads) {
   if (auto* c = policy_config(cs, s, threads, Policy::SeedPolicy)) return c;
   for (const auto& c : cs)
@@ -172,7 +226,7 @@ const Config* seed_policy_config(const std::vector<Config>& cs, const Scope& s, 
 std::vector<int> pool_sizes(const std::vector<Config>& cs, const Scope& s) {
   std::vector<int> n;
   for (const auto& c : cs)
-    if (in_scope(c, s) && c.policy != Policy::Inline && std::find(n.begin(), n.end(), c.threads) == n.end())
+    if (in_scope(c, s) && is_pool_policy(c.policy) && std::find(n.begin(), n.end(), c.threads) == n.end())
       n.push_back(c.threads);
   std::sort(n.begin(), n.end());
   return n;

@@ -18,7 +18,18 @@ enum class Policy {
   Flat50,      // spin 50us at every N
   NoSpin,      // spin 0
   Other,       // anything else (park, doorbell, steal, env changed)
+  // knit choosing inline or the pool per route by measured cost (KNIT_MODE=auto).
+  Auto,
+  // The peers knit is compared with (see the report's "knit vs the peers"):
+  Asio,   // heavy routes on boost::asio::thread_pool(N), results posted back (KNIT_MODE=asio)
+  Multi,  // one io_context run by N threads, every route inline (KNIT_MODE=multi)
+  Peer,   // an external server started by --peer NAME=COMMAND (server_mode "peer:NAME")
 };
+
+// True for the configurations that are not knit's own design: asio, multi, external peers.
+bool is_peer(Policy p);
+// True for a knit pool timer policy (the rows of section C and the pool sizes).
+bool is_pool_policy(Policy p);
 
 // median with min and max over repetitions; n == 0 when no repetition had a value.
 struct Stat {
@@ -37,7 +48,7 @@ struct Config {
   // the seed's own rows are spin "default" at N=1 and spin "0" above.
   bool seed_equivalent = false;
   int threads = 0;
-  std::string label;         // "inline" or "threads: N"
+  std::string label;         // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"
   std::string policy_label;  // e.g. "old default (200us + park 1ms)"
   std::vector<const Row*> reps;
 
@@ -63,7 +74,14 @@ const Config* inline_config(const std::vector<Config>& cs, const Scope& s);
 // The seed policy at N: a library-default row if any, else the seed-equivalent row.
 const Config* seed_policy_config(const std::vector<Config>& cs, const Scope& s, int threads);
 const Config* policy_config(const std::vector<Config>& cs, const Scope& s, int threads, Policy p);
-// Pool sizes present in scope, ascending.
+// The auto / asio / multi configuration at N threads, or nullptr.
+const Config* mode_config(const std::vector<Config>& cs, const Scope& s, Policy p, int threads);
+// External peers in scope (Policy::Peer), first-seen order.
+std::vector<const Config*> external_peers(const std::vector<Config>& cs, const Scope& s);
+// The routes a configuration was loaded on (union over its repetitions).
+std::vector<std::string> routes_of(const Config& c);
+
+// Knit pool sizes (seed, old default, flat, no-spin policies) present in scope, ascending.
 std::vector<int> pool_sizes(const std::vector<Config>& cs, const Scope& s);
 // Cost profiles in first-seen order (rows without extra_cost_us only, or with, per flag).
 std::vector<std::string> profiles(const std::vector<Config>& cs, bool sweep);

@@ -181,4 +181,20 @@ std::vector<std::string> check_socket_owner(pid_t pid, int port) {
   return problems;
 }
 
+std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port, const std::string& who) {
+  auto listening = listening_inodes(port);
+  if (listening.empty()) return {"nothing is listening on port " + std::to_string(port)};
+  std::vector<unsigned long> owned;
+  for (pid_t p : pids) {
+    auto s = socket_inodes(p);
+    owned.insert(owned.end(), s.begin(), s.end());
+  }
+  std::vector<std::string> problems;
+  for (unsigned long ino : listening)
+    if (std::find(owned.begin(), owned.end(), ino) == owned.end())
+      problems.push_back("listening socket inode " + std::to_string(ino) + " on port " + std::to_string(port) +
+                         " does not belong to " + who);
+  return problems;
+}
+
 }  // namespace knit::bench

@@ -26,6 +26,10 @@ std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentit
 // listener (an old server with SO_REUSEPORT, say) would take part of our load.
 std::vector<std::string> check_socket_owner(pid_t pid, int port);
 
+// The same for a process tree (an external peer: nginx's master and workers all hold
+// the listener): every LISTEN socket on `port` must belong to one of `pids`.
+std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port, const std::string& who);
+
 // Raw readers, exposed for diagnostics and tests. nullopt when unreadable.
 std::optional<std::string> read_exe(pid_t pid);
 std::optional<std::vector<std::string>> read_cmdline(pid_t pid);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "driver/json_write.hpp"
+#include "driver/peers.hpp"
 #include "driver/plan.hpp"
 #include "driver/report.hpp"
 #include "driver/runner.hpp"
@@ -51,12 +52,20 @@ run options:
                        (default 0.1)
   --foreign-retries N  at most N times (default 2); the quietest attempt is kept, and
                        flagged in its row and the report if still over --foreign-max
+  --peer NAME=COMMAND  an external server measured like every case (repeatable): run as
+                       /bin/sh -c COMMAND with PORT and HOST set and {port} / {host}
+                       replaced, pinned like the server, in the foreground (it must not
+                       daemonize); one case per load mode, tag NAME, server_mode peer:NAME
+  --peer-routes NAME=LIST  the routes peer NAME serves, e.g. nginx=ping (default: all
+                       three); it is loaded on those only
+  --peer-timeout S     a peer must accept connections within S seconds (default 10)
 
 Plans are JSON arrays of cases:
-  {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled","threads":4,
+  {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled"|"asio"|"multi"|"auto","threads":4,
    "spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
    "env":{"KNIT_...":"..."},"cost_profile":""|"bun"|"native","extra_cost_us":N,
    "conns":N,"rate_per_route":R}
+A peer case: {"tag":"nginx","server_mode":"peer:nginx","command":"...","routes":["ping"]}.
 "" leaves a setting unset (library default). Rate cases without rate_per_route
 offer rate-fraction x the inline saturating total of the same profile / 3 per route.
 )";
@@ -163,6 +172,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
   std::vector<std::string> profiles;
   std::optional<double> idle, warmup, duration;
   std::optional<int> repeat, conns;
+  std::vector<PeerSpec> peers;
   std::string server = self_dir() + "/knit-server", load = self_dir() + "/knit-load";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -206,6 +216,17 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else if (a == "--lock") cfg.lock_path = value();
     else if (a == "--foreign-max") cfg.foreign_max = seconds_arg(a, value());
     else if (a == "--foreign-retries") cfg.foreign_retries = int_arg(a, value(), 0, 100);
+    else if (a == "--peer" || a == "--peer-routes") {
+      try {
+        if (a == "--peer") peers.push_back(parse_peer_arg(value()));
+        else apply_peer_routes(peers, value());
+      } catch (const PlanError& e) {
+        usage_error(e.what());
+      }
+    } else if (a == "--peer-timeout") {
+      cfg.peer_ready_timeout_s = seconds_arg(a, value());
+      if (cfg.peer_ready_timeout_s <= 0) usage_error("--peer-timeout must be > 0");
+    }
     else usage_error("run: unknown argument " + a);
   }
   for (const auto& p : profiles)
@@ -230,6 +251,11 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     cfg.window_s = p.window_s;
     cfg.repeat = p.repeat;
     cfg.conns = p.conns;
+  }
+  try {
+    add_peer_cases(cfg.cases, peers);
+  } catch (const PlanError& e) {
+    usage_error(e.what());
   }
   if (idle) cfg.idle_s = *idle;
   if (warmup) cfg.warmup_s = *warmup;

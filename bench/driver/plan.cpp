@@ -1,6 +1,7 @@
 // Benchmark plans: the list of server configurations to measure, as JSON and as built-ins.
 #include "driver/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -102,6 +103,13 @@ const std::set<std::string>& owned_vars() {
   return vars;
 }
 
+bool valid_peer_name(const std::string& s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) return false;
+  return true;
+}
+
 Case parse_case(const json::value& v, size_t index) {
   if (!v.is_object()) throw PlanError(where(index, "") + ": must be an object, got " + kind_name(v));
   const auto& o = v.get_object();
@@ -113,12 +121,12 @@ Case parse_case(const json::value& v, size_t index) {
   static const std::set<std::string> known = {
       "tag",          "mode",          "server_mode", "threads", "spin",  "park",
       "doorbell",     "steal",         "env",         "cost_profile", "extra_cost_us", "conns",
-      "rate_per_route", "note"};
+      "rate_per_route", "note",  "command",     "routes"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
       throw PlanError(ctx + ": unknown field \"" + std::string(kv.key()) +
                       "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
-                      "env, cost_profile, extra_cost_us, conns, rate_per_route, note)");
+                      "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
   }
 
   const json::value* tv = o.if_contains("tag");
@@ -130,7 +138,13 @@ Case parse_case(const json::value& v, size_t index) {
   if (auto* m = o.if_contains("mode")) c.mode = string_field(*m, ctx, "mode");
   check_one_of(c.mode, {"sat", "rate"}, ctx, "mode");
   if (auto* m = o.if_contains("server_mode")) c.server_mode = string_field(*m, ctx, "server_mode");
-  check_one_of(c.server_mode, {"inline", "pooled"}, ctx, "server_mode");
+  if (is_peer_case(c)) {
+    if (!valid_peer_name(c.server_mode.substr(5)))
+      throw PlanError(ctx + ": field \"server_mode\" \"" + c.server_mode +
+                      "\": a peer name is letters, digits, '_', '-' or '.'");
+  } else {
+    check_one_of(c.server_mode, {"inline", "pooled", "asio", "multi", "auto"}, ctx, "server_mode");
+  }
   if (auto* t = o.if_contains("threads")) c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
@@ -168,8 +182,32 @@ Case parse_case(const json::value& v, size_t index) {
       else throw PlanError(ctx + ": env \"" + name + "\" must be a string, got " + kind_name(kv.value()));
     }
   }
-  if (c.server_mode == "inline" && (!c.spin.empty() || !c.park.empty() || !c.doorbell.empty() || !c.steal.empty()))
-    throw PlanError(ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"inline\"");
+  // Only knit's own pool (pooled, auto) reads the timer settings.
+  const bool knit_pool = c.server_mode == "pooled" || c.server_mode == "auto";
+  if (!knit_pool && (!c.spin.empty() || !c.park.empty() || !c.doorbell.empty() || !c.steal.empty()))
+    throw PlanError(ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"" +
+                    c.server_mode + "\"");
+  if (auto* cmd = o.if_contains("command")) c.peer_command = string_field(*cmd, ctx, "command");
+  if (auto* r = o.if_contains("routes")) {
+    if (!r->is_array()) throw PlanError(ctx + ": field \"routes\" must be an array, got " + kind_name(*r));
+    for (const auto& e : r->get_array()) {
+      std::string name = string_field(e, ctx, "routes");
+      check_one_of(name, {"ping", "ssr", "jwt"}, ctx, "routes");
+      if (std::find(c.peer_routes.begin(), c.peer_routes.end(), name) != c.peer_routes.end())
+        throw PlanError(ctx + ": field \"routes\" names \"" + name + "\" twice");
+      c.peer_routes.push_back(name);
+    }
+    if (c.peer_routes.empty()) throw PlanError(ctx + ": field \"routes\" must name at least one route");
+  }
+  if (is_peer_case(c)) {
+    if (c.peer_command.empty()) throw PlanError(ctx + ": a peer case needs a non-empty \"command\"");
+    if (c.threads != 0)
+      throw PlanError(ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
+  } else {
+    if (!c.peer_command.empty() || !c.peer_routes.empty())
+      throw PlanError(ctx + ": fields \"command\" and \"routes\" are for server_mode \"peer:NAME\" only "
+                      "(knit-server serves every route)");
+  }
   return c;
 }
 
@@ -195,6 +233,17 @@ Case make(const std::string& tag, const std::string& mode, const std::string& se
 }
 
 }  // namespace
+
+bool is_peer_case(const Case& c) { return c.server_mode.rfind("peer:", 0) == 0; }
+
+std::vector<std::string> case_routes(const Case& c) {
+  if (!c.peer_routes.empty()) return c.peer_routes;
+  return {"ping", "ssr", "jwt"};
+}
+
+double estimate_s(int runs, double idle_s, double warmup_s, double window_s) {
+  return runs * (idle_s + warmup_s + window_s + kSetupS);
+}
 
 std::string reference_key(const Case& c) {
   return c.cost_profile + "|" + (c.extra_cost_us ? std::to_string(*c.extra_cost_us) : std::string("-"));
@@ -254,6 +303,12 @@ json::value case_to_json(const Case& c) {
   }
   if (c.conns) o["conns"] = c.conns;
   if (c.rate_per_route > 0) o["rate_per_route"] = c.rate_per_route;
+  if (!c.peer_command.empty()) o["command"] = c.peer_command;
+  if (!c.peer_routes.empty()) {
+    json::array r;
+    for (const auto& name : c.peer_routes) r.push_back(json::value(name));
+    o["routes"] = std::move(r);
+  }
   return o;
 }
 
@@ -270,6 +325,8 @@ std::map<std::string, std::string> server_env(const Case& c, const std::string& 
   for (const auto& [k, v] : c.env) env[k] = v;
   env["PORT"] = std::to_string(port);
   env["HOST"] = host;
+  // An external peer reads none of knit's variables: PORT, HOST, the secret and the plan's env.
+  if (is_peer_case(c)) return env;
   env["KNIT_MODE"] = c.server_mode;
   if (c.threads > 0) env["KNIT_THREADS"] = std::to_string(c.threads);
   if (!c.spin.empty()) env["KNIT_SPIN"] = c.spin;
@@ -287,20 +344,23 @@ std::map<std::string, std::string> server_env(const Case& c, const std::string& 
 BuiltinPlan default_plan(const std::vector<std::string>& profiles) {
   BuiltinPlan p;
   p.name = "default";
-  // 24 cases at ~14 s each (2 s idle, 3 s warm-up, 8 s window, ~1 s start/stop) is
-  // about 6 minutes: long enough windows to be readable, short enough to run often.
-  p.idle_s = 2;
-  p.warmup_s = 3;
+  // 14 cases x 3 repetitions at ~12.5 s each (1 s idle, 2 s warm-up, 8 s window, ~1.5 s
+  // start/stop) is about 9 minutes for the bun profile: 8 s windows keep /ping p99 readable,
+  // and three interleaved repetitions show the spread. --profiles bun,native doubles it.
+  p.idle_s = 1;
+  p.warmup_s = 2;
   p.window_s = 8;
-  p.repeat = 1;
+  p.repeat = 3;
   p.conns = 50;
   for (const auto& prof : profiles) {
     for (const char* mode : {"sat", "rate"}) {
       p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
-      for (int n : {1, 2, 4}) p.cases.push_back(make("t" + std::to_string(n), mode, "pooled", n, "", "", prof));
-      // The old default: spin N*50us, park 1ms (seed section C).
-      for (int n : {2, 4})
-        p.cases.push_back(make("t" + std::to_string(n) + "old", mode, "pooled", n, std::to_string(n * 50), "1", prof));
+      for (int n : {1, 2}) p.cases.push_back(make("t" + std::to_string(n), mode, "pooled", n, "", "", prof));
+      // The peers: heavy routes on an asio thread_pool of 1 and 2 threads, and one
+      // io_context run by 2 threads (as many route threads as pooled 1).
+      for (int n : {1, 2}) p.cases.push_back(make("a" + std::to_string(n), mode, "asio", n, "", "", prof));
+      p.cases.push_back(make("m2", mode, "multi", 2, "", "", prof));
+      p.cases.push_back(make("auto1", mode, "auto", 1, "", "", prof));
     }
   }
   return p;
@@ -322,6 +382,7 @@ BuiltinPlan full_plan(const std::vector<std::string>& profiles) {
         p.cases.push_back(make(t, mode, "pooled", n, "", "", prof));                               // seed policy
         p.cases.push_back(make(t + "old", mode, "pooled", n, std::to_string(n * 50), "1", prof));  // old default
         p.cases.push_back(make(t + "s50", mode, "pooled", n, "50", "", prof));                     // flat 50us
+        p.cases.push_back(make("a" + std::to_string(n), mode, "asio", n, "", "", prof));           // asio peer
       }
     }
   }
@@ -331,7 +392,7 @@ BuiltinPlan full_plan(const std::vector<std::string>& profiles) {
 BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles) {
   BuiltinPlan p;
   p.name = "cost-sweep";
-  // 48 cases per profile at ~10 s each: idle matters little here, so it is short.
+  // 64 cases per profile at ~10.5 s each: idle matters little here, so it is short.
   p.idle_s = 1;
   p.warmup_s = 2;
   p.window_s = 6;
@@ -340,10 +401,11 @@ BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles) {
   for (const auto& prof : profiles) {
     for (int cost : {0, 5, 10, 20, 50, 100, 200, 400}) {
       for (const char* mode : {"sat", "rate"}) {
-        std::vector<Case> trio = {make("inline", mode, "inline", 0, "", "", prof),
+        std::vector<Case> four = {make("inline", mode, "inline", 0, "", "", prof),
                                   make("t1", mode, "pooled", 1, "", "", prof),
-                                  make("t2", mode, "pooled", 2, "", "", prof)};
-        for (auto& c : trio) {
+                                  make("a1", mode, "asio", 1, "", "", prof),
+                                  make("auto1", mode, "auto", 1, "", "", prof)};
+        for (auto& c : four) {
           c.extra_cost_us = cost;
           p.cases.push_back(std::move(c));
         }

@@ -16,7 +16,9 @@ namespace knit::bench {
 struct Case {
   std::string tag;                     // short name, e.g. "t4" or "inline"
   std::string mode = "sat";            // "sat" (closed loop) or "rate" (open loop, fixed rate)
-  std::string server_mode = "pooled";  // KNIT_MODE: "inline" or "pooled"
+  // KNIT_MODE: "inline", "pooled", "asio", "multi" or "auto"; or "peer:NAME" for an
+  // external server (not knit-server) started from peer_command.
+  std::string server_mode = "pooled";
   int threads = 0;                     // KNIT_THREADS; 0 = unset
   std::string spin;                    // KNIT_SPIN in us; "" = unset
   std::string park;                    // KNIT_PARK in ms; "" = unset
@@ -27,6 +29,10 @@ struct Case {
   std::optional<int> extra_cost_us;    // sets KNIT_SSR_COST_US and KNIT_JWT_COST_US (cost sweep)
   int conns = 0;                       // connections per route; 0 = the run's default
   double rate_per_route = 0;           // rate mode: offered rps per route; 0 = derive from inline sat
+  // External peers only: the /bin/sh -c command ({port} / {host} substituted, PORT and
+  // HOST in its environment) and the routes it serves (empty = ping, ssr and jwt).
+  std::string peer_command;
+  std::vector<std::string> peer_routes;
 
   bool operator==(const Case&) const = default;
 };
@@ -48,6 +54,11 @@ boost::json::array plan_to_json(const std::vector<Case>& cases);
 // The rest of the environment is inherited minus any stray KNIT_* from the caller.
 std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port);
 
+// True for an external peer case (server_mode "peer:NAME").
+bool is_peer_case(const Case& c);
+// The routes a case's load drives: peer_routes, or all three for knit-server.
+std::vector<std::string> case_routes(const Case& c);
+
 // Key that groups cases measured against the same inline reference: a rate case
 // without an explicit rate offers a fraction of the inline sat total with this key.
 std::string reference_key(const Case& c);
@@ -63,12 +74,19 @@ struct BuiltinPlan {
   int conns = 50;
 };
 
-// Default: inline and pooled 1/2/4 under the seed policy, pooled 2/4 under the old
-// default (spin N*50us, park 1ms), for both cost profiles, saturating and at 70% rate.
-BuiltinPlan default_plan(const std::vector<std::string>& profiles = {"bun", "native"});
-// The seed's sweep: 1,2,4,8,15 workers x (seed policy, old default, flat 50us), plus inline.
+// Seconds a run of `runs` case repetitions takes: the three phases plus start and stop
+// (kSetupS, measured on the 2-CPU machine). Reruns for foreign load come on top.
+inline constexpr double kSetupS = 1.5;
+double estimate_s(int runs, double idle_s, double warmup_s, double window_s);
+
+// Default: knit against the peers, bun profile: inline, pooled 1/2 (seed policy), asio
+// 1/2, multi 2, auto 1; saturating and at 70% rate; 3 interleaved repetitions, sized to
+// stay under about 9 minutes on 2 CPUs.
+BuiltinPlan default_plan(const std::vector<std::string>& profiles = {"bun"});
+// The seed's sweep: 1,2,4,8,15 workers x (seed policy, old default, flat 50us), plus inline
+// and asio at each N, and the old default rows that used to be in the default plan.
 BuiltinPlan full_plan(const std::vector<std::string>& profiles = {"bun"});
-// Extra CPU per heavy call from 0 to 400us: inline vs pooled 1 and 2 workers.
+// Extra CPU per heavy call from 0 to 400us: inline vs pooled 1, asio 1 and auto 1.
 BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles = {"native"});
 
 }  // namespace knit::bench

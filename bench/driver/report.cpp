@@ -12,7 +12,9 @@
 
 #include "driver/configs.hpp"
 #include "driver/json_write.hpp"
+#include "driver/md_table.hpp"
 #include "driver/numfmt.hpp"
+#include "driver/peer_report.hpp"
 
 namespace knit::bench {
 namespace {
@@ -44,18 +46,13 @@ bool any_foreign_flagged(const Config& c) {
   return false;
 }
 std::string mark(const Config& c) { return any_foreign_flagged(c) ? kForeignMark : ""; }
-std::string label_of(const Config& c) { return c.label + mark(c); }
+// A peer loaded on some routes only says so wherever its label appears: its totals and
+// server cores are not the same work as a row that served all three.
+std::string label_of(const Config& c) { return c.label + served_note(c) + mark(c); }
 
-std::string row(const std::vector<std::string>& cells) {
-  std::string s = "|";
-  for (const auto& c : cells) s += " " + c + " |";
-  return s + "\n";
-}
-
+std::string row(const std::vector<std::string>& cells) { return md_row(cells); }
 std::string header(const std::vector<std::string>& cells, const std::vector<bool>& right = {}) {
-  std::string s = row(cells) + "|";
-  for (size_t i = 0; i < cells.size(); ++i) s += (i < right.size() && right[i]) ? "---:|" : "---|";
-  return s + "\n";
+  return md_header(cells, right);
 }
 
 std::string str_of(const json::object* o, const char* key) {
@@ -87,7 +84,7 @@ int policy_rank(const Config& c) {
 std::vector<const Config*> scoped(const std::vector<Config>& cs, const Scope& s, bool pooled_only) {
   std::vector<const Config*> v;
   for (const auto& c : cs)
-    if (in_scope(c, s) && (!pooled_only || c.policy != Policy::Inline)) v.push_back(&c);
+    if (in_scope(c, s) && (!pooled_only || is_pool_policy(c.policy))) v.push_back(&c);
   std::stable_sort(v.begin(), v.end(), [](const Config* a, const Config* b) {
     if (a->threads != b->threads) return a->threads < b->threads;
     return policy_rank(*a) < policy_rank(*b);
@@ -95,12 +92,21 @@ std::vector<const Config*> scoped(const std::vector<Config>& cs, const Scope& s,
   return v;
 }
 
-// Inline first, then the seed policy at each pool size: the rows of sections A and B.
+// The rows of sections A and B: inline, the seed policy at each pool size, knit's auto
+// mode, then the peers (asio, multi, external servers), each by thread count.
 std::vector<const Config*> headline(const std::vector<Config>& cs, const Scope& s) {
   std::vector<const Config*> v;
   if (auto* c = inline_config(cs, s)) v.push_back(c);
   for (int n : pool_sizes(cs, s))
     if (auto* c = seed_policy_config(cs, s, n)) v.push_back(c);
+  for (Policy p : {Policy::Auto, Policy::Asio, Policy::Multi}) {
+    std::vector<const Config*> of;
+    for (const auto& c : cs)
+      if (in_scope(c, s) && c.policy == p) of.push_back(&c);
+    std::stable_sort(of.begin(), of.end(), [](const Config* a, const Config* b) { return a->threads < b->threads; });
+    v.insert(v.end(), of.begin(), of.end());
+  }
+  for (const Config* c : external_peers(cs, s)) v.push_back(c);
   return v;
 }
 
@@ -121,14 +127,16 @@ void section_a(Lines& md, const std::vector<Config>& cs, const Scope& sat) {
     return static_cast<double>(*r.conns);
   });
   md << "Closed loop, " << (conns ? fixed(conns.median, 0) + " connections per route" : "connections per route not recorded")
-     << ", all three routes at once. Rows are the inline server and the seed policy at each pool size.\n\n";
+     << ", all three routes at once. Rows are the inline server and the seed policy at each pool size, "
+        "then knit's auto mode and the peers (asio, multi, external servers) where measured.\n\n";
   const Config* base = inline_config(cs, sat);
   Stat base_total = base ? total(*base) : Stat{};
   md << header({"pool", "/ping", "/ssr", "/jwt", "total rps", "vs inline", "idle cores", "server cores", "rps/core",
                 "CPU-us/req"});
   for (const Config* c : rows) {
     Stat t = total(*c);
-    std::string vs = (c == base || !base_total || !t) ? "-" : pct_change(base_total.median, t.median);
+    const bool same_work = routes_of(*c).size() == 3;
+    std::string vs = (c == base || !base_total || !t || !same_work) ? "-" : pct_change(base_total.median, t.median);
     md << row({label_of(*c), cell(c->route("ping", &RouteStats::rps), 0), cell(c->route("ssr", &RouteStats::rps), 0),
                cell(c->route("jwt", &RouteStats::rps), 0), cell(t, 0), vs, cell(idle(*c), 3), cell(cores(*c), 2),
                cell(rps_core(*c), 0), cell(cpu_us(*c), 0)});
@@ -203,10 +211,12 @@ void section_b(Lines& md, const std::vector<Config>& cs, const Scope& rate) {
   }
   for (const char* r : kRoutes) {
     md << "**/" << r << "**" << (std::string(r) == "ping" ? " (never touches the pool)" : "") << "\n\n";
-    md << header({"config", "p50", "p99", "server cores", "idle cores"});
-    for (const Config* c : rows)
+    md << header({"config", "p50", "p99", "server cores", "idle cores", "CPU-us/req"});
+    for (const Config* c : rows) {
+      if (!c->route(r, &RouteStats::p50)) continue;  // a peer that does not serve this route
       md << row({label_of(*c), cell(c->route(r, &RouteStats::p50), 2), cell(c->route(r, &RouteStats::p99), 2),
-                 cell(cores(*c), 2), cell(idle(*c), 3)});
+                 cell(cores(*c), 2), cell(idle(*c), 3), cell(cpu_us(*c), 0)});
+    }
     md << "\n";
   }
 }
@@ -446,10 +456,20 @@ void sweep_section(Lines& md, const std::vector<Config>& cs, const std::string& 
 
   md << "## Cost sweep" << (profile.empty() ? "" : " (cost profile " + profile + ")") << "\n\n"
      << "Extra CPU added to every /ssr and /jwt call (`KNIT_SSR_COST_US`, `KNIT_JWT_COST_US`): where does moving "
-        "the heavy routes off the event loop start to pay? Pools use the seed policy.\n\n";
+        "the heavy routes off the event loop start to pay? Pools use the seed policy; the crossover below compares "
+        "them with inline, and auto and the asio peer are shown beside them.\n\n";
 
+  // knit's auto mode and the peers (asio, multi) at each thread count measured in the sweep.
+  std::vector<std::pair<Policy, int>> others;
+  for (const auto& c : cs)
+    if (c.extra_cost_us && c.profile == profile && (c.policy == Policy::Auto || c.policy == Policy::Asio ||
+                                                    c.policy == Policy::Multi)) {
+      std::pair<Policy, int> k{c.policy, c.threads};
+      if (std::find(others.begin(), others.end(), k) == others.end()) others.push_back(k);
+    }
   std::vector<std::string> head = {"extra us/call", "inline"};
   for (int n : sizes) head.push_back("threads: " + std::to_string(n));
+  for (const auto& [p, n] : others) head.push_back(policy_name(p) + ": " + std::to_string(n));
   std::map<int, std::optional<bool>> rps_wins, p99_wins;
 
   md << "Saturating total rps:\n\n";
@@ -467,6 +487,10 @@ void sweep_section(Lines& md, const std::vector<Config>& cs, const std::string& 
       Stat t = c ? total(*c) : Stat{};
       cells.push_back(cell(t, 0) + (c ? mark(*c) : ""));
       if (t && (!best || t.median > *best)) best = t.median;
+    }
+    for (const auto& [p, n] : others) {
+      const Config* c = mode_config(cs, s, p, n);
+      cells.push_back(c ? cell(total(*c), 0) + mark(*c) : "-");
     }
     cells.push_back(base && best ? pct_change(base.median, *best) : "-");
     md << row(cells);
@@ -488,6 +512,10 @@ void sweep_section(Lines& md, const std::vector<Config>& cs, const std::string& 
       Stat p = c ? c->route("ping", &RouteStats::p99) : Stat{};
       cells.push_back(cell(p, 2));
       if (p && (!best || p.median < *best)) best = p.median;
+    }
+    for (const auto& [pol, n] : others) {
+      const Config* c = mode_config(cs, s, pol, n);
+      cells.push_back(c ? cell(c->route("ping", &RouteStats::p99), 2) + mark(*c) : "-");
     }
     md << row(cells);
     p99_wins[cost] = (base && best) ? std::optional<bool>(*best < base.median) : std::nullopt;
@@ -637,6 +665,7 @@ std::string render_markdown(const std::vector<Row>& rows, const json::object* me
     Scope sat{p, std::nullopt, "sat"}, rate{p, std::nullopt, "rate"};
     section_a(md, cs, sat);
     section_b(md, cs, rate);
+    md << peers_section(cs, sat, rate);
     section_c(md, cs, sat, rate);
     pool_counter_section(md, cs, p);
     bool any = false;

@@ -135,7 +135,7 @@ const std::set<std::string>& known_keys() {
       "extra_cost_us", "env",        "rep",          "idle_s",        "warmup_s",    "window_s",
       "conns",      "rate_per_route", "pool_counters", "pool_per_call", "server_requests",
       "cpu_layout", "cpu",           "server_env",   "load_cmd",      "server_pid",
-      "foreign_cores", "foreign_flagged", "foreign_reruns"};
+      "foreign_cores", "foreign_flagged", "foreign_reruns", "peer_command", "peer_processes"};
   return k;
 }
 
@@ -177,6 +177,12 @@ json::object row_to_json(const Row& r) {
   if (r.window_s) o["window_s"] = *r.window_s;
   if (r.conns) o["conns"] = *r.conns;
   if (r.rate_per_route) o["rate_per_route"] = *r.rate_per_route;
+  if (r.server_mode.rfind("peer:", 0) == 0) {
+    // Not measured rather than zero: an external peer prints no knit-stats line.
+    o["pool_counters"] = nullptr;
+    o["pool_per_call"] = nullptr;
+    o["server_requests"] = nullptr;
+  }
   if (!r.pool_counters.empty()) o["pool_counters"] = to_obj(r.pool_counters);
   if (!r.pool_per_call.empty()) o["pool_per_call"] = to_obj(r.pool_per_call);
   if (!r.server_requests.empty()) o["server_requests"] = to_obj(r.server_requests);
@@ -192,6 +198,8 @@ json::object row_to_json(const Row& r) {
   if (r.foreign_cores) o["foreign_cores"] = *r.foreign_cores;
   if (r.foreign_flagged) o["foreign_flagged"] = *r.foreign_flagged;
   if (r.foreign_reruns) o["foreign_reruns"] = *r.foreign_reruns;
+  if (r.peer_command) o["peer_command"] = *r.peer_command;
+  if (r.peer_processes) o["peer_processes"] = *r.peer_processes;
   for (const auto& kv : r.unknown) o[kv.key()] = kv.value();
   return o;
 }
@@ -248,6 +256,8 @@ Row row_from_json(const json::value& v) {
   r.foreign_cores = opt_num(o, "foreign_cores");
   r.foreign_flagged = flag(o, "foreign_flagged");
   if (auto n = opt_num(o, "foreign_reruns")) r.foreign_reruns = static_cast<int>(*n);
+  if (auto* pc = o.if_contains("peer_command"); pc && pc->is_string()) r.peer_command = std::string(pc->get_string());
+  if (auto n = opt_num(o, "peer_processes")) r.peer_processes = static_cast<int>(*n);
   for (const auto& kv : o)
     if (!known_keys().count(std::string(kv.key()))) r.unknown[kv.key()] = kv.value();
   return r;

@@ -34,7 +34,7 @@ struct Row {
   std::string park;            // seed: "default" = 1 ms;       ours: "" = unset
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
-  std::string server_mode;     // "inline" | "pooled"
+  std::string server_mode;     // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
   std::string cost_profile;    // "" = not recorded (seed rows)
   std::optional<int> extra_cost_us;
   std::map<std::string, std::string> env;  // extra variables from the plan's "env"
@@ -68,6 +68,11 @@ struct Row {
   std::optional<double> foreign_cores;
   std::optional<bool> foreign_flagged;
   std::optional<int> foreign_reruns;
+  // External peers (server_mode "peer:NAME"): the command as run and the processes of its
+  // tree at the window's end. Their rows have no knit-stats, so pool_counters, pool_per_call
+  // and server_requests are written as null.
+  std::optional<std::string> peer_command;
+  std::optional<int> peer_processes;
 
   // Keys this version does not know, kept so a round trip loses nothing.
   boost::json::object unknown;

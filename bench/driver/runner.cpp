@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -18,6 +19,9 @@
 #include "driver/interrupt.hpp"
 #include "driver/json_write.hpp"
 #include "driver/numfmt.hpp"
+#include "driver/peer_process.hpp"
+#include "driver/peers.hpp"
+#include "driver/process_tree.hpp"
 #include "driver/report.hpp"
 #include "driver/server_process.hpp"
 #include "driver/single_instance.hpp"
@@ -119,6 +123,7 @@ json::object meta_run(const RunConfig& cfg, const MachineInfo& m) {
   run["finished"] = nullptr;
   run["status"] = "running";
   run["plan_cases"] = plan_to_json(cfg.cases);
+  run["peer_ready_timeout_s"] = cfg.peer_ready_timeout_s;
   return run;
 }
 
@@ -137,33 +142,47 @@ std::optional<MachineCpuSample> machine_sample() {
   }
 }
 
-// Everything that happens while one server is up: start it (port check, exec, identity,
-// readiness), measure its idle CPU, warm up, run the measured window, read its counters, stop it.
-CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
-                        const fs::path& bodies, double rate_per_route) {
-  CaseMeasurement m;
-  m.window_s = cfg.window_s;
-  m.conns = c.conns > 0 ? c.conns : cfg.conns;
-  m.rate_per_route = rate_per_route;
-  m.server_env = server_env(c, cfg.host, cfg.port);
+// What measure() needs from the process under test. knit-server is one process that
+// answers SIGUSR1 with its counters; an external peer is a process tree with no counters.
+struct KnitTarget {
+  using Sample = CpuSample;
+  ServerProcess srv;
+  explicit KnitTarget(ServerOptions o) : srv(std::move(o)) {}
+  pid_t pid() const { return srv.pid(); }
+  void check_alive(const char* phase) { srv.check_alive(phase); }
+  Sample sample() { return sample_cpu(srv.pid()); }
+  static CpuDelta delta(const Sample& a, const Sample& b) { return cpu_delta(a, b); }
+  std::optional<ServerStats> stats() { return srv.request_stats(); }
+  int threads() { return thread_count(srv.pid()); }
+  int processes() { return 1; }
+  std::string stop() { return srv.stop(); }
+};
 
-  ServerOptions so;
-  so.exe = cfg.server_exe;
-  so.args = cfg.server_args;
-  so.env = m.server_env;
-  so.host = cfg.host;
-  so.port = cfg.port;
-  so.cpus = cfg.server_cpus;
-  so.log_path = (logs / (stem + ".server.log")).string();
-  so.ready_timeout_s = cfg.ready_timeout_s;
-  so.stop_grace_s = cfg.stop_grace_s;
-  ServerProcess srv(so);  // port check, exec, identity, readiness, socket ownership
+struct PeerTarget {
+  using Sample = TreeCpuSample;
+  PeerProcess peer;
+  explicit PeerTarget(PeerOptions o) : peer(std::move(o)) {}
+  pid_t pid() const { return peer.pid(); }
+  void check_alive(const char* phase) { peer.check_alive(phase); }
+  Sample sample() { return sample_tree_cpu(peer.pid()); }
+  static CpuDelta delta(const Sample& a, const Sample& b) { return tree_cpu_delta(a, b); }
+  // Never signalled: SIGUSR1 means something else to other servers (nginx reopens its logs).
+  std::optional<ServerStats> stats() { return std::nullopt; }
+  int threads() { return sample_tree_cpu(peer.pid()).threads(); }
+  int processes() { return static_cast<int>(process_tree(peer.pid()).size()); }
+  std::string stop() { return peer.stop(); }
+};
+
+// Everything that happens while the server is up: measure its idle CPU, warm up, run the
+// measured window, read its counters, stop it.
+template <class Target>
+void measure_running(Target& srv, const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
+                     const fs::path& bodies, CaseMeasurement& m) {
   m.server_pid = srv.pid();
-
   auto sample = [&](const char* phase) {
     srv.check_alive(phase);
     try {
-      return sample_cpu(srv.pid());
+      return srv.sample();
     } catch (const std::exception& e) {
       throw CaseError(std::string(phase) + ": " + e.what());
     }
@@ -171,17 +190,21 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
 
   try {
     // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
-    CpuSample i0 = sample("idle");
+    auto i0 = sample("idle");
     sleep_for(cfg.idle_s);
-    CpuSample i1 = sample("idle");
-    m.idle = cpu_delta(i0, i1);
+    auto i1 = sample("idle");
+    m.idle = Target::delta(i0, i1);
 
     LoadSpec ls;
     ls.exe = cfg.load_exe;
     ls.host = cfg.host;
     ls.port = cfg.port;
     ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
-    ls.routes = standard_routes(m.conns, c.mode == "rate" ? rate_per_route : 0.0, bodies.string());
+    // A peer is loaded on the routes it serves only, each with the same per-route load.
+    for (auto& r : standard_routes(m.conns, c.mode == "rate" ? m.rate_per_route : 0.0, bodies.string())) {
+      auto served = case_routes(c);
+      if (std::find(served.begin(), served.end(), r.name) != served.end()) ls.routes.push_back(r);
+    }
     if (cfg.warmup_s > 0) {
       ls.duration_s = cfg.warmup_s;
       ls.json_path = (logs / (stem + ".warmup.json")).string();
@@ -192,26 +215,27 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
     ls.duration_s = cfg.window_s;
     ls.json_path = (logs / (stem + ".load.json")).string();
     m.load_cmd = load_argv(ls);
-    m.stats_before = srv.request_stats();
+    m.stats_before = srv.stats();
     // The machine's busy CPU brackets the server's samples; the driver's own CPU and the
     // generator's (reaped inside run_load) bracket both.
     const double own0 = own_and_reaped_children_cpu_s();
     std::optional<MachineCpuSample> mc0 = machine_sample();
-    CpuSample w0 = sample("window");
+    auto w0 = sample("window");
     m.load = run_load(ls, cfg.gen_cpus, (logs / (stem + ".load.log")).string());
-    CpuSample w1 = sample("window");
+    auto w1 = sample("window");
     std::optional<MachineCpuSample> mc1 = machine_sample();
     const double own1 = own_and_reaped_children_cpu_s();
-    m.window = cpu_delta(w0, w1);
+    m.window = Target::delta(w0, w1);
     if (mc0 && mc1 && mc1->wall_s > mc0->wall_s) {
       // Ticks on both sides: /proc/stat counts in ticks, so the server's ticks cancel it exactly.
       m.foreign_cores = foreign_cores(*mc0, *mc1, m.window.ticks_s, own1 - own0);
       m.steal_cores = (mc1->steal_s - mc0->steal_s) / (mc1->wall_s - mc0->wall_s);
     }
-    m.stats_after = srv.request_stats();
-    if (!m.stats_before || !m.stats_after)
+    m.stats_after = srv.stats();
+    if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
-    m.os_threads = thread_count(srv.pid());
+    m.os_threads = srv.threads();
+    m.processes = srv.processes();
   } catch (const FatalError&) {
     throw;
   } catch (const std::exception& e) {
@@ -222,6 +246,47 @@ CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& log
     throw CaseError(what);
   }
   if (std::string note = srv.stop(); !note.empty()) m.notes.push_back(note);
+}
+
+// One case, start to stop: knit-server (port check, exec, identity, readiness, socket
+// ownership) or an external peer (its command, readiness, its tree's socket ownership).
+CaseMeasurement measure(const Case& c, const RunConfig& cfg, const fs::path& logs, const std::string& stem,
+                        const fs::path& bodies, double rate_per_route) {
+  CaseMeasurement m;
+  m.window_s = cfg.window_s;
+  m.conns = c.conns > 0 ? c.conns : cfg.conns;
+  m.rate_per_route = rate_per_route;
+  m.server_env = server_env(c, cfg.host, cfg.port);
+  const std::string log_path = (logs / (stem + ".server.log")).string();
+
+  if (is_peer_case(c)) {
+    PeerOptions po;
+    po.name = c.tag;
+    po.command = peer_command_text(c.peer_command, cfg.host, cfg.port);
+    po.env = m.server_env;
+    po.host = cfg.host;
+    po.port = cfg.port;
+    po.cpus = cfg.server_cpus;
+    po.log_path = log_path;
+    po.ready_timeout_s = cfg.peer_ready_timeout_s;
+    po.stop_grace_s = cfg.stop_grace_s;
+    m.peer_command = po.command;
+    PeerTarget t(std::move(po));
+    measure_running(t, c, cfg, logs, stem, bodies, m);
+    return m;
+  }
+  ServerOptions so;
+  so.exe = cfg.server_exe;
+  so.args = cfg.server_args;
+  so.env = m.server_env;
+  so.host = cfg.host;
+  so.port = cfg.port;
+  so.cpus = cfg.server_cpus;
+  so.log_path = log_path;
+  so.ready_timeout_s = cfg.ready_timeout_s;
+  so.stop_grace_s = cfg.stop_grace_s;
+  KnitTarget t(std::move(so));
+  measure_running(t, c, cfg, logs, stem, bodies, m);
   return m;
 }
 
@@ -292,9 +357,12 @@ Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig&
   // derived ratios from the unrounded values.
   const double cores = m.window_s > 0 ? m.window.best_s() / m.window_s : 0;
   double total = 0;
+  const bool peer = is_peer_case(c);
   for (const auto& [name, lr] : m.load.routes) {
     RouteStats rs;
-    rs.rps = py_round(lr.rps, 2);
+    // A peer's non-2xx answers (404 for a route it lacks) are not throughput.
+    const double rps = peer ? lr.rps * lr.success_rate : lr.rps;
+    rs.rps = py_round(rps, 2);
     rs.p50 = py_round(lr.p50 * 1000, 2);
     rs.p90 = py_round(lr.p90 * 1000, 2);
     rs.p99 = py_round(lr.p99 * 1000, 2);
@@ -306,7 +374,7 @@ Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig&
       if (lr.rate_met) rs.rate_met = lr.rate_met;
     }
     r.routes[name] = rs;
-    total += lr.rps;
+    total += rps;
   }
   r.total_rps = py_round_int(total);
   r.cores = py_round(cores, 2);
@@ -354,6 +422,10 @@ Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig&
   r.server_env = m.server_env;
   r.load_cmd = m.load_cmd;
   r.server_pid = m.server_pid;
+  if (peer) {
+    r.peer_command = m.peer_command;
+    r.peer_processes = m.processes;
+  }
   return r;
 }
 
@@ -419,7 +491,9 @@ int run_benchmark(const RunConfig& cfg) {
   const int total_cases = static_cast<int>(cfg.cases.size()) * cfg.repeat;
   std::cerr << "knit-bench: " << cfg.plan_name << " plan, " << cfg.cases.size() << " cases x " << cfg.repeat
             << " repetition(s); idle " << seconds_text(cfg.idle_s) << " s, warm-up " << seconds_text(cfg.warmup_s)
-            << " s, window " << seconds_text(cfg.window_s) << " s; out " << out.string() << "\n";
+            << " s, window " << seconds_text(cfg.window_s) << " s; about "
+            << clock_text(estimate_s(total_cases, cfg.idle_s, cfg.warmup_s, cfg.window_s))
+            << " (mm:ss) before reruns for foreign load; out " << out.string() << "\n";
 
   // Inline saturating totals, per cost profile and extra cost, from the first
   // repetition: rate cases in every repetition offer the same load.
@@ -427,7 +501,7 @@ int run_benchmark(const RunConfig& cfg) {
   int k = 0, failed = 0, measured = 0;
   double spent = 0;
   std::string status = "complete";
-  const double estimate = cfg.idle_s + cfg.warmup_s + cfg.window_s + 1.5;
+  const double estimate = estimate_s(1, cfg.idle_s, cfg.warmup_s, cfg.window_s);
   for (int rep = 0; rep < cfg.repeat && status == "complete"; ++rep) {
     for (const Case& c : cfg.cases) {
       if (interrupted()) {
@@ -453,8 +527,8 @@ int run_benchmark(const RunConfig& cfg) {
         }
         CaseMeasurement m = measure_quietest(c, cfg, logs, file_stem(k, c, rep), bodies, rate);
         Row row = build_row(c, rep, m, cfg);
-        for (const char* need : {"ping", "ssr", "jwt"})
-          if (!row.routes.count(need)) throw CaseError(std::string("knit-load JSON has no route ") + need);
+        for (const auto& need : case_routes(c))
+          if (!row.routes.count(need)) throw CaseError("knit-load JSON has no route " + need);
         append_row_file(rows_path.string(), row);
         ++measured;
         if (c.server_mode == "inline" && c.mode == "sat" && !inline_total.count(reference_key(c)))

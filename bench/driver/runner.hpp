@@ -33,6 +33,7 @@ struct RunConfig {
   bool append = false;
   std::string lock_path = "/tmp/knit-bench.lock";
   double ready_timeout_s = 20, stop_grace_s = 5;
+  double peer_ready_timeout_s = 10;  // an external peer must accept connections within this
   bool charts = true;
   // Trustworthy windows on a shared machine: a window during which the machine spent more
   // than foreign_max cores outside the server, the generator and the driver is measured
@@ -59,6 +60,9 @@ struct CaseMeasurement {
   std::optional<double> foreign_cores;  // machine busy CPU outside the measured processes, cores
   std::optional<double> steal_cores;    // hypervisor steal over the window, cores
   int foreign_reruns = 0;               // windows measured again before this one was kept
+  // External peers: the command as run, and how many processes its tree had at the end.
+  std::string peer_command;
+  int processes = 0;
 };
 
 // What to do with a window given its foreign load (CaseMeasurement::foreign_cores) and how
@@ -69,6 +73,8 @@ ForeignVerdict foreign_verdict(std::optional<double> foreign_cores, int reruns_d
 
 // Pure: the row for a case, rounded as the seed's drive.py rounds (idle_cores 3
 // decimals, cores 2, rps_per_core / cpu_us_per_req / total_rps integers, route values 2).
+// For an external peer, rps counts successful responses only (rps x success rate), so a
+// peer answering 404 to a route it lacks adds nothing to its throughput.
 Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig& cfg);
 
 // The whole run. Returns the process exit code: 0 all cases measured, 1 some failed,

@@ -81,35 +81,88 @@ TEST(Plan, BuiltinsSurviveTheirOwnJson) {
 
 TEST(Plan, DefaultPlanShape) {
   BuiltinPlan p = default_plan();
-  // Two profiles x (inline, t1, t2, t4, t2old, t4old) x (sat, rate).
-  EXPECT_EQ(p.cases.size(), 24u);
-  EXPECT_EQ(p.cases.front().server_mode, "inline");
-  EXPECT_EQ(p.cases.front().mode, "sat");
-  int old = 0;
-  for (const auto& c : p.cases)
-    if (c.tag == "t4old") {
-      EXPECT_EQ(c.spin, "200");
-      EXPECT_EQ(c.park, "1");
-      ++old;
-    }
-  EXPECT_EQ(old, 4);
-  // About six minutes on two cores, with ~1 s per case for start and stop.
-  double minutes = p.cases.size() * (p.idle_s + p.warmup_s + p.window_s + 1) / 60;
-  EXPECT_LE(minutes, 6.5);
+  // bun x (inline, t1, t2, a1, a2, m2, auto1) x (sat, rate), three interleaved repetitions.
+  ASSERT_EQ(p.cases.size(), 14u);
+  EXPECT_EQ(p.repeat, 3);
+  std::vector<std::string> tags;
+  for (size_t i = 0; i < 7; ++i) tags.push_back(p.cases[i].tag + "/" + p.cases[i].server_mode + "/" +
+                                                std::to_string(p.cases[i].threads));
+  EXPECT_EQ(tags, (std::vector<std::string>{"inline/inline/0", "t1/pooled/1", "t2/pooled/2", "a1/asio/1", "a2/asio/2",
+                                             "m2/multi/2", "auto1/auto/1"}));
+  for (const auto& c : p.cases) EXPECT_EQ(c.cost_profile, "bun");
+  EXPECT_EQ(p.cases[7].mode, "rate");
+  EXPECT_EQ(p.cases[7].server_mode, "inline");
+  // The whole default run stays under about 12 minutes on two CPUs, by the same estimate it prints.
+  const double s = estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s, p.warmup_s, p.window_s);
+  EXPECT_LE(s, 12 * 60);
+  EXPECT_DOUBLE_EQ(s, 42 * (1 + 2 + 8 + kSetupS));
+  // With native too, twice the cases.
+  EXPECT_EQ(default_plan({"bun", "native"}).cases.size(), 28u);
 }
 
 TEST(Plan, FullAndSweepShapes) {
   BuiltinPlan f = full_plan();
-  EXPECT_EQ(f.cases.size(), 2u * (1 + 5 * 3));
+  // (inline + 5 sizes x (seed policy, old default, flat 50us, asio)) x (sat, rate).
+  EXPECT_EQ(f.cases.size(), 2u * (1 + 5 * 4));
   EXPECT_EQ(f.repeat, 3);
   EXPECT_EQ(f.window_s, 15);
   EXPECT_EQ(f.warmup_s, 6);
+  int asio = 0;
+  for (const auto& c : f.cases)
+    if (c.server_mode == "asio") {
+      EXPECT_EQ(c.tag, "a" + std::to_string(c.threads));
+      ++asio;
+    }
+  EXPECT_EQ(asio, 10);
   BuiltinPlan s = cost_sweep_plan();
-  EXPECT_EQ(s.cases.size(), 8u * 2 * 3);
+  // 8 costs x 2 modes x (inline, t1, a1, auto1).
+  ASSERT_EQ(s.cases.size(), 8u * 2 * 4);
+  std::vector<std::string> first;
+  for (size_t i = 0; i < 4; ++i) first.push_back(s.cases[i].tag + "/" + s.cases[i].server_mode);
+  EXPECT_EQ(first, (std::vector<std::string>{"inline/inline", "t1/pooled", "a1/asio", "auto1/auto"}));
   for (const auto& c : s.cases) {
     EXPECT_TRUE(c.extra_cost_us.has_value());
     EXPECT_EQ(c.cost_profile, "native");
   }
+}
+
+TEST(Plan, NewModesParseAndRoundTrip) {
+  auto cases = parse_plan(R"([
+    {"tag":"inline","server_mode":"inline","cost_profile":"bun"},
+    {"tag":"a2","server_mode":"asio","threads":2,"cost_profile":"bun"},
+    {"tag":"m2","server_mode":"multi","threads":2,"cost_profile":"bun"},
+    {"tag":"auto1","server_mode":"auto","threads":1,"spin":"0","cost_profile":"bun"},
+    {"tag":"nginx","server_mode":"peer:nginx","command":"exec nginx -g 'daemon off;'","routes":["ping"],
+     "cost_profile":"bun"},
+    {"tag":"nginx","mode":"rate","server_mode":"peer:nginx","command":"x","cost_profile":"bun"}
+  ])");
+  ASSERT_EQ(cases.size(), 6u);
+  EXPECT_EQ(cases[1].server_mode, "asio");
+  EXPECT_EQ(cases[2].server_mode, "multi");
+  EXPECT_EQ(cases[3].server_mode, "auto");
+  EXPECT_EQ(cases[3].spin, "0");  // auto runs knit's pool, so its timer settings apply
+  EXPECT_TRUE(is_peer_case(cases[4]));
+  EXPECT_EQ(cases[4].peer_command, "exec nginx -g 'daemon off;'");
+  EXPECT_EQ(cases[4].peer_routes, (std::vector<std::string>{"ping"}));
+  EXPECT_EQ(case_routes(cases[4]), (std::vector<std::string>{"ping"}));
+  EXPECT_EQ(case_routes(cases[5]), (std::vector<std::string>{"ping", "ssr", "jwt"}));
+  EXPECT_EQ(parse_plan(to_json_pretty(plan_to_json(cases))), cases);
+  auto j = case_to_json(cases[4]).as_object();
+  EXPECT_EQ(j.at("command").as_string(), "exec nginx -g 'daemon off;'");
+  EXPECT_EQ(j.at("routes").as_array().size(), 1u);
+  EXPECT_EQ(case_to_json(cases[1]).as_object().count("command"), 0u);
+
+  expect_plan_error(R"([{"tag":"a","server_mode":"fibers"}])", {"server_mode", "asio", "multi", "auto", "fibers"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"asio","spin":"0"}])", {"pool settings", "asio"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"multi","park":"1"}])", {"pool settings", "multi"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:"}])", {"peer name"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a b","command":"x"}])", {"peer name"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a"}])", {"needs a non-empty \"command\""});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","threads":2}])", {"KNIT_THREADS"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","html"]}])", {"routes", "html"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","ping"]}])", {"twice"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":[]}])", {"at least one"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"asio","command":"x"}])", {"peer:NAME"});
 }
 
 TEST(Plan, ServerEnvironment) {
@@ -140,6 +193,21 @@ TEST(Plan, ServerEnvironment) {
   auto ienv = server_env(i, "127.0.0.1", 3000);
   EXPECT_EQ(ienv.count("KNIT_THREADS"), 0u);
   EXPECT_EQ(ienv.count("KNIT_SPIN"), 0u);
+  Case a = c;
+  a.server_mode = "asio";
+  a.spin = a.park = a.doorbell = "";
+  EXPECT_EQ(server_env(a, "127.0.0.1", 3000).at("KNIT_MODE"), "asio");
+  EXPECT_EQ(server_env(a, "127.0.0.1", 3000).at("KNIT_THREADS"), "4");
+  // An external peer gets PORT, HOST, the secret and its env, and none of knit's variables.
+  Case p;
+  p.tag = "nginx";
+  p.server_mode = "peer:nginx";
+  p.cost_profile = "bun";
+  p.extra_cost_us = 20;
+  p.env = {{"WORKERS", "1"}};
+  EXPECT_EQ(server_env(p, "127.0.0.1", 3005),
+            (std::map<std::string, std::string>{{"HOST", "127.0.0.1"}, {"JWT_SECRET", "x"}, {"PORT", "3005"},
+                                                {"WORKERS", "1"}}));
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+// One external peer (nginx, the seed's Bun app, any server of these routes) for one
+// case: run its command under /bin/sh, wait until it accepts connections, prove the
+// listener is its own, measure its whole process tree, stop the tree.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver/process_tree.hpp"
+#include "driver/server_process.hpp"
+
+namespace knit::bench {
+
+struct PeerOptions {
+  std::string name;                        // for messages: "peer nginx"
+  std::string command;                     // already substituted ({port}, {host})
+  std::map<std::string, std::string> env;  // PORT, HOST and the case's env (server_env())
+  std::string host = "127.0.0.1";
+  int port = 3000;
+  std::vector<int> cpus;                   // affinity of the shell, inherited by all it starts
+  std::string log_path;                    // the tree's stdout+stderr
+  double ready_timeout_s = 10;
+  double stop_grace_s = 5;
+  double port_free_timeout_s = 10;
+};
+
+class PeerProcess {
+ public:
+  // (1) the port must be free, (2) /bin/sh -c COMMAND in a process group of its own,
+  // (3) ready: a TCP connect within ready_timeout_s, (4) every listener on the port
+  // belongs to the shell or a process it started. Throws CaseError naming the peer
+  // (the tree, if started, is stopped first).
+  explicit PeerProcess(PeerOptions opts);
+  ~PeerProcess();
+  PeerProcess(const PeerProcess&) = delete;
+  PeerProcess& operator=(const PeerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }  // the shell: the tree's root and its group's leader
+  const std::vector<std::string>& argv() const { return argv_; }
+
+  // Throws CaseError when the root process has exited (checked between phases).
+  void check_alive(const char* phase);
+
+  // SIGTERM to the group and to every process of the tree, SIGKILL to whatever is left
+  // after the grace period, then wait for the port to be free. Returns a note when the
+  // exit was not clean; FatalError when something survives SIGKILL or the port stays busy.
+  std::string stop();
+
+ private:
+  void wait_ready();
+
+  PeerOptions opts_;
+  std::vector<std::string> argv_;
+  pid_t pid_ = -1;
+  std::vector<ProcEntry> seen_;  // every process of the tree seen so far, to stop even orphans
+};
+
+}  // namespace knit::bench

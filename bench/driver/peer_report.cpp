@@ -1,0 +1,235 @@
+// The report's "knit vs the peers": each knit configuration against the best peer with as
+// many route threads, as a ratio with its spread over repetitions.
+#include "driver/peer_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "driver/md_table.hpp"
+#include "driver/numfmt.hpp"
+
+namespace knit::bench {
+namespace {
+
+const char* const kForeignMark = " \u26a0";
+
+bool flagged(const Config& c) {
+  return std::any_of(c.reps.begin(), c.reps.end(), [](const Row* r) { return r->foreign_flagged.value_or(false); });
+}
+
+bool serves(const Config& c, const PeerMetric& m) {
+  auto routes = routes_of(c);
+  if (m.needs_all_routes) return routes.size() == 3;
+  return std::find(routes.begin(), routes.end(), "ping") != routes.end();
+}
+
+// A knit configuration as it appears in both load modes.
+struct KnitSlot {
+  std::string label;
+  std::function<const Config*(const Scope&)> find;
+};
+
+std::vector<KnitSlot> knit_slots(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
+  std::vector<KnitSlot> slots;
+  slots.push_back({"inline", [&cs](const Scope& s) { return inline_config(cs, s); }});
+  std::vector<int> sizes = pool_sizes(cs, sat);
+  for (int n : pool_sizes(cs, rate)) sizes.push_back(n);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (int n : sizes)
+    slots.push_back({"threads: " + std::to_string(n), [&cs, n](const Scope& s) { return seed_policy_config(cs, s, n); }});
+  std::vector<int> autos;
+  for (const auto& c : cs)
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Auto) autos.push_back(c.threads);
+  std::sort(autos.begin(), autos.end());
+  autos.erase(std::unique(autos.begin(), autos.end()), autos.end());
+  for (int n : autos)
+    slots.push_back({"auto: " + std::to_string(n), [&cs, n](const Scope& s) { return mode_config(cs, s, Policy::Auto, n); }});
+  return slots;
+}
+
+// Peers in scope that `knit` is compared with on `m`: asio and multi with as many route
+// threads, and every external peer; each must have served the routes the measure needs.
+std::vector<const Config*> candidates(const std::vector<Config>& cs, const Scope& s, const Config& knit,
+                                      const PeerMetric& m) {
+  std::vector<const Config*> v;
+  for (const auto& c : cs) {
+    if (!in_scope(c, s) || !is_peer(c.policy) || !serves(c, m)) continue;
+    auto rt = route_threads(c);
+    if (rt && rt != route_threads(knit)) continue;
+    v.push_back(&c);
+  }
+  return v;
+}
+
+struct Cell {
+  std::string text = "-";
+  bool peer_wins = false;
+  std::string best;
+  Stat ratio;
+};
+
+Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, const PeerMetric& m) {
+  Cell out;
+  if (!knit || !serves(*knit, m)) return out;
+  const Config* best = nullptr;
+  Stat best_v;
+  for (const Config* p : candidates(cs, s, *knit, m)) {
+    Stat v = p->stat(m.value);
+    if (!v) continue;
+    if (!best || (m.higher_is_better ? v.median > best_v.median : v.median < best_v.median)) {
+      best = p;
+      best_v = v;
+    }
+  }
+  if (!best) return out;
+  out.ratio = paired_ratio(*knit, *best, m);
+  if (!out.ratio) return out;
+  out.best = best->label + served_note(*best);
+  out.peer_wins = out.ratio.median < 1.0;
+  out.text = ratio_cell(out.ratio) + " vs " + out.best + (out.peer_wins ? ", peer wins" : "") +
+             (flagged(*knit) || flagged(*best) ? kForeignMark : "");
+  return out;
+}
+
+}  // namespace
+
+std::optional<int> route_threads(const Config& c) {
+  switch (c.policy) {
+    case Policy::Inline: return 1;
+    case Policy::Multi: return c.threads;
+    case Policy::Peer: return std::nullopt;
+    default: return c.threads + 1;
+  }
+}
+
+std::string served_note(const Config& c) {
+  auto routes = routes_of(c);
+  if (routes.size() >= 3 || routes.empty()) return "";
+  std::string s = " (";
+  for (size_t i = 0; i < routes.size(); ++i) s += (i ? ", /" : "/") + routes[i];
+  return s + " only)";
+}
+
+const std::vector<PeerMetric>& peer_metrics() {
+  static const std::vector<PeerMetric> metrics = {
+      {"total rps, saturating", "sat", true, true,
+       [](const Row& r) -> std::optional<double> { return static_cast<double>(r.total_rps); }},
+      {"/ping p99, saturating", "sat", false, false,
+       [](const Row& r) -> std::optional<double> {
+         auto it = r.routes.find("ping");
+         if (it == r.routes.end()) return std::nullopt;
+         return it->second.p99;
+       }},
+      {"server cores, fixed rate", "rate", false, true, [](const Row& r) -> std::optional<double> { return r.cores; }},
+      {"CPU-us/req, fixed rate", "rate", false, true,
+       [](const Row& r) -> std::optional<double> {
+         if (!r.cpu_us_per_req) return std::nullopt;
+         return static_cast<double>(*r.cpu_us_per_req);
+       }},
+  };
+  return metrics;
+}
+
+Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m) {
+  std::vector<double> ratios;
+  for (const Row* k : knit.reps) {
+    auto kv = m.value(*k);
+    if (!kv || !(*kv > 0)) continue;
+    for (const Row* p : peer.reps) {
+      if (p->rep != k->rep) continue;
+      auto pv = m.value(*p);
+      if (!pv || !(*pv > 0)) continue;
+      ratios.push_back(m.higher_is_better ? *kv / *pv : *pv / *kv);
+      break;
+    }
+  }
+  Stat s;
+  if (ratios.empty()) return s;
+  std::sort(ratios.begin(), ratios.end());
+  s.n = static_cast<int>(ratios.size());
+  s.min = ratios.front();
+  s.max = ratios.back();
+  const size_t h = ratios.size() / 2;
+  s.median = ratios.size() % 2 ? ratios[h] : (ratios[h - 1] + ratios[h]) / 2;
+  return s;
+}
+
+std::string ratio_cell(const Stat& r) {
+  if (!r) return "-";
+  std::string m = fixed(r.median, 2) + "\u00d7";
+  std::string lo = fixed(r.min, 2), hi = fixed(r.max, 2);
+  if (r.n == 1 || lo == hi) return m;
+  return m + " (" + lo + "\u2013" + hi + ")";
+}
+
+std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
+  bool any_peer = false;
+  for (const auto& c : cs)
+    if ((in_scope(c, sat) || in_scope(c, rate)) && is_peer(c.policy)) any_peer = true;
+  if (!any_peer) return "";
+
+  std::ostringstream md;
+  md << "### knit vs the peers\n\n"
+        "Each cell is knit's ratio to the best peer on that measure among those with as many threads running "
+        "routes (event loop + workers: inline 1, `threads: N`, `auto: N` and `asio: N` N+1, `multi: N` N); "
+        "external peers are compared with every row. Higher-is-better measures are knit / peer, lower-is-better "
+        "ones peer / knit, so **above 1× knit is ahead, below 1× the peer wins**. Median over repetitions paired by "
+        "repetition number (interleaved, so measured close in time), min–max in parentheses; the best peer is the "
+        "one with the best median.\n\n";
+  std::vector<std::string> head = {"knit"};
+  for (const auto& m : peer_metrics()) head.push_back(m.name);
+  std::string table;
+  std::vector<std::string> wins;
+  for (const auto& slot : knit_slots(cs, sat, rate)) {
+    std::vector<std::string> cells = {slot.label};
+    bool any = false;
+    for (const auto& m : peer_metrics()) {
+      const Scope& s = m.mode == "sat" ? sat : rate;
+      Cell c = compare(cs, s, slot.find(s), m);
+      if (c.ratio) any = true;
+      if (c.peer_wins) wins.push_back("`" + slot.label + "` on " + m.name + ": " + ratio_cell(c.ratio) + " vs " + c.best);
+      cells.push_back(c.text);
+    }
+    if (any) table += md_row(cells);
+  }
+  if (table.empty()) {
+    md << "No knit configuration has a comparable peer in this profile.\n\n";
+  } else {
+    md << md_header(head) << table << "\n";
+    if (wins.empty()) md << "No peer beats knit on these measures here.\n\n";
+    else {
+      md << "Where a peer wins:\n\n";
+      for (const auto& w : wins) md << "- " << w << "\n";
+      md << "\n";
+    }
+  }
+  // What the ratios above do not say.
+  std::vector<const Config*> ext;
+  for (const auto& c : cs)
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Peer &&
+        std::none_of(ext.begin(), ext.end(), [&](const Config* e) { return e->label == c.label; }))
+      ext.push_back(&c);
+  for (const Config* e : ext) {
+    std::string note = served_note(*e);
+    if (!note.empty())
+      md << "- `" << e->label << "` serves " << note.substr(2, note.size() - 8)
+         << " only: it was loaded on that alone, with the same connections or rate per route, so it is compared "
+            "on /ping p99 only (its totals and CPU are not the same work).\n";
+  }
+  if (!ext.empty())
+    md << "- External peers print no `knit-stats` line: their rows carry no pool counters (`null`); their CPU is the "
+          "sum over every process they started.\n";
+  bool any_flag = false;
+  for (const auto& c : cs)
+    if ((in_scope(c, sat) || in_scope(c, rate)) && flagged(c)) any_flag = true;
+  if (any_flag)
+    md << "-" << kForeignMark
+       << " marks a ratio resting on a window that stayed over the foreign-load limit (either side); read it as "
+          "uncertain.\n";
+  if (!ext.empty() || any_flag) md << "\n";
+  return md.str();
+}
+
+}  // namespace knit::bench

@@ -1,0 +1,43 @@
+// The report's "knit vs the peers": for each knit configuration (inline, the seed policy
+// at N workers, auto at N), its ratio to the best peer (asio, multi, external servers)
+// with as many route threads, on throughput, /ping tail latency, cores and CPU per request.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/configs.hpp"
+
+namespace knit::bench {
+
+// Threads that run routes: the event loop plus workers (inline 1, pooled / auto / asio
+// N+1, multi N). nullopt for an external peer, whose threads knit does not set.
+std::optional<int> route_threads(const Config& c);
+
+// " (/ping only)" for a configuration loaded on some routes only, else "".
+std::string served_note(const Config& c);
+
+// One measure of the comparison.
+struct PeerMetric {
+  std::string name;        // column heading, e.g. "total rps, saturating"
+  std::string mode;        // "sat" or "rate"
+  bool higher_is_better;   // rps: yes; latency, cores, CPU per request: no
+  bool needs_all_routes;   // totals and CPU are the same work only when all three routes ran
+  std::function<std::optional<double>(const Row&)> value;
+};
+const std::vector<PeerMetric>& peer_metrics();
+
+// knit's advantage over `peer` per repetition, paired by repetition number (interleaved
+// runs measure rep r of both close in time): knit / peer when higher is better, else
+// peer / knit, so above 1 knit is ahead. Median, min and max over the pairs.
+Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m);
+
+// "1.32× (1.20–1.41)": the median ratio with its min–max over repetitions.
+std::string ratio_cell(const Stat& ratio);
+
+// The section's markdown for one cost profile; "" when there is no peer in it.
+std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const Scope& rate);
+
+}  // namespace knit::bench
