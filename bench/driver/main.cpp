@@ -139,7 +139,12 @@ int cmd_plan(const std::vector<std::string>& args) {
     else usage_error("plan: unknown argument " + args[i]);
   }
   if (which.empty()) usage_error("plan: choose --default, --full or --cost-sweep");
-  std::cout << to_json_pretty(plan_to_json(builtin(which, profiles).cases));
+  BuiltinPlan p = builtin(which, profiles);
+  std::cout << to_json_pretty(plan_to_json(p.cases));
+  std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
+            << " repetition(s): about "
+            << clock_text(estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s, p.warmup_s, p.window_s))
+            << " (mm:ss) on the machine it was sized for, before reruns for foreign load\n";
   return 0;
 }
 
