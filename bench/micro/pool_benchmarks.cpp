@@ -43,6 +43,40 @@ void pool_round_trip_spinning_worker(benchmark::State& state) {
 }
 BENCHMARK(pool_round_trip_spinning_worker)->MinTime(0.5);
 
+// The same back-to-back loop with the default idle policy (50 us spin at one worker), spin
+// gate off (/0, the policy before the gate) and on (/1, the default): with host and worker
+// on CPUs of their own the gate lets it spin and every spin catches the next call, so /1
+// should match /0; with KNIT_MICRO_CPUS="0,0" (one CPU) the gate parks the worker instead.
+void pool_round_trip_default_policy(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  knit_bench::pin_self(l.host);
+  knit::pool_options o;
+  o.threads = 1;
+  o.spin_gate = state.range(0) != 0;
+  o.worker_cpus = {l.worker};
+  knit::pool p(o);
+  bool done = false;
+  auto handler = [&done](knit::result<int>) { done = true; };
+  for (int i = 0; i < 1000; ++i) {
+    done = false;
+    (void)p.submit(empty_task{}, i, handler);
+    while (!done) p.poll();
+  }
+  const auto s0 = p.stats();
+  for (auto _ : state) {
+    done = false;
+    (void)p.submit(empty_task{}, 1, handler);
+    while (!done) p.poll();
+  }
+  const auto s1 = p.stats();
+  const auto calls = static_cast<double>(state.iterations());
+  state.counters["host_wakes_per_call"] = benchmark::Counter(static_cast<double>(s1.host_wakes - s0.host_wakes) / calls);
+  state.counters["spin_hits_per_call"] =
+      benchmark::Counter(static_cast<double>(s1.totals().spin_hits - s0.totals().spin_hits) / calls);
+  state.SetLabel(state.range(0) ? "ns per round trip, gate on" : "ns per round trip, gate off");
+}
+BENCHMARK(pool_round_trip_default_policy)->Arg(0)->Arg(1)->MinTime(0.5);
+
 // µs per round trip when the worker is parked (spin 0) ~300 µs before each call, as in
 // floor_futex_wake_round_trip: the wake dominates.
 void pool_round_trip_parked_worker(benchmark::State& state) {

@@ -3,6 +3,8 @@
 // its own CPU per call and the FUTEX_WAKE syscalls it issued per call. Each call burns
 // kTaskUs of worker CPU; the offered load keeps the workers half busy: 0.5 x min(N, CPUs-1)
 // cores of work (on a 2-CPU machine 0.5 cores at every N: the host needs the other CPU).
+// steady_load_host_cost pins the host before it builds the pool, so its workers inherit
+// the host's one CPU; steady_load_host_cost_worker_apart pins its worker to the other one.
 // Claims: ratios between policies in one run; absolute µs depend on the VM's wake cost.
 #include <benchmark/benchmark.h>
 #include <poll.h>
@@ -28,13 +30,16 @@ std::uint64_t burn(std::uint64_t start_ns, double us) {
 
 enum policy { seed = 0, single_spinner = 1, old_default = 2 };
 
-void steady_load_host_cost(benchmark::State& state) {
+// workers_apart = false: the workers inherit the host's pin (one CPU for everything);
+// true: they are pinned to the worker CPU (knit_bench::layout), the host keeps its own.
+void run_steady_load(benchmark::State& state, bool workers_apart) {
   const int policy_id = static_cast<int>(state.range(0));
   const unsigned n = static_cast<unsigned>(state.range(1));
   const auto l = knit_bench::layout();
   knit_bench::pin_self(l.host);
   knit::pool_options o;
   o.threads = n;
+  if (workers_apart) o.worker_cpus = {l.worker};
   if (policy_id == single_spinner) {
     o.spin_us = 50;
     o.max_spinners = 1;
@@ -98,8 +103,18 @@ void steady_load_host_cost(benchmark::State& state) {
   static const char* names[] = {"seed policy", "single spinner 50us", "old default N*50us+park 1ms"};
   state.SetLabel(names[policy_id]);
 }
+
+// The host is pinned before the pool exists, so these workers inherit its single CPU.
+void steady_load_host_cost(benchmark::State& state) { run_steady_load(state, false); }
 BENCHMARK(steady_load_host_cost)
     ->ArgsProduct({{seed, single_spinner, old_default}, {1, 2, 4}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// One worker on a CPU of its own: the layout where the default policy's spin may pay.
+void steady_load_host_cost_worker_apart(benchmark::State& state) { run_steady_load(state, true); }
+BENCHMARK(steady_load_host_cost_worker_apart)
+    ->ArgsProduct({{seed, single_spinner}, {1}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
