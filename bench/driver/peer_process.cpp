@@ -51,6 +51,7 @@ PeerProcess::PeerProcess(PeerOptions opts) : opts_(std::move(opts)) {
   }
   try {
     pid_ = spawn_process(sp);  // its own process group: pgid == pid_
+    pgid_ = pid_;
   } catch (const std::exception& e) {
     throw CaseError(who + ": " + e.what());
   }
@@ -108,18 +109,20 @@ void PeerProcess::wait_ready() {
 }
 
 std::string PeerProcess::stop() {
-  if (pid_ <= 0 && seen_.empty()) return "";
-  const pid_t root = pid_;
+  if (pid_ <= 0 && pgid_ <= 0 && seen_.empty()) return "";
+  const pid_t root = pid_;  // -1 when check_alive() already reaped it
+  const pid_t group = pgid_;
   pid_ = -1;
+  pgid_ = -1;
   std::vector<ProcEntry> tree = seen_;
   seen_.clear();
-  if (root > 0)
-    for (const auto& p : process_tree(root))
+  if (group > 0)
+    for (const auto& p : process_tree(group))  // the root if alive, its descendants and its group
       if (std::find(tree.begin(), tree.end(), p) == tree.end()) tree.push_back(p);
   // Signals go to the group (pgid == root) and, by PID and only while the same process
   // (start time) runs, to every member seen: one that left the group is ended too.
   auto signal_all = [&](int sig) {
-    if (root > 0) ::kill(-root, sig);
+    if (group > 0) ::kill(-group, sig);
     for (const auto& p : tree)
       if (p.pid != root && still_running(p)) ::kill(p.pid, sig);
   };
@@ -127,7 +130,7 @@ std::string PeerProcess::stop() {
   auto all_gone = [&] {
     if (root > 0 && !root_status) root_status = reap_nohang(root);
     if (root > 0 && !root_status) return false;
-    if (root > 0 && ::kill(-root, 0) == 0) return false;  // a group member still exists
+    if (group > 0 && ::kill(-group, 0) == 0) return false;  // a group member still exists
     return std::none_of(tree.begin(), tree.end(), [&](const ProcEntry& p) { return p.pid != root && still_running(p); });
   };
   auto wait_gone = [&](double s) {
@@ -144,7 +147,7 @@ std::string PeerProcess::stop() {
     note = "peer " + opts_.name + " ignored SIGTERM for " + seconds_text(opts_.stop_grace_s) + " s; sent SIGKILL";
     signal_all(SIGKILL);
     if (!wait_gone(10.0))
-      throw FatalError("peer " + opts_.name + ": processes of PID " + std::to_string(root) +
+      throw FatalError("peer " + opts_.name + ": processes of PID " + std::to_string(group) +
                        "'s tree survived SIGKILL for 10 s");
   } else if (root_status && (!root_status->exited || root_status->code != 0)) {
     // A shell killed by SIGTERM is the expected end of a peer that never exits on its own.

@@ -55,6 +55,7 @@ class PeerProcess {
   PeerOptions opts_;
   std::vector<std::string> argv_;
   pid_t pid_ = -1;
+  pid_t pgid_ = -1;  // the group spawn_process made (== the shell's PID); outlives a reaped root
   std::vector<ProcEntry> seen_;  // every process of the tree seen so far, to stop even orphans
 };
 
