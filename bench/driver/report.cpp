@@ -609,6 +609,20 @@ std::string foreign_load_note(const std::vector<Row>& rows) {
   return md.str();
 }
 
+std::string mode_mismatch_note(const std::vector<Row>& rows) {
+  std::vector<std::string> seen;
+  for (const Row& r : rows) {
+    if (!r.reported_mode || *r.reported_mode == r.server_mode) continue;
+    std::string what = "`" + r.tag + "` " + r.mode + " asked for " + r.server_mode + ", knit-stats said " + *r.reported_mode;
+    if (std::find(seen.begin(), seen.end(), what) == seen.end()) seen.push_back(what);
+  }
+  if (seen.empty()) return "";
+  std::string s = "> Warning: the server ran another mode than some rows are named for, so those rows measure the "
+                  "reported mode: ";
+  for (size_t i = 0; i < seen.size(); ++i) s += (i ? "; " : "") + seen[i];
+  return s + ".\n\n";
+}
+
 std::string render_markdown(const std::vector<Row>& rows, const json::object* meta, const std::vector<ChartRef>& charts,
                             const std::vector<std::string>& warnings) {
   Lines md;
@@ -658,6 +672,7 @@ std::string render_markdown(const std::vector<Row>& rows, const json::object* me
     md << "Some rows use the seed's schema: tag `only` is the inline server; spin `default` is the old default "
           "(N*50us, park 1ms), which is also the seed policy at N=1; spin `0` is the seed policy at N>=2.\n\n";
   for (const auto& w : warnings) md << "> Warning: " << w << "\n\n";
+  md << mode_mismatch_note(rows);
   md << foreign_load_note(rows);
 
   for (const auto& p : prof) {

@@ -26,6 +26,10 @@ std::string write_report(const std::string& rows_path, bool with_charts, std::ve
 // carry the mark in the tables. Empty when no row measured it (older rows).
 std::string foreign_load_note(const std::vector<Row>& rows);
 
+// A warning for rows whose knit-stats reported a mode other than their server_mode (a
+// server that accepted KNIT_MODE=asio but ran inline, say). Empty when all agree.
+std::string mode_mismatch_note(const std::vector<Row>& rows);
+
 // Helpers shared with tests: "+119%", "4.0x", "5.2x less", "-47%".
 std::string pct_change(double base, double value);
 std::string ratio_text(double old_value, double new_value, bool higher_is_better);

@@ -135,7 +135,7 @@ const std::set<std::string>& known_keys() {
       "extra_cost_us", "env",        "rep",          "idle_s",        "warmup_s",    "window_s",
       "conns",      "rate_per_route", "pool_counters", "pool_per_call", "server_requests",
       "cpu_layout", "cpu",           "server_env",   "load_cmd",      "server_pid",
-      "foreign_cores", "foreign_flagged", "foreign_reruns", "peer_command", "peer_processes"};
+      "foreign_cores", "foreign_flagged", "foreign_reruns", "peer_command", "peer_processes", "reported_mode"};
   return k;
 }
 
@@ -200,6 +200,7 @@ json::object row_to_json(const Row& r) {
   if (r.foreign_reruns) o["foreign_reruns"] = *r.foreign_reruns;
   if (r.peer_command) o["peer_command"] = *r.peer_command;
   if (r.peer_processes) o["peer_processes"] = *r.peer_processes;
+  if (r.reported_mode) o["reported_mode"] = *r.reported_mode;
   for (const auto& kv : r.unknown) o[kv.key()] = kv.value();
   return o;
 }
@@ -258,6 +259,7 @@ Row row_from_json(const json::value& v) {
   if (auto n = opt_num(o, "foreign_reruns")) r.foreign_reruns = static_cast<int>(*n);
   if (auto* pc = o.if_contains("peer_command"); pc && pc->is_string()) r.peer_command = std::string(pc->get_string());
   if (auto n = opt_num(o, "peer_processes")) r.peer_processes = static_cast<int>(*n);
+  if (auto* rm = o.if_contains("reported_mode"); rm && rm->is_string()) r.reported_mode = std::string(rm->get_string());
   for (const auto& kv : o)
     if (!known_keys().count(std::string(kv.key()))) r.unknown[kv.key()] = kv.value();
   return r;

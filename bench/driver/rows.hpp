@@ -72,6 +72,9 @@ struct Row {
   // tree at the window's end. Their rows have no knit-stats, so pool_counters, pool_per_call
   // and server_requests are written as null.
   std::optional<std::string> peer_command;
+  // The mode knit-server's knit-stats line reported (absent for peers and older rows); a
+  // value other than server_mode means the server did not run the mode the row is named for.
+  std::optional<std::string> reported_mode;
   std::optional<int> peer_processes;
 
   // Keys this version does not know, kept so a round trip loses nothing.

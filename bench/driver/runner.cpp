@@ -234,6 +234,9 @@ void measure_running(Target& srv, const Case& c, const RunConfig& cfg, const fs:
     m.stats_after = srv.stats();
     if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
+    if (m.stats_after && !m.stats_after->mode.empty() && m.stats_after->mode != c.server_mode)
+      m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode + "\", the case asked for \"" +
+                        c.server_mode + "\": the row is kept (reported_mode) and the report warns");
     m.os_threads = srv.threads();
     m.processes = srv.processes();
   } catch (const FatalError&) {
@@ -422,6 +425,7 @@ Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig&
   r.server_env = m.server_env;
   r.load_cmd = m.load_cmd;
   r.server_pid = m.server_pid;
+  if (m.stats_after && !m.stats_after->mode.empty()) r.reported_mode = m.stats_after->mode;
   if (peer) {
     r.peer_command = m.peer_command;
     r.peer_processes = m.processes;

@@ -9,7 +9,7 @@
 namespace knit::bench {
 
 struct ServerStats {
-  std::string mode;                               // "inline" | "pooled"
+  std::string mode;                               // KNIT_MODE as the server runs it: "inline", "pooled", ...
   std::map<std::string, double> requests;         // per route
   bool has_pool = false;                          // "pool": null in inline mode
   int pool_threads = 0;

@@ -144,6 +144,38 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   EXPECT_EQ(slurp(out / "report.md"), md);
 }
 
+TEST(EndToEnd, NewModesRunAndAModeTheServerDidNotRunIsWarned) {
+  Sandbox box;
+  RunConfig cfg = box.config();
+  cfg.repeat = 1;
+  cfg.cases = parse_plan(R"([
+    {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
+    {"tag":"a1","mode":"sat","server_mode":"asio","threads":1,"cost_profile":"bun"},
+    {"tag":"m2","mode":"sat","server_mode":"multi","threads":2,"cost_profile":"bun"},
+    {"tag":"auto1","mode":"sat","server_mode":"auto","threads":1,"cost_profile":"bun"},
+    {"tag":"a2","mode":"sat","server_mode":"asio","threads":2,"cost_profile":"bun",
+     "env":{"FAKE_REPORT_MODE":"inline"}}
+  ])");
+  ASSERT_EQ(run_benchmark(cfg), 0);
+  auto rows = read_rows_file((fs::path(cfg.out_dir) / "rows.jsonl").string());
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[1].server_env.at("KNIT_MODE"), "asio");
+  EXPECT_EQ(rows[1].server_env.at("KNIT_THREADS"), "1");
+  EXPECT_EQ(rows[1].reported_mode, std::optional<std::string>("asio"));
+  EXPECT_EQ(rows[2].server_env.at("KNIT_MODE"), "multi");
+  EXPECT_EQ(rows[3].reported_mode, std::optional<std::string>("auto"));
+  EXPECT_EQ(rows[4].reported_mode, std::optional<std::string>("inline"));
+  std::string md = slurp(fs::path(cfg.out_dir) / "report.md");
+  EXPECT_NE(md.find("| asio: 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| multi: 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| auto: 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### knit vs the peers"), std::string::npos) << md;
+  // Only the row whose server ran another mode is named in the warning.
+  EXPECT_NE(md.find("> Warning: the server ran another mode than some rows are named for"), std::string::npos) << md;
+  EXPECT_NE(md.find("`a2` sat asked for asio, knit-stats said inline"), std::string::npos) << md;
+  EXPECT_EQ(md.find("`a1` sat asked for"), std::string::npos) << md;
+}
+
 TEST(EndToEnd, BusyPortFailsEveryCaseAndMeasuresNothing) {
   Sandbox box;
   RunConfig cfg = box.config();
