@@ -75,7 +75,8 @@ TEST(PeerReport, PeerRowsKeepNullPoolStats) {
 }
 
 TEST(PeerReport, RatiosArePairedByRepetition) {
-  auto cs = group_configs(fixture());
+  const auto rows = fixture();  // configs point into the rows
+  auto cs = group_configs(rows);
   // rps 18000/15000, 18600/15000, 17400/15000.
   Stat r = paired_ratio(find(cs, "t1", "sat"), find(cs, "a1", "sat"), metric("total rps, saturating"));
   ASSERT_EQ(r.n, 3);
