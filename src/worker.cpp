@@ -192,6 +192,8 @@ class worker_loop {
     return caught;
   }
 
+  // How a park ended: work_seen = it never slept (work, room or the stop flag showed up in
+  // its re-check); doorbell = rung (or a spurious futex return); timeout = park_ms ran out.
   enum class park_exit { work_seen, doorbell, timeout };
 
   // After a skipped spin: would a spin have caught what ended this park?
