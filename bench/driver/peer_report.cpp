@@ -56,6 +56,7 @@ std::vector<const Config*> candidates(const std::vector<Config>& cs, const Scope
   std::vector<const Config*> v;
   for (const auto& c : cs) {
     if (!in_scope(c, s) || !is_peer(c.policy) || !serves(c, m)) continue;
+    if (m.needs_rate_met && !met_rate(c)) continue;  // it did less work: its cores would look good
     auto rt = route_threads(c);
     if (rt && rt != route_threads(knit)) continue;
     v.push_back(&c);
@@ -73,6 +74,10 @@ struct Cell {
 Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, const PeerMetric& m) {
   Cell out;
   if (!knit || !serves(*knit, m)) return out;
+  if (m.needs_rate_met && !met_rate(*knit)) {
+    out.text = "- (rate not achieved)";
+    return out;
+  }
   const Config* best = nullptr;
   Stat best_v;
   for (const Config* p : candidates(cs, s, *knit, m)) {
@@ -104,6 +109,13 @@ std::optional<int> route_threads(const Config& c) {
   }
 }
 
+bool met_rate(const Config& c) {
+  for (const Row* r : c.reps)
+    for (const auto& [name, rs] : r->routes)
+      if (rs.rate_met && !*rs.rate_met) return false;
+  return true;
+}
+
 std::string served_note(const Config& c) {
   auto routes = routes_of(c);
   if (routes.size() >= 3 || routes.empty()) return "";
@@ -114,16 +126,16 @@ std::string served_note(const Config& c) {
 
 const std::vector<PeerMetric>& peer_metrics() {
   static const std::vector<PeerMetric> metrics = {
-      {"total rps, saturating", "sat", true, true,
+      {"total rps, saturating", "sat", true, true, false,
        [](const Row& r) -> std::optional<double> { return static_cast<double>(r.total_rps); }},
-      {"/ping p99, saturating", "sat", false, false,
+      {"/ping p99, saturating", "sat", false, false, false,
        [](const Row& r) -> std::optional<double> {
          auto it = r.routes.find("ping");
          if (it == r.routes.end()) return std::nullopt;
          return it->second.p99;
        }},
-      {"server cores, fixed rate", "rate", false, true, [](const Row& r) -> std::optional<double> { return r.cores; }},
-      {"CPU-us/req, fixed rate", "rate", false, true,
+      {"server cores, fixed rate", "rate", false, true, true, [](const Row& r) -> std::optional<double> { return r.cores; }},
+      {"CPU-us/req, fixed rate", "rate", false, true, true,
        [](const Row& r) -> std::optional<double> {
          if (!r.cpu_us_per_req) return std::nullopt;
          return static_cast<double>(*r.cpu_us_per_req);
@@ -206,6 +218,18 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     }
   }
   // What the ratios above do not say.
+  std::vector<std::string> missed;
+  for (const auto& c : cs)
+    if (in_scope(c, rate) && (is_peer(c.policy) || c.policy == Policy::Inline || c.policy == Policy::Auto ||
+                              is_pool_policy(c.policy)) &&
+        !met_rate(c))
+      missed.push_back("`" + c.label + "`");
+  if (!missed.empty()) {
+    md << "- Left out of the fixed-rate columns because some repetition did not achieve the offered rate (it did "
+          "less work, so its cores and CPU would flatter it): ";
+    for (size_t i = 0; i < missed.size(); ++i) md << (i ? ", " : "") << missed[i];
+    md << ".\n";
+  }
   std::vector<const Config*> ext;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Peer &&
@@ -228,7 +252,7 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     md << "-" << kForeignMark
        << " marks a ratio resting on a window that stayed over the foreign-load limit (either side); read it as "
           "uncertain.\n";
-  if (!ext.empty() || any_flag) md << "\n";
+  if (!ext.empty() || any_flag || !missed.empty()) md << "\n";
   return md.str();
 }
 

@@ -16,6 +16,9 @@ namespace knit::bench {
 // N+1, multi N). nullopt for an external peer, whose threads knit does not set.
 std::optional<int> route_threads(const Config& c);
 
+// False when any repetition missed the offered rate on any route (rate_met false).
+bool met_rate(const Config& c);
+
 // " (/ping only)" for a configuration loaded on some routes only, else "".
 std::string served_note(const Config& c);
 
@@ -25,6 +28,7 @@ struct PeerMetric {
   std::string mode;        // "sat" or "rate"
   bool higher_is_better;   // rps: yes; latency, cores, CPU per request: no
   bool needs_all_routes;   // totals and CPU are the same work only when all three routes ran
+  bool needs_rate_met;     // fixed rate: only a configuration that achieved the offered rate did the same work
   std::function<std::optional<double>(const Row&)> value;
 };
 const std::vector<PeerMetric>& peer_metrics();

@@ -93,6 +93,17 @@ TEST(PeerReport, RatiosArePairedByRepetition) {
   EXPECT_EQ(ratio_cell(Stat{}), "-");
 }
 
+TEST(PeerReport, AConfigurationThatMissedTheRateIsNotCompared) {
+  const auto rows = fixture();
+  auto cs = group_configs(rows);
+  EXPECT_FALSE(met_rate(find(cs, "a1", "rate")));
+  EXPECT_TRUE(met_rate(find(cs, "a2", "rate")));
+  EXPECT_TRUE(met_rate(find(cs, "a1", "sat")));  // no rate_met in a saturating row
+  // Had it been compared, asio 1 (1.5 cores) would have been the best peer of threads: 1.
+  Stat with_a1 = paired_ratio(find(cs, "t1", "rate"), find(cs, "a1", "rate"), metric("server cores, fixed rate"));
+  EXPECT_DOUBLE_EQ(with_a1.median, 1.25);
+}
+
 TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestPeer) {
   const std::string md = render_markdown(fixture(), nullptr, {}, {});
   const std::string s = section(md, "### knit vs the peers");
@@ -102,11 +113,13 @@ TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestPeer) {
            // nginx served /ping only: compared on /ping p99 alone, where it wins over inline.
            "| inline | - | 0.49× (0.48–0.50) vs peer: nginx (/ping only), peer wins | - | - |",
            // Best peer by median: asio 1 on rps and cores, multi 2 on /ping p99 (and it wins there).
+           // asio 1 missed the rate in its third fixed-rate window: multi 2 is the fixed-rate peer.
            "| threads: 1 | 1.20× (1.16–1.24) vs asio: 1 | 0.82× (0.75–0.90) vs multi: 2, peer wins | "
-           "1.25× (1.15–1.36) vs asio: 1 | 1.25× (1.15–1.36) vs asio: 1 |",
+           "1.50× (1.38–1.64) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 |",
            // asio 2's third fixed-rate window stayed over the foreign-load limit.
            "| threads: 2 | 1.14× vs asio: 2 | 1.17× vs asio: 2 | 1.14× vs asio: 2 ⚠ | 1.14× vs asio: 2 ⚠ |",
-           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.50× vs asio: 1 | 1.50× vs asio: 1 |",
+           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.80× vs multi: 2 | 1.80× vs multi: 2 |",
+           "did not achieve the offered rate (it did less work, so its cores and CPU would flatter it): `asio: 1`.",
            "- `threads: 1` on /ping p99, saturating: 0.82× (0.75–0.90) vs multi: 2",
            "`peer: nginx` serves /ping only",
            "carry no pool counters (`null`)",
