@@ -28,7 +28,7 @@ enum class Policy {
 
 // True for the configurations that are not knit's own design: asio, multi, external peers.
 bool is_peer(Policy p);
-// True for a knit pool timer policy (the rows of section C and the pool sizes).
+// True for a pooled row of any timer policy (the rows of section C and the pool sizes).
 bool is_pool_policy(Policy p);
 
 // median with min and max over repetitions; n == 0 when no repetition had a value.
@@ -81,7 +81,7 @@ std::vector<const Config*> external_peers(const std::vector<Config>& cs, const S
 // The routes a configuration was loaded on (union over its repetitions).
 std::vector<std::string> routes_of(const Config& c);
 
-// Knit pool sizes (seed, old default, flat, no-spin policies) present in scope, ascending.
+// Pool sizes of knit's pool (pooled rows of any timer policy; not auto, asio, multi) in scope, ascending.
 std::vector<int> pool_sizes(const std::vector<Config>& cs, const Scope& s);
 // Cost profiles in first-seen order (rows without extra_cost_us only, or with, per flag).
 std::vector<std::string> profiles(const std::vector<Config>& cs, bool sweep);
