@@ -29,6 +29,7 @@ constexpr const char* kJwtBody = R"({"user":{"id":"u_42","email":"ari@example.co
 // How often the tests ask for knit-stats while waiting for the server to take a request: a
 // line that still says 0 is followed by the next SIGUSR1 after this long, not 500 ms.
 constexpr std::chrono::milliseconds kPoll{20};
+constexpr std::chrono::seconds kSlowJobWait{120};
 
 std::int64_t requests_of(const json::object& stats, const char* route) {
   return stats.at("requests").at(route).as_int64();
@@ -120,7 +121,9 @@ TEST(AsioModeTest, PingIsAnsweredWhileASlowSsrRuns) {
   int ssr_done_at = -1;
   http_response ssr;
   read_outcome ssr_outcome = read_outcome::timed_out;
-  connection slow(server.port());
+  // The job is 3 s of CPU time: on a loaded machine far longer in wall time, so the client
+  // waits up to kSlowJobWait (a bound against a hang, not a measurement).
+  connection slow(server.port(), kSlowJobWait);
   ASSERT_TRUE(slow.send(make_request("POST", "/ssr", kSsrBody)));
   // The host has taken the request and posted the job (counted by the same handler).
   stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
@@ -145,7 +148,7 @@ TEST(AsioModeTest, SigtermWaitsForTheJobInFlightAndExitsZero) {
   // request is answered whole and the exit is clean).
   server_process server(env_map{{"KNIT_MODE", "asio"}, {"KNIT_SSR_COST_US", "1000000"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  auto busy = std::make_unique<connection>(server.port());
+  auto busy = std::make_unique<connection>(server.port(), kSlowJobWait);
   ASSERT_TRUE(busy->send(make_request("POST", "/ssr", kSsrBody)));
   stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
   server.signal(SIGTERM);
@@ -275,7 +278,9 @@ TEST(AutoModeTest, PingIsAnsweredWhileAnExpensiveSsrRunsOnThePool) {
   int ssr_done_at = -1;
   http_response ssr;
   read_outcome ssr_outcome = read_outcome::timed_out;
-  connection slow(server.port());
+  // The job is 3 s of CPU time: on a loaded machine far longer in wall time, so the client
+  // waits up to kSlowJobWait (a bound against a hang, not a measurement).
+  connection slow(server.port(), kSlowJobWait);
   ASSERT_TRUE(slow.send(make_request("POST", "/ssr", kSsrBody)));
   stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
   std::thread reader([&] {
