@@ -74,6 +74,11 @@ TEST(AsioModeTest, BannerNamesTheThreadPool) {
                                       "results posted back)"),
             std::string::npos)
       << server.stdout_seen();
+  // A request before the stop, as in every other test: under ThreadSanitizer a SIGTERM sent
+  // the instant "listening on" appears is, about 1 time in 40, never handled, in every mode
+  // (inline included); release and ASan builds handle it every time.
+  connection c(server.port());
+  EXPECT_TRUE(c.request("GET", "/ping"));
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
@@ -193,6 +198,11 @@ TEST(AutoModeTest, BannerNamesTheThreshold) {
                                       "cost is under 9 us, else on knit workers) pool: "),
             std::string::npos)
       << server.stdout_seen();
+  // A request before the stop, as in every other test: under ThreadSanitizer a SIGTERM sent
+  // the instant "listening on" appears is, about 1 time in 40, never handled, in every mode
+  // (inline included); release and ASan builds handle it every time.
+  connection c(server.port());
+  EXPECT_TRUE(c.request("GET", "/ping"));
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
