@@ -1,6 +1,7 @@
 // The auto mode's per-route EWMA with hysteresis, and KNIT_AUTO_INLINE_US.
 #include "offload_policy.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -35,7 +36,10 @@ offload_policy::decision offload_policy::next() noexcept {
 }
 
 void offload_policy::record(std::uint64_t cpu_ns) noexcept {
-  const auto sample = static_cast<std::int64_t>(cpu_ns);
+  // One sample can move the average by at most (4 T - avg) / 8 < T/2: a single slow call
+  // (a page fault, a cold cache, the clock's own syscall) cannot push a cheap route over T,
+  // while a route that really costs more than T still crosses within a few samples.
+  const auto sample = static_cast<std::int64_t>(std::min(cpu_ns, kSampleCapFactor * enter_pool_ns_));
   average_ns_ = samples_ == 0 ? sample : average_ns_ + (sample - average_ns_) / kEwmaDivisor;
   ++samples_;
 
