@@ -44,6 +44,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -97,13 +99,17 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   }
 }
 
-void print_banner(const server_config& cfg, const knit::pool* pool, log_writer& out) {
+void print_banner(const server_config& cfg, const knit::pool* pool, unsigned io_threads,
+                  log_writer& out) {
   // The route list exactly as the seed's server prints it.
   out.write_line("GET  /ping");
   out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
   out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
   if (pool) {
     out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
+  } else if (cfg.mode == exec_mode::multi_thread) {
+    out.write_line("mode: multi (one io_context run by " + std::to_string(io_threads) +
+                   " threads, every route inline)");
   } else {
     out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
@@ -149,8 +155,10 @@ int main() {
   raise_fd_limit(cfg.max_connections, err);
 
   // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
-  //    skip the locking a multi-threaded loop needs.
-  net::io_context io{1};
+  //    skip the locking a multi-threaded loop needs. KNIT_MODE=multi: KNIT_THREADS threads
+  //    run it (this one and io_threads - 1 more, started in step 6).
+  const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
+  net::io_context io{static_cast<int>(io_threads)};
 
   // 3. The pool and its glue, pooled mode only. Constructed here, on the thread that runs
   //    io: knit checks that every pool call comes from the thread that created the pool.
@@ -177,7 +185,8 @@ int main() {
   //    (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is done,
   //    stop the loop. A second one exits at once. SIGUSR1 prints one knit-stats line, which
   //    the benchmark driver reads.
-  net::signal_set signals(io, SIGINT, SIGTERM, SIGUSR1);
+  //    The handlers run on the stopper's executor (its strand in multi mode), as its own do.
+  net::signal_set signals(stopper.executor(), SIGINT, SIGTERM, SIGUSR1);
   int stop_requests = 0;
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int signo) {
@@ -214,19 +223,31 @@ int main() {
     return kExitStartup;
   }
   srv.start();
-  print_banner(cfg, pool ? &*pool : nullptr, out);
+  print_banner(cfg, pool ? &*pool : nullptr, io_threads, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
-  // Run the loop. A handler that throws unwinds out of run(); report it and carry on, so a
-  // bug in one request cannot take the server down. run() returns normally after io.stop().
-  for (;;) {
-    try {
-      io.run();
-      break;
-    } catch (const std::exception& e) {
-      err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
+  // 6. Run the loop, on every io thread. A handler that throws unwinds out of run(); report
+  // it and carry on, so a bug in one request cannot take the server down. run() returns
+  // normally after io.stop().
+  const auto run_loop = [&] {
+    for (;;) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception& e) {
+        err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
+      }
     }
+  };
+  std::vector<std::thread> more_io_threads;
+  try {
+    for (unsigned i = 1; i < io_threads; ++i) more_io_threads.emplace_back(run_loop);
+  } catch (const std::system_error& e) {
+    err.write_line(std::string("knit-server: cannot start the io threads: ") + e.what());
+    std::_Exit(kExitStartup);  // threads already running io: no destructor may run
   }
+  run_loop();
+  for (std::thread& t : more_io_threads) t.join();
 
   // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
   //    on it got 503. Leave at once: a connection or a detached worker thread may still
