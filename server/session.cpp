@@ -266,7 +266,7 @@ void session::handle_request() {
     return;
   }
 
-  // /ping and 404 are cheap: answer them here, on the host thread, without the pool.
+  // /ping and 404 are cheap: answer them here, on the session's thread, without the pool.
   try {
     if (route_ == route::ping) {
       fill_copy(res_, http::status::ok, content_type::json,
