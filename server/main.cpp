@@ -263,7 +263,8 @@ int main() {
         const timespec tick{0, 100'000'000};
         while (!io.stopped()) {
           const int signo = ::sigtimedwait(&handled, nullptr, &tick);
-          if (signo > 0) net::post(stopper.executor(), [&handle_signal, signo] { handle_signal(signo); });
+          if (signo <= 0) continue;  // the tick, or EINTR
+          net::post(stopper.executor(), [&handle_signal, signo] { handle_signal(signo); });
         }
       });
     } catch (const std::system_error& e) {
