@@ -37,7 +37,8 @@ tcp::endpoint server::listen() {
 void server::start() { listener_.run(); }
 
 std::unique_lock<std::mutex> server::lock() const {
-  return multi_ ? std::unique_lock(sessions_mutex_) : std::unique_lock(sessions_mutex_, std::defer_lock);
+  return multi_ ? std::unique_lock(sessions_mutex_)
+                : std::unique_lock(sessions_mutex_, std::defer_lock);
 }
 
 void server::stop(std::function<void()> drained) {

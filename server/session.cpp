@@ -398,7 +398,8 @@ void session::do_linger() {
   // prepare() without commit() hands out the same bytes every time: discarding costs no
   // memory beyond one chunk.
   start_op([this](auto&& handler) {
-    socket_.async_read_some(buffer_.prepare(kLingerChunk), std::forward<decltype(handler)>(handler));
+    socket_.async_read_some(buffer_.prepare(kLingerChunk),
+                            std::forward<decltype(handler)>(handler));
   }, beast::bind_front_handler(&session::on_linger, shared_from_this()));
 }
 

@@ -199,7 +199,9 @@ TEST(MultiModeTest, IdleTimeoutClosesIdleConnections) {
   EXPECT_EQ(received, "");
   // Both sessions are gone from the server's set too.
   const json::object stats =
-      stats_where(server, [](const json::object& s) { return s.at("connections").as_int64() == 0; });
+      stats_where(server, [](const json::object& s) {
+        return s.at("connections").as_int64() == 0;
+      });
   EXPECT_EQ(stats.at("connections").as_int64(), 0);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
