@@ -1,7 +1,10 @@
 // Accepts connections and starts one session per connection, up to KNIT_MAX_CONNECTIONS.
 #pragma once
 
+#include <optional>
+
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
@@ -10,6 +13,9 @@ namespace knit_server {
 
 class server;
 
+// Threads: one accept is pending at a time, so its handlers never overlap. In KNIT_MODE=multi
+// they run on strand_, and stop() (called from another thread) posts the close there too;
+// in the other modes everything runs on the host thread.
 class listener {
  public:
   listener(boost::asio::io_context& io, server& srv);
@@ -21,7 +27,8 @@ class listener {
   void run();
 
   // Closes the acceptor: the pending accept completes with operation_aborted and the loop
-  // ends. Connections already accepted are the server's business.
+  // ends. Connections already accepted are the server's business. Multi mode: may be
+  // called from any thread; the close happens on strand_, shortly after.
   void stop();
 
  private:
@@ -29,6 +36,7 @@ class listener {
   using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
                                                       boost::asio::io_context::executor_type>;
   void on_accept(boost::beast::error_code ec, socket_type socket);
+  void close();
 
   boost::asio::io_context& io_;
   server& server_;
@@ -36,6 +44,8 @@ class listener {
   boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, boost::asio::io_context::executor_type>
       acceptor_;
   boost::asio::steady_timer backoff_;         // pauses the loop when accept fails (EMFILE)
+  // Multi mode only: the accept loop's handlers and close() run here.
+  std::optional<boost::asio::strand<boost::asio::io_context::executor_type>> strand_;
 };
 
 }  // namespace knit_server

@@ -73,9 +73,10 @@ bool log_writer::flush_rest() noexcept {
 }
 
 void log_writer::write_line(std::string_view line) noexcept {
+  const std::lock_guard guard(mutex_);
   try {
     if (!flush_rest()) {
-      ++dropped_;
+      dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     std::string whole;
@@ -89,12 +90,12 @@ void log_writer::write_line(std::string_view line) noexcept {
       sent += n;
     }
     if (sent == 0) {
-      ++dropped_;
+      dropped_.fetch_add(1, std::memory_order_relaxed);
     } else if (sent < whole.size()) {
       rest_.assign(whole, sent, std::string::npos);
     }
   } catch (...) {
-    ++dropped_;  // out of memory building the line
+    dropped_.fetch_add(1, std::memory_order_relaxed);  // out of memory building the line
   }
 }
 

@@ -1,13 +1,17 @@
 // Writes whole lines to stdout or stderr without ever blocking the event loop; what cannot be written now is dropped and counted.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 namespace knit_server {
 
-// The server's log and knit-stats lines go through one of these, on the host thread only.
+// The server's log and knit-stats lines go through one of these. Any thread may write: in
+// KNIT_MODE=multi every io thread may report an error in its event loop (main.cpp). A mutex
+// keeps lines whole and rest_ consistent; lines are rare, never on a request's path.
 //
 // A plain write() to stdout blocks when stdout is a pipe nobody reads (and once the pipe is
 // full, the event loop would stop), and kills the process with SIGPIPE when the reader has
@@ -43,7 +47,7 @@ class log_writer {
   void write_line(std::string_view line) noexcept;
 
   // Lines dropped so far (would have blocked, or the reader is gone).
-  std::uint64_t dropped() const noexcept { return dropped_; }
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   enum class method : std::uint8_t { plain, reopened, guarded, socket };
@@ -57,8 +61,10 @@ class log_writer {
   int fd_;               // where lines go: the inherited fd, or our reopened one
   bool owned_ = false;   // fd_ is our reopened description: close it
   method method_ = method::plain;
+  std::mutex mutex_;     // held by write_line: guards rest_ and the writes themselves
   std::string rest_;     // the unsent end of a partly written line
-  std::uint64_t dropped_ = 0;
+  // Incremented under mutex_; partner: the relaxed load in dropped(), from any thread.
+  std::atomic<std::uint64_t> dropped_{0};
 };
 
 }  // namespace knit_server

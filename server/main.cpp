@@ -1,4 +1,4 @@
-// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline, on a knit pool, on an asio thread_pool, or per route (auto).
+// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline, on a knit pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
 //
 // Usage (everything comes from the environment; a bad value exits 2 naming it):
 //   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
@@ -7,13 +7,15 @@
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
 //   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
-// Variables: PORT HOST KNIT_MODE=inline|pooled|asio|auto (docs/server-modes.md)
+// Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
+// multi's threading: docs/server-threads.md)
 // KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 6)
 // KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
 // KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-safety.md),
 // and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
-// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
+// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_SPIN_GATE KNIT_WORKER_NICE KNIT_WORKER_SCHED
+// KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
 // running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
 // 10000: the most a stop may take, from the signal; 0 = no bound).
 //
@@ -23,7 +25,8 @@
 //
 // The steps, in order:
 //   1. read the configuration from the environment (bad value: message, exit 2);
-//   2. make the host's event loop, one io_context run by this thread only;
+//   2. make the host's event loop: one io_context run by this thread only (multi mode: by
+//      KNIT_THREADS threads, this one included);
 //   3. pooled and auto mode: start the pool (on this thread, which makes it the pool's host)
 //      and bind its completions to the io_context; asio mode: start the thread_pool;
 //   4. install the signal handlers (SIGPIPE is ignored from the very start);
@@ -35,6 +38,8 @@
 // Every line the server prints once the configuration is read goes through a log_writer:
 // a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
 // knit-stats "log_dropped") but never stops the event loop or kills the process.
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -47,6 +52,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -102,7 +109,7 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   }
 }
 
-void print_banner(const server_config& cfg, const knit::pool* pool, std::size_t asio_threads,
+void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
                   const offload_options& auto_options, log_writer& out) {
   // The route list exactly as the seed's server prints it.
   out.write_line("GET  /ping");
@@ -116,7 +123,10 @@ void print_banner(const server_config& cfg, const knit::pool* pool, std::size_t 
     out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
   } else if (cfg.mode == exec_mode::asio_pool) {
     out.write_line("mode: asio (/ssr and /jwt on boost::asio::thread_pool(" +
-                   std::to_string(asio_threads) + "), results posted back)");
+                   std::to_string(threads) + "), results posted back)");
+  } else if (cfg.mode == exec_mode::multi_thread) {
+    out.write_line("mode: multi (one io_context run by " + std::to_string(threads) +
+                   " threads, every route inline)");
   } else {
     out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
@@ -168,8 +178,10 @@ int main() {
   raise_fd_limit(cfg.max_connections, err);
 
   // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
-  //    skip the locking a multi-threaded loop needs.
-  net::io_context io{1};
+  //    skip the locking a multi-threaded loop needs. KNIT_MODE=multi: KNIT_THREADS threads
+  //    run it (this one and io_threads - 1 more, started in step 6).
+  const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
+  net::io_context io{static_cast<int>(io_threads)};
 
   // 3. The pool and its glue, pooled and auto mode. Constructed here, on the thread that
   //    runs io: knit checks that every pool call comes from the thread that created the pool.
@@ -212,11 +224,11 @@ int main() {
   //    (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is done,
   //    stop the loop. A second one exits at once. SIGUSR1 prints one knit-stats line, which
   //    the benchmark driver reads.
-  net::signal_set signals(io, SIGINT, SIGTERM, SIGUSR1);
+  //    The handlers run on the stopper's executor (its strand in multi mode), as its own do.
+  net::signal_set signals(stopper.executor(), SIGINT, SIGTERM, SIGUSR1);
   int stop_requests = 0;
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int signo) {
-        if (ec) return;  // cancelled: the server has drained
+  const auto handle_signal =
+      [&](int signo) {
         if (signo == SIGUSR1) {
           std::optional<std::string> pool_json;
           if (pool) pool_json = knit::to_json(pool->stats());
@@ -236,6 +248,11 @@ int main() {
           err.write_line("knit-server: second stop signal: exiting without draining");
           std::_Exit(1);
         }
+      };
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;  // cancelled: the server has drained
+        handle_signal(signo);
         signals.async_wait(on_signal);
       };
   signals.async_wait(on_signal);
@@ -250,19 +267,53 @@ int main() {
     return kExitStartup;
   }
   srv.start();
-  print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
+  print_banner(cfg, pool ? &*pool : nullptr,
+               cfg.mode == exec_mode::multi_thread ? io_threads : pool_options.threads,
+               auto_options, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
-  // Run the loop. A handler that throws unwinds out of run(); report it and carry on, so a
-  // bug in one request cannot take the server down. run() returns normally after io.stop().
-  for (;;) {
+  // 6. Run the loop, on every io thread. A handler that throws unwinds out of run(); report
+  // it and carry on, so a bug in one request cannot take the server down. run() returns
+  // normally after io.stop().
+  const auto run_loop = [&] {
+    for (;;) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception& e) {
+        err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
+      }
+    }
+  };
+  // Multi mode: from here on one thread takes the signals with sigtimedwait and posts them
+  // to handle_signal, instead of Asio's handler running in whichever io thread the kernel
+  // picks: under ThreadSanitizer a stop signal delivered to an io thread was sometimes never
+  // handled (3 hangs in about 2,400 test runs). Every thread blocks the three signals (a
+  // thread inherits its creator's mask), so they wait for the signal thread; it looks every
+  // 100 ms whether the loop has stopped. Before this point Asio's handler takes them.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int signo : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&handled, signo);
+  std::vector<std::thread> more_threads;
+  if (cfg.mode == exec_mode::multi_thread) {
+    pthread_sigmask(SIG_BLOCK, &handled, nullptr);
     try {
-      io.run();
-      break;
-    } catch (const std::exception& e) {
-      err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
+      for (unsigned i = 1; i < io_threads; ++i) more_threads.emplace_back(run_loop);
+      more_threads.emplace_back([&] {
+        const timespec tick{0, 100'000'000};
+        while (!io.stopped()) {
+          const int signo = ::sigtimedwait(&handled, nullptr, &tick);
+          if (signo <= 0) continue;  // the tick, or EINTR
+          net::post(stopper.executor(), [&handle_signal, signo] { handle_signal(signo); });
+        }
+      });
+    } catch (const std::system_error& e) {
+      err.write_line(std::string("knit-server: cannot start the io threads: ") + e.what());
+      std::_Exit(kExitStartup);  // threads already running io: no destructor may run
     }
   }
+  run_loop();
+  for (std::thread& t : more_threads) t.join();
 
   // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
   //    on it got 503. Leave at once: a connection or a detached worker thread may still

@@ -18,6 +18,7 @@ using tcp = net::ip::tcp;
 server::server(net::io_context& io, const server_config& cfg, heavy_dispatch& dispatch)
     : io_(io),
       cfg_(cfg),
+      multi_(cfg.mode == exec_mode::multi_thread),
       dispatch_(dispatch),
       admission_{cfg.max_queue_delay, cfg.max_queued},
       listener_(io, *this),
@@ -35,17 +36,23 @@ tcp::endpoint server::listen() {
 
 void server::start() { listener_.run(); }
 
+std::unique_lock<std::mutex> server::lock() const {
+  return multi_ ? std::unique_lock(sessions_mutex_)
+                : std::unique_lock(sessions_mutex_, std::defer_lock);
+}
+
 void server::stop(std::function<void()> drained) {
-  if (stopping_) return;
-  stopping_ = true;
+  auto guard = lock();
+  if (stopping()) return;
+  stopping_.store(true, std::memory_order_relaxed);
   drained_ = std::move(drained);
 
   // 1. No new connections.
   listener_.stop();
 
   // 2. Every session closes as soon as it has nothing in progress. session::stop() may
-  //    cancel a read but never destroys the session here (the pending handler holds it),
-  //    so iterating the set is safe.
+  //    cancel a read (in multi mode: posts that to the session's strand) but never destroys
+  //    the session here, so iterating the set is safe.
   for (session* s : sessions_) s->stop();
 
   // 3. Already drained? Report it from the event loop, like every other completion.
@@ -55,32 +62,62 @@ void server::stop(std::function<void()> drained) {
 void server::cut_slow_clients() {
   // Every deadline counts as passed. Like the sweep, this cancels but never destroys a
   // session (the cancelled handler runs later), so iterating the set is safe.
+  auto guard = lock();
   for (session* s : sessions_) s->check_deadline(std::chrono::steady_clock::time_point::max());
 }
 
-const std::string& server::ping_body(std::chrono::system_clock::time_point now) {
+namespace {
+
+// Multi mode's /ping cache: one per io thread, so no thread waits for another's render.
+struct ping_cache {
+  std::chrono::sys_time<std::chrono::milliseconds> ms{};
+  std::string body;
+};
+thread_local ping_cache t_ping_cache;
+
+const std::string& cached_ping_body(std::chrono::sys_time<std::chrono::milliseconds>& cached_ms,
+                                    std::string& body, std::chrono::system_clock::time_point now) {
   const auto ms = std::chrono::floor<std::chrono::milliseconds>(now);
-  if (ms != ping_ms_ || ping_body_.empty()) {
-    ping_body_ = routes::ping_body("knit", now);
-    ping_ms_ = ms;
+  if (ms != cached_ms || body.empty()) {
+    body = routes::ping_body("knit", now);
+    cached_ms = ms;
   }
-  return ping_body_;
+  return body;
 }
 
-std::size_t server::buffered_bytes() const noexcept {
+}  // namespace
+
+const std::string& server::ping_body(std::chrono::system_clock::time_point now) {
+  if (multi_) return cached_ping_body(t_ping_cache.ms, t_ping_cache.body, now);
+  return cached_ping_body(ping_ms_, ping_body_, now);
+}
+
+std::size_t server::connections() const {
+  auto guard = lock();
+  return sessions_.size();
+}
+
+std::size_t server::buffered_bytes() const {
+  auto guard = lock();
   std::size_t total = 0;
   for (const session* s : sessions_) total += s->buffered_bytes();
   return total;
 }
 
-void server::attach(session& s) {
+bool server::attach(session& s) {
+  auto guard = lock();
+  // Under the same lock as stop()'s store: a session either is in the set stop() walks, or
+  // sees stopping here and closes.
+  if (stopping()) return false;
   sessions_.insert(&s);
   if (!sweeping_) start_sweep();
+  return true;
 }
 
 void server::detach(session& s) {
+  auto guard = lock();
   sessions_.erase(&s);
-  if (stopping_ && sessions_.empty() && drained_) {
+  if (stopping() && sessions_.empty() && drained_) {
     sweep_timer_.cancel();
     // exchange: `drained` is reported once, however the last sessions go.
     net::post(io_, std::exchange(drained_, nullptr));
@@ -88,19 +125,21 @@ void server::detach(session& s) {
 }
 
 void server::start_sweep() {
+  // Called with the lock held (multi mode): the timer is not safe to use from two threads.
   sweeping_ = true;
   sweep_timer_.expires_after(sweep_period_);
   sweep_timer_.async_wait([this](boost::system::error_code ec) { on_sweep(ec); });
 }
 
 void server::on_sweep(boost::system::error_code ec) {
+  auto guard = lock();
   sweeping_ = false;
   // No connections, no timer: an idle server wakes up for nothing (the seed measures idle
   // CPU). The next attach() starts the sweep again.
   if (ec || sessions_.empty()) return;
 
-  // check_deadline() may cancel a socket, never destroy a session (the cancelled handler
-  // runs later), so iterating the set is safe.
+  // check_deadline() may cancel a socket (multi mode: posts that), never destroy a session
+  // (the cancelled handler runs later), so iterating the set is safe.
   const auto now = std::chrono::steady_clock::now();
   for (session* s : sessions_) s->check_deadline(now);
   start_sweep();

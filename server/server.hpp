@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 
@@ -21,7 +23,19 @@ namespace knit_server {
 
 class session;
 
-// Lives on the host thread, as does everything it holds: no member needs a lock.
+// Threads. In KNIT_MODE inline and pooled (and every mode but multi) one host thread runs
+// the io_context and touches every member; nothing here takes a lock on a request's path.
+// In KNIT_MODE=multi (exec_mode::multi_thread) N threads run the same io_context, and:
+//   - each session's own state is touched only from its strand (session.hpp);
+//   - sessions_, sweeping_, sweep_timer_ and drained_ are guarded by sessions_mutex_, which
+//     is taken only in multi mode (lock()), and only when a connection opens or closes, at
+//     a sweep, and at stop: never per request;
+//   - stopping_ and the counters are relaxed atomics, each naming its partner;
+//   - ping_body() keeps one cache per thread (thread_local) instead of ping_body_;
+//   - stop(), the sweep and cut_slow_clients() reach each session through session::stop()
+//     and session::check_deadline(), which post into the session's strand; the sweep reads
+//     only the session's atomic deadline to decide whether to post at all;
+//   - the listener runs its accept loop on its own strand (listener.hpp).
 //
 // Stop protocol (stop()):
 //   1. close the acceptor: no new connections;
@@ -54,8 +68,8 @@ class server {
   // Starts the accept loop. Call after listen().
   void start();
 
-  // Graceful stop; see the protocol above. `drained` runs on the io_context thread.
-  // A second call does nothing.
+  // Graceful stop; see the protocol above. `drained` is posted to the io_context (in multi
+  // mode it may run on any of its threads). A second call does nothing.
   void stop(std::function<void()> drained);
 
   // The stop deadline has passed (stop_deadline.hpp): cancels every connection's pending
@@ -63,7 +77,11 @@ class server {
   // session waiting on the pool has none pending and is not affected.
   void cut_slow_clients();
 
-  bool stopping() const noexcept { return stopping_; }
+  // Partner of the store in stop(). Relaxed: a session that reads false while stop() runs
+  // is told again through session::stop(), posted after the store (the post orders it).
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
+  // KNIT_MODE=multi: N threads run the io_context (see the header comment).
+  bool multi_thread() const noexcept { return multi_; }
   const server_config& config() const noexcept { return cfg_; }
   heavy_dispatch& dispatch() noexcept { return dispatch_; }
   request_counters& counters() noexcept { return counters_; }
@@ -71,39 +89,50 @@ class server {
   rejection_counters& rejected() noexcept { return rejected_; }
   const rejection_counters& rejected() const noexcept { return rejected_; }
   const admission_policy& admission() const noexcept { return admission_; }
-  std::size_t connections() const noexcept { return sessions_.size(); }
+  std::size_t connections() const;
 
   // The bytes every open connection holds in its buffers (see session::buffered_bytes):
   // summed when asked (on SIGUSR1), so requests pay nothing for it.
-  std::size_t buffered_bytes() const noexcept;
+  // In multi mode each connection's figure is the one it published after its last request
+  // (session::buffered_bytes).
+  std::size_t buffered_bytes() const;
 
   // GET /ping's body at `now`, i.e. routes::ping_body("knit", now). The body changes only
   // when its millisecond timestamp does, so it is rendered once per millisecond and reused
   // by every other /ping within it (under load, most of them): the same bytes, without the
-  // four allocations and the date formatting of a fresh render.
+  // four allocations and the date formatting of a fresh render. In multi mode each thread
+  // has its own cache, valid until that thread's next call.
   const std::string& ping_body(std::chrono::system_clock::time_point now);
 
-  // Called by session's constructor and destructor.
-  void attach(session& s);
+  // Called by session::run() and session's destructor. attach() returns false, and keeps
+  // nothing, once the server is stopping: that session closes without a response.
+  bool attach(session& s);
   void detach(session& s);
 
  private:
+  // sessions_mutex_ held in multi mode, nothing in the others.
+  std::unique_lock<std::mutex> lock() const;
   void start_sweep();
   void on_sweep(boost::system::error_code ec);
 
   boost::asio::io_context& io_;
   const server_config& cfg_;
+  const bool multi_;
   heavy_dispatch& dispatch_;
   request_counters counters_;
   rejection_counters rejected_;
   admission_policy admission_;
   listener listener_;
+  mutable std::mutex sessions_mutex_;      // multi mode: guards the four members below
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
   boost::asio::steady_timer sweep_timer_;
-  std::chrono::milliseconds sweep_period_;
   bool sweeping_ = false;                  // a sweep wait is pending
-  bool stopping_ = false;
   std::function<void()> drained_;
+  std::chrono::milliseconds sweep_period_;
+  // Set once by stop(), under sessions_mutex_ in multi mode, so that attach() cannot miss it.
+  // Partner: the relaxed load in stopping().
+  std::atomic<bool> stopping_{false};
+  // The single-threaded modes' /ping cache (multi mode: a thread_local one in server.cpp).
   std::chrono::sys_time<std::chrono::milliseconds> ping_ms_{};  // timestamp of ping_body_
   std::string ping_body_;                                         // empty until the first /ping
 };

@@ -9,6 +9,8 @@
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/string.hpp>
@@ -55,7 +57,7 @@ bool has_valid_host(const Request& req) {
 }  // namespace
 
 session::session(socket_type&& socket, server& srv) : socket_(std::move(socket)), server_(srv) {
-  server_.attach(*this);
+  if (server_.multi_thread()) strand_.emplace(boost::asio::make_strand(socket_.get_executor()));
 }
 
 session::~session() {
@@ -64,9 +66,34 @@ session::~session() {
   server_.detach(*this);
 }
 
-void session::run() { do_read(); }
+void session::run() {
+  // Registered only now that a shared_ptr owns the session: from here on the server's
+  // stop() and sweep may reach it, and in multi mode they need weak_from_this().
+  if (!server_.attach(*this)) return;  // stopping: the connection closes unanswered
+  if (!strand_) return do_read();
+  // Multi mode: this is the listener's strand; the chain starts on the session's own.
+  net::dispatch(*strand_, [self = shared_from_this()] { self->do_read(); });
+}
 
 void session::stop() {
+  if (!strand_) return stop_here();
+  // Multi mode, from another thread. lock() fails only for a session already being
+  // destroyed (its destructor waits in server::detach): nothing is left to stop.
+  if (auto self = weak_from_this().lock()) {
+    net::post(*strand_, [self = std::move(self)] { self->stop_here(); });
+  }
+}
+
+void session::check_deadline(clock_type::time_point now) {
+  if (now < deadline_.load(std::memory_order_relaxed)) return;
+  if (!strand_) return expire(now);
+  // Multi mode: overdue as seen from here; expire() looks again on the strand.
+  if (auto self = weak_from_this().lock()) {
+    net::post(*strand_, [self = std::move(self), now] { self->expire(now); });
+  }
+}
+
+void session::stop_here() {
   // Idle between requests, with no byte of a next request received: nothing has started,
   // so nothing is lost by closing now. Cancel the read; on_read sees operation_aborted and
   // the session ends. A read that has already completed is not affected: its request is
@@ -82,7 +109,8 @@ void session::stop() {
   // pool has no deadline here (the stop deadline bounds it: stop_deadline.hpp), and its
   // response write gets the grace period when it starts.
   if (phase_ != phase::handling) {
-    deadline_ = std::min(deadline_, clock_type::now() + server_.config().stop_grace);
+    set_deadline(std::min(deadline_.load(std::memory_order_relaxed),
+                          clock_type::now() + server_.config().stop_grace));
   }
 }
 
@@ -93,11 +121,11 @@ clock_type::time_point session::deadline_after(clock_type::duration timeout) con
   return clock_type::now() + timeout;
 }
 
-void session::check_deadline(clock_type::time_point now) {
-  if (now < deadline_) return;
+void session::expire(clock_type::time_point now) {
+  if (now < deadline_.load(std::memory_order_relaxed)) return;
   // Too slow. Cancel the pending read or write; its handler sees operation_aborted, does
   // not start another, and the session ends.
-  deadline_ = clock_type::time_point::max();
+  set_deadline(clock_type::time_point::max());
   beast::error_code ignored;
   socket_.cancel(ignored);
 }
@@ -116,12 +144,13 @@ void session::do_read() {
   // The client has idle_timeout to deliver the whole request, starting now. That bounds an
   // idle keep-alive connection and a slow client dribbling its header alike. (The server's
   // sweep enforces it; see server.hpp.)
-  deadline_ = deadline_after(server_.config().idle_timeout);
+  set_deadline(deadline_after(server_.config().idle_timeout));
 
   // Read the request's header. A pipelined request already in buffer_ is parsed from the
   // buffer without touching the socket.
-  http::async_read_header(socket_, buffer_, *parser_,
-                          beast::bind_front_handler(&session::on_read_header, shared_from_this()));
+  start_op([this](auto&& handler) {
+    http::async_read_header(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
+  }, beast::bind_front_handler(&session::on_read_header, shared_from_this()));
 }
 
 void session::on_read_header(beast::error_code ec, std::size_t bytes) {
@@ -137,8 +166,10 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   const auto& req = parser_->get();
   if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                     beast::bind_front_handler(&session::on_continue, shared_from_this()));
+    start_op([this](auto&& handler) {
+      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                       std::forward<decltype(handler)>(handler));
+    }, beast::bind_front_handler(&session::on_continue, shared_from_this()));
     return;
   }
   do_read_body();
@@ -152,8 +183,9 @@ void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
 void session::do_read_body() {
   // Read the rest of the message into the parser's string body. Bytes already in buffer_
   // (usually the whole body, sent with the header) are used first.
-  http::async_read(socket_, buffer_, *parser_,
-                   beast::bind_front_handler(&session::on_read, shared_from_this()));
+  start_op([this](auto&& handler) {
+    http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
+  }, beast::bind_front_handler(&session::on_read, shared_from_this()));
 }
 
 void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
@@ -186,7 +218,7 @@ void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
 
 void session::handle_request() {
   phase_ = phase::handling;
-  deadline_ = clock_type::time_point::max();
+  set_deadline(clock_type::time_point::max());
   auto& req = parser_->get();
 
   // Remember what the response depends on before the body is moved away.
@@ -203,8 +235,8 @@ void session::handle_request() {
       // run inline has no queue (the host runs it itself), nor has asio mode's thread_pool.
       const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
       if (verdict != admission::accept) {
-        ++(verdict == admission::reject_delay ? server_.rejected().queue_delay
-                                              : server_.rejected().queue_count);
+        bump(verdict == admission::reject_delay ? server_.rejected().queue_delay
+                                                : server_.rejected().queue_count);
         fill_overloaded(res_);
         return send_response();
       }
@@ -227,14 +259,14 @@ void session::handle_request() {
     if (ec) {
       // The pool refused the call (its max_pending is reached, or it is shutting down).
       // Say so at once instead of queueing without bound: 503 with Retry-After.
-      ++server_.rejected().pool_full;
+      bump(server_.rejected().pool_full);
       fill_overloaded(res_);
       send_response();
     }
     return;
   }
 
-  // /ping and 404 are cheap: answer them here, on the host thread, without the pool.
+  // /ping and 404 are cheap: answer them here, on the session's thread, without the pool.
   try {
     if (route_ == route::ping) {
       fill_copy(res_, http::status::ok, content_type::json,
@@ -295,14 +327,16 @@ void session::send_response() {
                            : connection_header::none);
 
   // A client that does not read its response cannot hold the connection forever either.
-  deadline_ = deadline_after(server_.config().idle_timeout);
+  set_deadline(deadline_after(server_.config().idle_timeout));
+  publish_buffered_bytes();
 
   // Write the head and the body with one gathering write (one writev). HEAD: the same
   // head, Content-Length included, and no body.
   const std::array<net::const_buffer, 2> buffers{
       net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
-  net::async_write(socket_, buffers,
-                   beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
+  start_op([this, &buffers](auto&& handler) {
+    net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
+  }, beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
 }
 
 void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
@@ -314,6 +348,7 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
 
   // Keep-alive: read the next request (it may already be waiting in buffer_).
   release_large_buffers();
+  publish_buffered_bytes();
   do_read();
 }
 
@@ -328,6 +363,14 @@ void session::release_large_buffers() noexcept {
 }
 
 std::size_t session::buffered_bytes() const noexcept {
+  return strand_ ? published_bytes_.load(std::memory_order_relaxed) : measure_buffers();
+}
+
+void session::publish_buffered_bytes() noexcept {
+  if (strand_) published_bytes_.store(measure_buffers(), std::memory_order_relaxed);
+}
+
+std::size_t session::measure_buffers() const noexcept {
   std::size_t bytes = buffer_.capacity() + res_.body.capacity() + head_.capacity();
   if (parser_) bytes += parser_->get().body().capacity();
   return bytes;
@@ -346,16 +389,18 @@ void session::do_close() {
   // and the client's kernel may drop our response before the client has read it.
   buffer_.clear();
   lingered_ = 0;
-  deadline_ = deadline_after(std::min<clock_type::duration>(kLingerTimeout,
-                                                            server_.config().idle_timeout));
+  set_deadline(deadline_after(std::min<clock_type::duration>(kLingerTimeout,
+                                                              server_.config().idle_timeout)));
   do_linger();
 }
 
 void session::do_linger() {
   // prepare() without commit() hands out the same bytes every time: discarding costs no
   // memory beyond one chunk.
-  socket_.async_read_some(buffer_.prepare(kLingerChunk),
-                          beast::bind_front_handler(&session::on_linger, shared_from_this()));
+  start_op([this](auto&& handler) {
+    socket_.async_read_some(buffer_.prepare(kLingerChunk),
+                            std::forward<decltype(handler)>(handler));
+  }, beast::bind_front_handler(&session::on_linger, shared_from_this()));
 }
 
 void session::on_linger(beast::error_code ec, std::size_t bytes) {

@@ -1,16 +1,20 @@
 // One HTTP/1.1 connection: read a request, route it, run it (inline or pooled), write the response, repeat.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <chrono>
 #include <string>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -51,30 +55,44 @@ using socket_type =
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
-// exactly as long as something is in progress on it. Everything runs on the host thread.
+// exactly as long as something is in progress on it.
+//
+// Threads. In every mode but multi, everything runs on the host thread. In KNIT_MODE=multi
+// N threads run the io_context: the chain's handlers are bound to strand_ (start_op), as in
+// the classic multi-threaded Beast server, and so are the actions other threads ask for
+// (stop(), check_deadline() and run(), which post into it). Only deadline_ and
+// published_bytes_ are read from outside the strand, and they are atomics.
 class session : public std::enable_shared_from_this<session> {
  public:
-  // Takes ownership of an accepted socket and registers with the server.
+  // Takes ownership of an accepted socket.
   session(socket_type&& socket, server& srv);
   ~session();
 
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
-  // Starts the chain (reads the first request).
+  // Registers with the server and starts the chain (reads the first request); if the
+  // server is already stopping, closes the connection instead. Call once, right after
+  // make_shared.
   void run();
 
   // The server is stopping. Closes the connection now if it is idle between requests;
   // otherwise the current request is answered (with Connection: close) and then it closes.
+  // Multi mode: may be called from any thread (the server's, under its lock); it posts the
+  // work into the strand.
   void stop();
 
   // Called by the server's periodic sweep: if the current read or write has outlived its
-  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends.
+  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends. Multi mode: may be
+  // called from any thread; an overdue session is checked again, and cancelled, on its
+  // strand (the deadline may have moved on meanwhile).
   void check_deadline(std::chrono::steady_clock::time_point now);
 
-  // The bytes this connection holds in its buffers now (capacities): the read buffer, the
+  // The bytes this connection holds in its buffers (capacities): the read buffer, the
   // request body, the response body and head. The knit-stats line sums them. Between
-  // requests it is at most kKeepBytes per buffer (release_large_buffers).
+  // requests it is at most kKeepBytes per buffer (release_large_buffers). Multi mode: the
+  // figure published when the last response was sent and again once it was written
+  // (another thread may not look at the buffers themselves).
   std::size_t buffered_bytes() const noexcept;
 
   // A buffer whose capacity exceeds this is freed once its response has been written, so an
@@ -92,6 +110,27 @@ class session : public std::enable_shared_from_this<session> {
   // now + timeout, but never more than a short grace period once the server is stopping.
   std::chrono::steady_clock::time_point deadline_after(
       std::chrono::steady_clock::duration timeout) const;
+  void set_deadline(std::chrono::steady_clock::time_point at) noexcept {
+    deadline_.store(at, std::memory_order_relaxed);
+  }
+
+  // stop() and check_deadline() on the session's own thread (its strand in multi mode).
+  void stop_here();
+  void expire(std::chrono::steady_clock::time_point now);
+
+  // Starts an operation: initiate(handler), the handler bound to strand_ in multi mode.
+  template <class Initiate, class Handler>
+  void start_op(Initiate&& initiate, Handler&& handler) {
+    if (strand_) {
+      std::forward<Initiate>(initiate)(
+          boost::asio::bind_executor(*strand_, std::forward<Handler>(handler)));
+    } else {
+      std::forward<Initiate>(initiate)(std::forward<Handler>(handler));
+    }
+  }
+
+  std::size_t measure_buffers() const noexcept;
+  void publish_buffered_bytes() noexcept;
 
   void do_read();
   void on_read_header(boost::beast::error_code ec, std::size_t bytes);
@@ -113,6 +152,8 @@ class session : public std::enable_shared_from_this<session> {
   using parser_type = request_parser;
 
   socket_type socket_;
+  // Multi mode only: every handler of this connection runs here, one at a time.
+  std::optional<boost::asio::strand<boost::asio::io_context::executor_type>> strand_;
   // The read buffer, reused for every request on the connection, never larger than
   // kReadBufferLimit: a request that would need more is refused (on_read).
   boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};
@@ -123,8 +164,15 @@ class session : public std::enable_shared_from_this<session> {
   std::string head_;                  // its serialized status line and headers, reused
   server& server_;
   // When the pending read or write gives up. max() while a route runs: waiting for a pool
-  // worker is the server's time, not the client's.
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  // worker is the server's time, not the client's. Written on the session's thread (relaxed
+  // stores: a plain store on x86); partner: the relaxed load in check_deadline(), which in
+  // multi mode runs on the sweep's thread and only decides whether to post expire(), which
+  // reads it again on the strand.
+  std::atomic<std::chrono::steady_clock::time_point> deadline_{
+      std::chrono::steady_clock::time_point::max()};
+  // Multi mode: measure_buffers() as of the last publish_buffered_bytes(), stored relaxed on
+  // the strand; partner: the relaxed load in buffered_bytes(), on the SIGUSR1 thread.
+  std::atomic<std::size_t> published_bytes_{0};
   phase phase_ = phase::reading;
   route route_ = route::not_found;    // the current request's route
   bool keep_alive_ = false;           // the client asked to keep the connection

@@ -1,6 +1,7 @@
 // Per-route request counters and the one-line `knit-stats {json}` report printed on SIGUSR1.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,30 +12,38 @@
 
 namespace knit_server {
 
-// Requests answered, by route. Only the host thread touches them, so they are plain
-// integers: counting costs /ping nothing but an increment.
+// A count that any thread may increment while another reads it. Relaxed: each increment
+// is counted exactly once (an atomic read-modify-write), and nothing else is ordered by it.
+// Partner: the reader is format_stats_line, on SIGUSR1, which wants totals, not an order.
+// In the single-threaded modes the increment is uncontended: no lock, no waiting.
+using counter = std::atomic<std::uint64_t>;
+
+inline void bump(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+
+// Requests answered, by route. In KNIT_MODE=multi every io thread counts here, so each field
+// is a relaxed atomic (above); the other modes count from the host thread alone.
 struct request_counters {
-  std::uint64_t ping = 0;
-  std::uint64_t ssr = 0;   // includes /ssr answered 503 (pool full) or 500
-  std::uint64_t jwt = 0;   // includes /jwt answered 400, 503 or 500
-  std::uint64_t other = 0; // 404s, plus requests refused before routing (400, 413, 431)
+  counter ping = 0;
+  counter ssr = 0;   // includes /ssr answered 503 (pool full) or 500
+  counter jwt = 0;   // includes /jwt answered 400, 503 or 500
+  counter other = 0; // 404s, plus requests refused before routing (400, 413, 431)
 
   void count(route r) noexcept {
     switch (r) {
-      case route::ping: ++ping; break;
-      case route::ssr: ++ssr; break;
-      case route::jwt: ++jwt; break;
-      case route::not_found: ++other; break;
+      case route::ping: bump(ping); break;
+      case route::ssr: bump(ssr); break;
+      case route::jwt: bump(jwt); break;
+      case route::not_found: bump(other); break;
     }
   }
 };
 
-// Heavy requests answered 503 + Retry-After instead of being run, by reason. Host thread
-// only, like request_counters (they are also counted there, under their route).
+// Heavy requests answered 503 + Retry-After instead of being run, by reason. Counted like
+// request_counters (they are also counted there, under their route).
 struct rejection_counters {
-  std::uint64_t queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
-  std::uint64_t queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
-  std::uint64_t pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+  counter queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
+  counter queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
+  counter pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
 };
 
 // Figures read when the line is printed.

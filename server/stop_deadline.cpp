@@ -3,6 +3,9 @@
 
 #include <utility>
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/strand.hpp>
+
 namespace knit_server {
 
 namespace net = boost::asio;
@@ -10,7 +13,14 @@ using clock_type = std::chrono::steady_clock;
 
 stop_deadline::stop_deadline(net::io_context& io, server& srv, knit::pool* pool,
                              std::chrono::milliseconds stop_timeout)
-    : server_(srv), pool_(pool), stop_timeout_(stop_timeout), timer_(io) {}
+    : server_(srv),
+      pool_(pool),
+      stop_timeout_(stop_timeout),
+      // Multi mode: `drained` and the timer may complete on different io threads at once;
+      // on one strand, finish() and on_deadline() never overlap.
+      executor_(srv.multi_thread() ? net::any_io_executor(net::make_strand(io))
+                                   : net::any_io_executor(io.get_executor())),
+      timer_(executor_) {}
 
 void stop_deadline::begin(std::function<void()> done) {
   if (begun_) return;
@@ -23,7 +33,9 @@ void stop_deadline::begin(std::function<void()> done) {
     timer_.async_wait([this](const boost::system::error_code& ec) { on_deadline(ec); });
   }
   // Step 1. `drained` is posted (never called inside stop()), after the last session is gone.
-  server_.stop([this] { finish(); });
+  // Multi mode: `drained` is posted from whichever thread closed the last connection; bring
+  // it to executor().
+  server_.stop([this] { net::dispatch(executor_, [this] { finish(); }); });
 }
 
 void stop_deadline::on_deadline(const boost::system::error_code& ec) {

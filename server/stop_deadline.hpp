@@ -10,8 +10,8 @@
 //      every session still waiting on the pool answers 503 + Retry-After (heavy_dispatch).
 //   3. The loop keeps running for at most kFlushWindow more, to write those 503s and let the
 //      connections close; then `done`, whether or not they have.
-// `done` runs exactly once, on the io_context thread; the caller stops the loop and exits,
-// with code 3 and describe() when abandoned() (main.cpp).
+// `done` runs exactly once, on executor(); the caller stops the loop and exits, with code 3
+// and describe() when abandoned() (main.cpp).
 // Without step 2 a task that never returns would keep the process alive forever; without
 // the bound in 3 a client that never reads its 503 would. With stop_timeout zero there is
 // no deadline: steps 2 and 3 never happen (stuck detection still frees stuck calls).
@@ -22,6 +22,7 @@
 #include <functional>
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <knit/knit.hpp>
@@ -36,7 +37,9 @@ class stop_deadline {
   // with room for the pool's shutdown and the process exit.
   static constexpr std::chrono::milliseconds kFlushWindow{500};
 
-  // `pool` is null in inline mode. All three must outlive this object; host thread only.
+  // `pool` is null in inline mode. All three must outlive this object. Call begin() from
+  // executor(): the host thread, or in KNIT_MODE=multi a strand of its own, where every
+  // handler of this object runs (main.cpp runs the signal handlers there too).
   stop_deadline(boost::asio::io_context& io, server& srv, knit::pool* pool,
                 std::chrono::milliseconds stop_timeout);
 
@@ -47,6 +50,9 @@ class stop_deadline {
   void begin(std::function<void()> done);
 
   bool begun() const noexcept { return begun_; }
+
+  // Where begin(), the deadline's handlers and `done` run.
+  const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
 
   // The stop deadline, for the pool's own shutdown after a clean drain; max() when
   // stop_timeout is zero (no bound) or before begin().
@@ -77,6 +83,7 @@ class stop_deadline {
   server& server_;
   knit::pool* pool_;
   std::chrono::milliseconds stop_timeout_;
+  boost::asio::any_io_executor executor_;  // see executor()
   boost::asio::steady_timer timer_;  // the deadline (step 2), then the flush window's end (step 3)
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::function<void()> done_;

@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -176,6 +177,13 @@ bool connection::wait_closed(std::string* received) {
   }
   if (received) *received = buffer_;
   return true;
+}
+
+bool connection::readable_now() const {
+  if (!buffer_.empty()) return true;
+  if (fd_ < 0) return false;
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
 }
 
 }  // namespace knit_test

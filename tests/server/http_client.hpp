@@ -73,6 +73,10 @@ class connection {
   // Half-close: tells the server we will send nothing more.
   void shutdown_send();
 
+  // True when bytes (or the end of the stream) are waiting to be read right now: poll with
+  // a zero timeout, nothing consumed.
+  bool readable_now() const;
+
  private:
   // Reads more bytes into buffer_. 0 = EOF or reset, -1 = timeout.
   int fill();

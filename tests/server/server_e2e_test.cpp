@@ -1,4 +1,4 @@
-// End-to-end tests: the real knit-server binary over real sockets, in inline and pooled mode.
+// End-to-end tests: the real knit-server binary over real sockets, in inline, pooled and multi mode.
 //
 // Every test starts its own server on a free port and stops it with SIGTERM, expecting exit
 // code 0. No test asserts on timing: deadlines are generous and only stop a broken server
@@ -41,7 +41,7 @@ std::int64_t requests_of(const json::object& stats, const char* route) {
 // The suite runs once per KNIT_MODE.
 using ServerTest = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(Modes, ServerTest, ::testing::Values("inline", "pooled"),
+INSTANTIATE_TEST_SUITE_P(Modes, ServerTest, ::testing::Values("inline", "pooled", "multi"),
                          [](const auto& info) { return info.param; });
 
 // ---- Routes ---------------------------------------------------------------------------

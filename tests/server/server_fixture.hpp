@@ -43,8 +43,9 @@ inline boost::json::object read_stats(server_process& server) {
 }
 
 // A suite that runs once per KNIT_MODE (instantiate it with ::testing::Values("inline",
-// "pooled")): each test starts its own server with start(); every test ends with a clean
-// stop (SIGTERM, exit code 0) unless it stopped the server itself.
+// "pooled", "multi")): each test starts its own server with start(); every test ends with a
+// clean stop (SIGTERM, exit code 0) unless it stopped the server itself. Multi mode runs its
+// io_context on 4 threads unless the test sets KNIT_THREADS.
 class server_mode_test : public ::testing::TestWithParam<std::string> {
  protected:
   bool pooled() const { return GetParam() == "pooled"; }
@@ -52,6 +53,7 @@ class server_mode_test : public ::testing::TestWithParam<std::string> {
   // Starts the server in this test's mode; fails the test if it does not come up.
   void start(env_map env = {}) {
     env["KNIT_MODE"] = GetParam();
+    if (GetParam() == "multi") env.try_emplace("KNIT_THREADS", "4");
     server_ = std::make_unique<server_process>(env);
     ASSERT_TRUE(server_->wait_listening()) << "stderr:\n" << server_->stderr_text();
   }

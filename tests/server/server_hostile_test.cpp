@@ -36,7 +36,7 @@ constexpr std::int64_t kIdleConnectionBytes = 16 * 1024;
 
 using HostileTest = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::Values("inline", "pooled"),
+INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::Values("inline", "pooled", "multi"),
                          [](const auto& info) { return info.param; });
 
 // ---- Bounded buffering ------------------------------------------------------------------

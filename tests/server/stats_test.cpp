@@ -13,10 +13,10 @@ TEST(Stats, CountsByRoute) {
   c.count(route::ssr);
   c.count(route::jwt);
   c.count(route::not_found);
-  EXPECT_EQ(c.ping, 2u);
-  EXPECT_EQ(c.ssr, 1u);
-  EXPECT_EQ(c.jwt, 1u);
-  EXPECT_EQ(c.other, 1u);
+  EXPECT_EQ(c.ping.load(), 2u);
+  EXPECT_EQ(c.ssr.load(), 1u);
+  EXPECT_EQ(c.jwt.load(), 1u);
+  EXPECT_EQ(c.other.load(), 1u);
 }
 
 TEST(Stats, InlineLine) {
