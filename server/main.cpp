@@ -29,7 +29,8 @@
 //      KNIT_THREADS threads, this one included);
 //   3. pooled and auto mode: start the pool (on this thread, which makes it the pool's host)
 //      and bind its completions to the io_context; asio mode: start the thread_pool;
-//   4. install the signal handlers (SIGPIPE is ignored from the very start);
+//   4. open the signalfd that takes SIGINT/SIGTERM/SIGUSR1 (blocked in every thread from the
+//      first line; SIGPIPE is ignored from the very start);
 //   5. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
 //   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats),
 //      or until the stop deadline has given up on what was left (stop_deadline.hpp);
@@ -38,8 +39,6 @@
 // Every line the server prints once the configuration is read goes through a log_writer:
 // a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
 // knit-stats "log_dropped") but never stops the event loop or kills the process.
-#include <pthread.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -56,7 +55,6 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/system/system_error.hpp>
 #include <knit/asio.hpp>
@@ -67,6 +65,7 @@
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
 #include "server.hpp"
+#include "signal_source.hpp"
 #include "stats.hpp"
 #include "stop_deadline.hpp"
 
@@ -143,6 +142,9 @@ int main() {
   // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
   // server: first thing, before anything can write.
   std::signal(SIGPIPE, SIG_IGN);
+  // SIGINT, SIGTERM and SIGUSR1 are blocked in every thread from here on (each thread the
+  // server starts inherits this mask) and read from a signalfd by the event loop (step 4).
+  signal_source::block_in_this_thread();
 
   // 1. Configuration. Nothing is bound or started until every value has been checked.
   server_config cfg;
@@ -220,42 +222,41 @@ int main() {
   stop_deadline stopper(io, srv, pool ? &*pool : nullptr, pool_options.stop_timeout);
 
   // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
-  //    "listening on" appears must find its handler. SIGINT/SIGTERM start the graceful stop
+  //    "listening on" appears must be taken. SIGINT/SIGTERM start the graceful stop
   //    (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is done,
   //    stop the loop. A second one exits at once. SIGUSR1 prints one knit-stats line, which
-  //    the benchmark driver reads.
-  //    The handlers run on the stopper's executor (its strand in multi mode), as its own do.
-  net::signal_set signals(stopper.executor(), SIGINT, SIGTERM, SIGUSR1);
+  //    the benchmark driver reads. They are read from a signalfd (signal_source.hpp: every
+  //    thread blocks them from the first line of main), on the stopper's executor (its strand
+  //    in multi mode), as its own handlers run.
+  std::optional<signal_source> signals;
+  try {
+    signals.emplace(stopper.executor());
+  } catch (const boost::system::system_error& e) {
+    err.write_line(std::string("knit-server: cannot take signals: ") + e.what());
+    return kExitStartup;
+  }
   int stop_requests = 0;
-  const auto handle_signal =
-      [&](int signo) {
-        if (signo == SIGUSR1) {
-          std::optional<std::string> pool_json;
-          if (pool) pool_json = knit::to_json(pool->stats());
-          const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
-                                     out.dropped() + err.dropped()};
-          const std::optional<std::string> auto_json = dispatch.auto_json();
-          out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges,
-                                           pool_json, auto_json));
-        } else if (++stop_requests == 1) {
-          err.write_line("knit-server: signal " + std::to_string(signo) +
-                         ": stopping; finishing the requests in progress");
-          stopper.begin([&] {
-            signals.cancel();
-            io.stop();
-          });
-        } else {
-          err.write_line("knit-server: second stop signal: exiting without draining");
-          std::_Exit(1);
-        }
-      };
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int signo) {
-        if (ec) return;  // cancelled: the server has drained
-        handle_signal(signo);
-        signals.async_wait(on_signal);
-      };
-  signals.async_wait(on_signal);
+  signals->start([&](int signo) {
+    if (signo == SIGUSR1) {
+      std::optional<std::string> pool_json;
+      if (pool) pool_json = knit::to_json(pool->stats());
+      const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
+                                 out.dropped() + err.dropped()};
+      const std::optional<std::string> auto_json = dispatch.auto_json();
+      out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges,
+                                       pool_json, auto_json));
+    } else if (++stop_requests == 1) {
+      err.write_line("knit-server: signal " + std::to_string(signo) +
+                     ": stopping; finishing the requests in progress");
+      stopper.begin([&] {
+        signals->cancel();
+        io.stop();
+      });
+    } else {
+      err.write_line("knit-server: second stop signal: exiting without draining");
+      std::_Exit(1);
+    }
+  });
 
   // 5. Listen, then tell the world.
   tcp::endpoint bound;
@@ -285,28 +286,11 @@ int main() {
       }
     }
   };
-  // Multi mode: from here on one thread takes the signals with sigtimedwait and posts them
-  // to handle_signal, instead of Asio's handler running in whichever io thread the kernel
-  // picks: under ThreadSanitizer a stop signal delivered to an io thread was sometimes never
-  // handled (3 hangs in about 2,400 test runs). Every thread blocks the three signals (a
-  // thread inherits its creator's mask), so they wait for the signal thread; it looks every
-  // 100 ms whether the loop has stopped. Before this point Asio's handler takes them.
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int signo : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&handled, signo);
+  // Multi mode: io_threads - 1 more threads run the loop beside this one.
   std::vector<std::thread> more_threads;
   if (cfg.mode == exec_mode::multi_thread) {
-    pthread_sigmask(SIG_BLOCK, &handled, nullptr);
     try {
       for (unsigned i = 1; i < io_threads; ++i) more_threads.emplace_back(run_loop);
-      more_threads.emplace_back([&] {
-        const timespec tick{0, 100'000'000};
-        while (!io.stopped()) {
-          const int signo = ::sigtimedwait(&handled, nullptr, &tick);
-          if (signo <= 0) continue;  // the tick, or EINTR
-          net::post(stopper.executor(), [&handle_signal, signo] { handle_signal(signo); });
-        }
-      });
     } catch (const std::system_error& e) {
       err.write_line(std::string("knit-server: cannot start the io threads: ") + e.what());
       std::_Exit(kExitStartup);  // threads already running io: no destructor may run
