@@ -35,8 +35,9 @@ struct CpuDelta {
 CpuDelta cpu_delta(const CpuSample& a, const CpuSample& b);
 
 // The whole machine's CPU from the aggregate "cpu" line of /proc/stat, in seconds.
-// busy = user + nice + system + irq + softirq (guest time is already inside user/nice);
-// idle and iowait are not busy; steal (a hypervisor running someone else on our vCPUs) is
+// busy = user + nice + system (guest time is already inside user/nice): the time processes
+// ran. irq and softirq are not busy here: on loopback the measured traffic's own network
+// work runs as softirq and belongs to no process. idle and iowait are not busy; steal (a hypervisor running someone else on our vCPUs) is
 // kept apart: it slows a window without being a process on this machine.
 struct MachineCpuSample {
   double busy_s = 0;
