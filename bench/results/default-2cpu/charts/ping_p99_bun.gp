@@ -1,26 +1,30 @@
 # /ping p99 per configuration
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/main/bench-out/20261129-104049/charts/ping_p99_bun.png"
+set output "/tmp/meas/default/charts/ping_p99_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $sat << EOD
 # label "/ping p99"
-"inline" 22.22
-"t1" 5.49
+"inline" 9.99
+"t1" 5
 "t2" 8.68
-"t4" 8.49
-"t2old" 8.42
-"t4old" 9.86
+"a1" 5.55
+"a2" 8.75
+"m2" 9.47
+"auto1" 5.29
+"nginx" 0.58
 EOD
 $rate << EOD
 # label "/ping p99"
-"inline" 1.54
-"t1" 1.58
-"t2" 3.42
-"t4" 3.76
-"t2old" 2.63
-"t4old" 1.79
+"inline" 0.8
+"t1" 0.34
+"t2" 0.71
+"a1" 0.63
+"a2" 0.58
+"m2" 0.95
+"auto1" 0.31
+"nginx" 0.22
 EOD
 set multiplot layout 2,1
 set style fill solid 0.6
