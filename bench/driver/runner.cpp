@@ -363,8 +363,10 @@ Row build_row(const Case& c, int rep, const CaseMeasurement& m, const RunConfig&
   const bool peer = is_peer_case(c);
   for (const auto& [name, lr] : m.load.routes) {
     RouteStats rs;
-    // A peer's non-2xx answers (404 for a route it lacks) are not throughput.
-    const double rps = peer ? lr.rps * lr.success_rate : lr.rps;
+    // Only successful answers are throughput: a 503 from admission control (a starved pool
+    // refuses almost every heavy request in microseconds) or a peer's 404 for a route it
+    // lacks would otherwise count as served requests. The success rate is kept beside it.
+    const double rps = lr.rps * lr.success_rate;
     rs.rps = py_round(rps, 2);
     rs.p50 = py_round(lr.p50 * 1000, 2);
     rs.p90 = py_round(lr.p90 * 1000, 2);
