@@ -1,5 +1,6 @@
-// The report's "knit vs the peers": each knit configuration against the best peer with as
-// many route threads, as a ratio with its spread over repetitions.
+// The report's "knit vs the peers": each knit configuration against the best in-process peer
+// with as many route threads, as a ratio with its spread over repetitions; external peers
+// apart, as their own figures next to knit's best.
 #include "driver/peer_report.hpp"
 
 #include <algorithm>
@@ -49,13 +50,17 @@ std::vector<KnitSlot> knit_slots(const std::vector<Config>& cs, const Scope& sat
   return slots;
 }
 
-// Peers in scope that `knit` is compared with on `m`: asio and multi with as many route
-// threads, and every external peer; each must have served the routes the measure needs.
+// The alternatives a C++ user would write in the same process model: asio and multi.
+bool is_in_process_peer(Policy p) { return p == Policy::Asio || p == Policy::Multi; }
+
+// In-process peers in scope that `knit` is compared with on `m`: asio and multi with as
+// many route threads; each must have served the routes the measure needs.
 std::vector<const Config*> candidates(const std::vector<Config>& cs, const Scope& s, const Config& knit,
                                       const PeerMetric& m) {
   std::vector<const Config*> v;
   for (const auto& c : cs) {
-    if (!in_scope(c, s) || !is_peer(c.policy) || !serves(c, m)) continue;
+    // External servers are a reference, reported apart (external_table), not a C++ user's alternative.
+    if (!in_scope(c, s) || !is_in_process_peer(c.policy) || !serves(c, m)) continue;
     if (m.needs_rate_met && !met_rate(c)) continue;  // it did less work: its cores would look good
     auto rt = route_threads(c);
     if (rt && rt != route_threads(knit)) continue;
@@ -69,6 +74,7 @@ struct Cell {
   bool peer_wins = false;
   std::string best;
   Stat ratio;
+  double knit_median = 0, best_median = 0;  // the figures behind the ratio
 };
 
 Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, const PeerMetric& m) {
@@ -92,6 +98,8 @@ Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, 
   out.ratio = paired_ratio(*knit, *best, m);
   if (!out.ratio) return out;
   out.best = best->label + served_note(*best);
+  out.knit_median = knit->stat(m.value).median;
+  out.best_median = best_v.median;
   out.peer_wins = out.ratio.median < 1.0;
   out.text = ratio_cell(out.ratio) + " vs " + out.best + (out.peer_wins ? ", peer wins" : "") +
              (flagged(*knit) || flagged(*best) ? kForeignMark : "");
@@ -124,22 +132,36 @@ std::string served_note(const Config& c) {
   return s + " only)";
 }
 
+namespace {
+
+std::optional<double> ping_p99(const Row& r) {
+  auto it = r.routes.find("ping");
+  if (it == r.routes.end()) return std::nullopt;
+  return it->second.p99;
+}
+
+std::optional<double> ping_rps(const Row& r) {
+  auto it = r.routes.find("ping");
+  if (it == r.routes.end()) return std::nullopt;
+  return it->second.rps;
+}
+
+std::optional<double> cpu_us_per_req(const Row& r) {
+  if (!r.cpu_us_per_req) return std::nullopt;
+  return static_cast<double>(*r.cpu_us_per_req);
+}
+
+}  // namespace
+
 const std::vector<PeerMetric>& peer_metrics() {
   static const std::vector<PeerMetric> metrics = {
       {"total rps, saturating", "sat", true, true, false,
        [](const Row& r) -> std::optional<double> { return static_cast<double>(r.total_rps); }},
       {"/ping p99, saturating", "sat", false, false, false,
-       [](const Row& r) -> std::optional<double> {
-         auto it = r.routes.find("ping");
-         if (it == r.routes.end()) return std::nullopt;
-         return it->second.p99;
-       }},
+       ping_p99},
+      {"/ping p99, fixed rate", "rate", false, false, true, ping_p99},
       {"server cores, fixed rate", "rate", false, true, true, [](const Row& r) -> std::optional<double> { return r.cores; }},
-      {"CPU-us/req, fixed rate", "rate", false, true, true,
-       [](const Row& r) -> std::optional<double> {
-         if (!r.cpu_us_per_req) return std::nullopt;
-         return static_cast<double>(*r.cpu_us_per_req);
-       }},
+      {"CPU-us/req, fixed rate", "rate", false, true, true, cpu_us_per_req},
   };
   return metrics;
 }
@@ -176,6 +198,99 @@ std::string ratio_cell(const Stat& r) {
   return m + " (" + lo + "\u2013" + hi + ")";
 }
 
+namespace {
+
+// An external server's own figure, printed with its unit's decimals.
+struct ExternalMeasure {
+  PeerMetric metric;
+  int decimals;
+};
+
+const std::vector<ExternalMeasure>& external_measures() {
+  // needs_all_routes false: an external peer may serve /ping alone; these are its own figures
+  // on the routes it served, next to knit's, not a ratio of the same work.
+  static const std::vector<ExternalMeasure> measures = {
+      {{"/ping rps, saturating", "sat", true, false, false, ping_rps}, 0},
+      {{"/ping p99 ms, saturating", "sat", false, false, false, ping_p99}, 2},
+      {{"/ping p99 ms, fixed rate", "rate", false, false, true, ping_p99}, 2},
+      {{"CPU-us/req, fixed rate", "rate", false, false, true, cpu_us_per_req}, 0},
+  };
+  return measures;
+}
+
+// knit's configuration with the best median on `m` (each knit row of the main table).
+const Config* knit_best(const std::vector<KnitSlot>& slots, const Scope& s, const PeerMetric& m) {
+  const Config* best = nullptr;
+  Stat best_v;
+  for (const auto& slot : slots) {
+    const Config* k = slot.find(s);
+    if (!k || !serves(*k, m) || (m.needs_rate_met && !met_rate(*k))) continue;
+    Stat v = k->stat(m.value);
+    if (!v) continue;
+    if (!best || (m.higher_is_better ? v.median > best_v.median : v.median < best_v.median)) {
+      best = k;
+      best_v = v;
+    }
+  }
+  return best;
+}
+
+std::vector<const Config*> external_peers(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
+  std::vector<const Config*> ext;
+  for (const auto& c : cs)
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Peer &&
+        std::none_of(ext.begin(), ext.end(), [&](const Config* e) { return e->label == c.label; }))
+      ext.push_back(&c);
+  return ext;
+}
+
+const Config* external_in(const std::vector<Config>& cs, const Scope& s, const std::string& label) {
+  for (const auto& c : cs)
+    if (in_scope(c, s) && c.policy == Policy::Peer && c.label == label) return &c;
+  return nullptr;
+}
+
+// Each external peer's figures next to knit's best row per measure, and one line per peer
+// with knit's ratio to it (same direction as the main table).
+void external_table(std::ostringstream& md, const std::vector<Config>& cs, const Scope& sat, const Scope& rate,
+                    const std::vector<const Config*>& ext, std::vector<std::string>& summary) {
+  const auto slots = knit_slots(cs, sat, rate);
+  std::vector<std::string> head = {"server"};
+  for (const auto& e : external_measures()) head.push_back(e.metric.name);
+  std::string table;
+  for (const Config* e : ext) {
+    std::vector<std::string> peer_cells = {e->label + served_note(*e)};
+    std::vector<std::string> knit_cells = {"knit, best row"};
+    std::vector<std::string> ratios;
+    for (const auto& x : external_measures()) {
+      const Scope& s = x.metric.mode == "sat" ? sat : rate;
+      const Config* p = external_in(cs, s, e->label);
+      bool peer_ok = p && serves(*p, x.metric) && !(x.metric.needs_rate_met && !met_rate(*p));
+      Stat pv = peer_ok ? p->stat(x.metric.value) : Stat{};
+      peer_cells.push_back(cell(pv, x.decimals) + (peer_ok && flagged(*p) ? kForeignMark : ""));
+      const Config* k = knit_best(slots, s, x.metric);
+      Stat kv = k ? k->stat(x.metric.value) : Stat{};
+      knit_cells.push_back(kv ? "`" + k->label + "`: " + cell(kv, x.decimals) : "-");
+      if (pv && kv) ratios.push_back(x.metric.name + " " + ratio_cell(paired_ratio(*k, *p, x.metric)));
+    }
+    table += md_row(peer_cells) + md_row(knit_cells);
+    if (!ratios.empty()) {
+      std::string line = "`" + e->label + "`" + served_note(*e) + " against knit's best row: ";
+      for (size_t i = 0; i < ratios.size(); ++i) line += (i ? "; " : "") + ratios[i];
+      summary.push_back(line);
+    }
+  }
+  md << "#### External peers: a reference, not a like-for-like peer\n\n"
+        "A server outside knit's process model (its own processes and event loop), loaded on "
+        "the routes it serves with the same connections or rate per route. Its figures are a floor for what "
+        "the machine allows on those routes, not an alternative a C++ user would write, so they are kept out of "
+        "the comparison above. knit's cell is its best row on that measure (the row named); knit's CPU per "
+        "request is over all three routes, the peer's over the routes it served.\n\n"
+     << md_header(head) << table << "\n";
+}
+
+}  // namespace
+
 std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
   bool any_peer = false;
   for (const auto& c : cs)
@@ -184,16 +299,18 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
 
   std::ostringstream md;
   md << "### knit vs the peers\n\n"
-        "Each cell is knit's ratio to the best peer on that measure among those with as many threads running "
-        "routes (event loop + workers: inline 1, `threads: N`, `auto: N` and `asio: N` N+1, `multi: N` N); "
-        "external peers are compared with every row. Higher-is-better measures are knit / peer, lower-is-better "
-        "ones peer / knit, so **above 1× knit is ahead, below 1× the peer wins**. Median over repetitions paired by "
-        "repetition number (interleaved, so measured close in time), min–max in parentheses; the best peer is the "
-        "one with the best median.\n\n";
+        "Each cell is knit's ratio to the best in-process peer (`asio: N`, `multi: N`: the alternatives a C++ "
+        "user would write) on that measure among those with as many threads running routes (event loop + "
+        "workers: inline 1, `threads: N`, `auto: N` and `asio: N` N+1, `multi: N` N). External peers are "
+        "reported apart, below. Higher-is-better measures are knit / peer, lower-is-better ones peer / knit, so "
+        "**above 1× knit is ahead, below 1× the peer wins**. Median over repetitions paired by repetition number "
+        "(interleaved, so measured close in time), min–max in parentheses; the best peer is the one with the best "
+        "median.\n\n";
   std::vector<std::string> head = {"knit"};
   for (const auto& m : peer_metrics()) head.push_back(m.name);
   std::string table;
   std::vector<std::string> wins;
+  std::vector<std::string> latencies;  // the fixed-rate /ping p99 medians behind the ratios
   for (const auto& slot : knit_slots(cs, sat, rate)) {
     std::vector<std::string> cells = {slot.label};
     bool any = false;
@@ -203,20 +320,38 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
       if (c.ratio) any = true;
       if (c.peer_wins) wins.push_back("`" + slot.label + "` on " + m.name + ": " + ratio_cell(c.ratio) + " vs " + c.best);
       cells.push_back(c.text);
+      if (c.ratio && m.name == "/ping p99, fixed rate")
+        latencies.push_back("`" + slot.label + "` " + fixed(c.knit_median, 2) + " ms vs `" + c.best + "` " +
+                            fixed(c.best_median, 2) + " ms");
     }
     if (any) table += md_row(cells);
   }
+  const std::vector<const Config*> ext = external_peers(cs, sat, rate);
+  std::vector<std::string> ext_summary;
   if (table.empty()) {
-    md << "No knit configuration has a comparable peer in this profile.\n\n";
+    md << "No knit configuration has a comparable in-process peer in this profile.\n\n";
   } else {
     md << md_header(head) << table << "\n";
-    if (wins.empty()) md << "No peer beats knit on these measures here.\n\n";
+    if (!latencies.empty()) {
+      // A ratio of these medians can differ from the median of the paired ratios above.
+      md << "/ping p99 at the fixed rate, medians over repetitions: ";
+      for (size_t i = 0; i < latencies.size(); ++i) md << (i ? "; " : "") << latencies[i];
+      md << ".\n\n";
+    }
+    if (wins.empty()) md << "No in-process peer beats knit on these measures here.\n\n";
     else {
-      md << "Where a peer wins:\n\n";
+      md << "Where an in-process peer wins:\n\n";
       for (const auto& w : wins) md << "- " << w << "\n";
       md << "\n";
     }
   }
+  std::ostringstream ext_md;
+  if (!ext.empty()) external_table(ext_md, cs, sat, rate, ext, ext_summary);
+  // One line on what the external peers show, right under the in-process verdict.
+  for (const auto& line : ext_summary)
+    md << "External peers, a reference (table below): " << line
+       << " (below 1× the external server is ahead).\n\n";
+  md << ext_md.str();
   // What the ratios above do not say.
   std::vector<std::string> missed;
   for (const auto& c : cs)
@@ -226,21 +361,16 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
       missed.push_back("`" + c.label + "`");
   if (!missed.empty()) {
     md << "- Left out of the fixed-rate columns because some repetition did not achieve the offered rate (it did "
-          "less work, so its cores and CPU would flatter it): ";
+          "less work, so its cores, CPU and latency would flatter it): ";
     for (size_t i = 0; i < missed.size(); ++i) md << (i ? ", " : "") << missed[i];
     md << ".\n";
   }
-  std::vector<const Config*> ext;
-  for (const auto& c : cs)
-    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Peer &&
-        std::none_of(ext.begin(), ext.end(), [&](const Config* e) { return e->label == c.label; }))
-      ext.push_back(&c);
   for (const Config* e : ext) {
     std::string note = served_note(*e);
     if (!note.empty())
       md << "- `" << e->label << "` serves " << note.substr(2, note.size() - 8)
-         << " only: it was loaded on that alone, with the same connections or rate per route, so it is compared "
-            "on /ping p99 only (its totals and CPU are not the same work).\n";
+         << " only: it was loaded on that alone, with the same connections or rate per route; its totals are "
+            "not the same work as knit's three routes.\n";
   }
   if (!ext.empty())
     md << "- External peers print no `knit-stats` line: their rows carry no pool counters (`null`); their CPU is the "
@@ -250,8 +380,8 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     if ((in_scope(c, sat) || in_scope(c, rate)) && flagged(c)) any_flag = true;
   if (any_flag)
     md << "-" << kForeignMark
-       << " marks a ratio resting on a window that stayed over the foreign-load limit (either side); read it as "
-          "uncertain.\n";
+       << " marks a figure or ratio resting on a window that stayed over the foreign-load limit (either side); "
+          "read it as uncertain.\n";
   if (!ext.empty() || any_flag || !missed.empty()) md << "\n";
   return md.str();
 }

@@ -1,6 +1,8 @@
 // The report's "knit vs the peers": for each knit configuration (inline, the seed policy
-// at N workers, auto at N), its ratio to the best peer (asio, multi, external servers)
-// with as many route threads, on throughput, /ping tail latency, cores and CPU per request.
+// at N workers, auto at N), its ratio to the best in-process peer (asio, multi) with as
+// many route threads, on throughput, /ping tail latency (saturating and at a fixed rate),
+// cores and CPU per request. External servers (nginx) get a table of their own, next to
+// knit's best row: a reference for what the machine allows, not a like-for-like peer.
 #pragma once
 
 #include <functional>
@@ -41,7 +43,8 @@ Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m);
 // "1.32× (1.20–1.41)": the median ratio with its min–max over repetitions.
 std::string ratio_cell(const Stat& ratio);
 
-// The section's markdown for one cost profile; "" when there is no peer in it.
+// The section's markdown for one cost profile: the in-process table, where an in-process
+// peer wins, one line per external peer and its own table; "" when there is no peer in it.
 std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const Scope& rate);
 
 }  // namespace knit::bench

@@ -1,5 +1,6 @@
 // "knit vs the peers" from a hand-made rows.jsonl (bun: inline, pooled 1/2, asio 1/2,
-// multi 2, auto 1 and an nginx peer serving /ping only, x 3 repetitions, sat and rate).
+// multi 2, auto 1 and an nginx peer serving /ping only, x 3 repetitions, sat and rate):
+// the in-process table (asio, multi) and the external peers' own table.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -104,28 +105,80 @@ TEST(PeerReport, AConfigurationThatMissedTheRateIsNotCompared) {
   EXPECT_DOUBLE_EQ(with_a1.median, 1.25);
 }
 
-TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestPeer) {
+TEST(PeerReport, FixedRatePingP99IsPairedLikeTheOthers) {
+  const auto rows = fixture();
+  auto cs = group_configs(rows);
+  // Lower is better: multi 2's /ping p99 2.2, 2.4, 2.6 ms against threads: 1's 2.0 ms.
+  Stat r = paired_ratio(find(cs, "t1", "rate"), find(cs, "m2", "rate"), metric("/ping p99, fixed rate"));
+  ASSERT_EQ(r.n, 3);
+  EXPECT_DOUBLE_EQ(r.median, 1.2);
+  EXPECT_DOUBLE_EQ(r.min, 1.1);
+  EXPECT_DOUBLE_EQ(r.max, 1.3);
+  EXPECT_EQ(metric("/ping p99, fixed rate").mode, "rate");
+  EXPECT_FALSE(metric("/ping p99, fixed rate").higher_is_better);
+}
+
+TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
   const std::string md = render_markdown(fixture(), nullptr, {}, {});
   const std::string s = section(md, "### knit vs the peers");
   ASSERT_FALSE(s.empty()) << md;
+  const std::string main = s.substr(0, s.find("#### External peers"));
   for (const char* line : {
-           "| knit | total rps, saturating | /ping p99, saturating | server cores, fixed rate | CPU-us/req, fixed rate |",
-           // nginx served /ping only: compared on /ping p99 alone, where it wins over inline.
-           "| inline | - | 0.49× (0.48–0.50) vs peer: nginx (/ping only), peer wins | - | - |",
-           // Best peer by median: asio 1 on rps and cores, multi 2 on /ping p99 (and it wins there).
+           "| knit | total rps, saturating | /ping p99, saturating | /ping p99, fixed rate | server cores, fixed rate | "
+           "CPU-us/req, fixed rate |",
+           // Best in-process peer by median: asio 1 on rps, multi 2 on /ping p99 (and it wins there).
            // asio 1 missed the rate in its third fixed-rate window: multi 2 is the fixed-rate peer.
            "| threads: 1 | 1.20× (1.16–1.24) vs asio: 1 | 0.82× (0.75–0.90) vs multi: 2, peer wins | "
-           "1.50× (1.38–1.64) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 |",
+           "1.20× (1.10–1.30) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 |",
            // asio 2's third fixed-rate window stayed over the foreign-load limit.
-           "| threads: 2 | 1.14× vs asio: 2 | 1.17× vs asio: 2 | 1.14× vs asio: 2 ⚠ | 1.14× vs asio: 2 ⚠ |",
-           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.80× vs multi: 2 | 1.80× vs multi: 2 |",
-           "did not achieve the offered rate (it did less work, so its cores and CPU would flatter it): `asio: 1`.",
-           "- `threads: 1` on /ping p99, saturating: 0.82× (0.75–0.90) vs multi: 2",
+           "| threads: 2 | 1.14× vs asio: 2 | 1.17× vs asio: 2 | 1.50× vs asio: 2 ⚠ | 1.14× vs asio: 2 ⚠ | "
+           "1.14× vs asio: 2 ⚠ |",
+           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.20× (1.10–1.30) vs multi: 2 | 1.80× vs multi: 2 | "
+           "1.80× vs multi: 2 |",
+           // The medians behind the fixed-rate /ping p99 column (multi 2: 2.2, 2.4, 2.6 ms).
+           "/ping p99 at the fixed rate, medians over repetitions: `threads: 1` 2.00 ms vs `multi: 2` 2.40 ms; "
+           "`threads: 2` 2.00 ms vs `asio: 2` 3.00 ms; `auto: 1` 2.00 ms vs `multi: 2` 2.40 ms.",
+           "Where an in-process peer wins:\n\n- `threads: 1` on /ping p99, saturating: 0.82× (0.75–0.90) vs multi: 2\n\n",
+       })
+    EXPECT_NE(main.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << main;
+  // nginx beats inline on saturating /ping p99 (20 ms against 41) and every row on /ping rps,
+  // but it is no candidate of the in-process table, so none of its wins is listed there.
+  EXPECT_EQ(main.find("vs peer: nginx"), std::string::npos) << main;
+  // inline (1 route thread) has no in-process peer with one route thread: no row.
+  EXPECT_EQ(main.find("| inline |"), std::string::npos) << main;
+  for (const char* line : {
+           "did not achieve the offered rate (it did less work, so its cores, CPU and latency would flatter it): "
+           "`asio: 1`.",
            "`peer: nginx` serves /ping only",
            "carry no pool counters (`null`)",
-           "⚠ marks a ratio",
+           "⚠ marks a figure or ratio",
        })
     EXPECT_NE(s.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << s;
+}
+
+TEST(PeerReport, ExternalPeersHaveTheirOwnTableAsAReference) {
+  const std::string md = render_markdown(fixture(), nullptr, {}, {});
+  const std::string s = section(md, "### knit vs the peers");
+  const auto at = s.find("#### External peers: a reference, not a like-for-like peer");
+  ASSERT_NE(at, std::string::npos) << s;
+  const std::string ext = s.substr(at);
+  for (const char* line : {
+           "| server | /ping rps, saturating | /ping p99 ms, saturating | /ping p99 ms, fixed rate | "
+           "CPU-us/req, fixed rate |",
+           // nginx's own figures on /ping, the one route it served.
+           "| peer: nginx (/ping only) | 30000 | 20.00 | 2.00 | 143 |",
+           // knit's best row per measure: pooled 1 on /ping rps (5800-6200), auto 1 on p99 (7.5 ms),
+           // inline first among the 2.00 ms ties at a fixed rate and lowest on CPU (238 us).
+           "| knit, best row | `threads: 1`: 6000 (5800–6200) | `auto: 1`: 7.50 | `inline`: 2.00 | `inline`: 238 |",
+       })
+    EXPECT_NE(ext.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << ext;
+  // The one line above the table: knit's best against nginx, in the main table's direction.
+  const std::string summary =
+      "External peers, a reference (table below): `peer: nginx` (/ping only) against knit's best row: "
+      "/ping rps, saturating 0.20× (0.19–0.21); /ping p99 ms, saturating 2.67×; /ping p99 ms, fixed rate 1.00×; "
+      "CPU-us/req, fixed rate 0.60× (below 1× the external server is ahead).";
+  EXPECT_NE(s.find(summary), std::string::npos) << s;
+  EXPECT_LT(s.find(summary), at);
 }
 
 TEST(PeerReport, TablesAAndBCarryThePeerRows) {
