@@ -268,9 +268,7 @@ int main() {
     return kExitStartup;
   }
   srv.start();
-  print_banner(cfg, pool ? &*pool : nullptr,
-               cfg.mode == exec_mode::multi_thread ? io_threads : pool_options.threads,
-               auto_options, out);
+  print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
   // 6. Run the loop, on every io thread. A handler that throws unwinds out of run(); report

@@ -54,6 +54,16 @@ void warm_up(R& r, int calls) {
   while (done < calls) r.poll();
 }
 
+// One empty call, submitted and polled for until its reply has run: the time it took.
+template <peer_runtime R>
+clock_type::duration one_round_trip(R& r) {
+  bool done = false;
+  const auto t0 = clock_type::now();
+  r.submit(empty_task, 1, [&done](std::uint64_t) { done = true; });
+  while (!done) r.poll();
+  return clock_type::now() - t0;
+}
+
 // Empty task, one call at a time, the host busy-polling: the transport's round trip while
 // the worker has just been busy (each runtime's own spin or park policy decides the rest).
 template <peer_runtime R>
@@ -64,13 +74,9 @@ void round_trip_back_to_back(benchmark::State& state) {
   warm_up(r, 1000);
   std::vector<double> ns;
   ns.reserve(1 << 20);
-  bool done = false;
   for (auto _ : state) {
-    done = false;
-    const auto t0 = clock_type::now();
-    r.submit(empty_task, 1, [&done](std::uint64_t) { done = true; });
-    while (!done) r.poll();
-    if (ns.size() < ns.capacity()) ns.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - t0).count());
+    const auto elapsed = one_round_trip(r);
+    if (ns.size() < ns.capacity()) ns.push_back(std::chrono::duration<double, std::nano>(elapsed).count());
   }
   state.counters["p50_us"] = percentile_us(ns, 0.5);
   state.counters["p99_us"] = percentile_us(ns, 0.99);
@@ -85,14 +91,9 @@ void round_trip_after_300us_gap(benchmark::State& state) {
   R r(1, l.worker);
   warm_up(r, 100);
   std::vector<double> ns;
-  bool done = false;
   for (auto _ : state) {
     std::this_thread::sleep_for(std::chrono::microseconds(300));
-    done = false;
-    const auto t0 = clock_type::now();
-    r.submit(empty_task, 1, [&done](std::uint64_t) { done = true; });
-    while (!done) r.poll();
-    const auto elapsed = clock_type::now() - t0;
+    const auto elapsed = one_round_trip(r);
     ns.push_back(std::chrono::duration<double, std::nano>(elapsed).count());
     state.SetIterationTime(std::chrono::duration<double>(elapsed).count());
   }
