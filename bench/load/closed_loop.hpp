@@ -10,12 +10,12 @@ class closed_loop_driver final : public route_driver {
  public:
   explicit closed_loop_driver(request_sink& sink) : sink_(sink) {}
 
-  void start(Nanos) override {}
-  void on_ready(client_connection& c, Nanos now) override { sink_.send(c, now, now); }
+  void start(nanos) override {}
+  void on_ready(client_connection& c, nanos now) override { sink_.send(c, now, now); }
   void on_lost(client_connection&) override {}
-  void dispatch(Nanos) override {}
-  Nanos next_deadline() const override { return kNever; }
-  std::uint64_t backlog(Nanos) const override { return 0; }
+  void dispatch(nanos) override {}
+  nanos next_deadline() const override { return kNever; }
+  std::uint64_t backlog(nanos) const override { return 0; }
 
  private:
   request_sink& sink_;

@@ -50,7 +50,7 @@ void client_connection::close() {
   request_ = nullptr;
 }
 
-connection_event client_connection::connect(const endpoint& target, Nanos now) {
+connection_event client_connection::connect(const endpoint& target, nanos now) {
   close();
   error_.clear();
   connect_started_at_ = now;
@@ -81,7 +81,7 @@ connection_event client_connection::connect(const endpoint& target, Nanos now) {
 }
 
 connection_event client_connection::send(const std::string& request, bool head_request,
-                                         Nanos intended, Nanos now) {
+                                         nanos intended, nanos now) {
   request_ = &request;
   written_ = 0;
   must_close_ = false;

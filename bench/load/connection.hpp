@@ -54,10 +54,10 @@ class client_connection {
   // Starts a non-blocking connect. Returns kConnectFailed or kNone: success is always
   // reported later through on_event(), even when connect() completes at once, so that
   // handling a connection never recurses into itself.
-  connection_event connect(const endpoint& target, Nanos now);
+  connection_event connect(const endpoint& target, nanos now);
   // Writes `request` (which must outlive the response); the connection must be kIdle.
   // Returns kNone or kIoError.
-  connection_event send(const std::string& request, bool head_request, Nanos intended, Nanos now);
+  connection_event send(const std::string& request, bool head_request, nanos intended, nanos now);
   // Handles epoll readiness bits. `buf` is scratch space shared by the worker's connections.
   connection_event on_event(std::uint32_t events, char* buf, std::size_t cap);
   void close();
@@ -65,16 +65,16 @@ class client_connection {
   connection_state state() const { return state_; }
   route_slice* slice() const { return slice_; }
   int fd() const { return fd_; }
-  Nanos intended_at() const { return intended_at_; }
-  Nanos sent_at() const { return sent_at_; }
-  Nanos connect_started_at() const { return connect_started_at_; }
+  nanos intended_at() const { return intended_at_; }
+  nanos sent_at() const { return sent_at_; }
+  nanos connect_started_at() const { return connect_started_at_; }
   int status() const { return parser_.status(); }
   // Whether the last response left the connection reusable.
   bool keep_alive() const { return parser_.keep_alive() && !must_close_; }
   const std::string& error() const { return error_; }
 
   // When a kDown connection should try to connect again (managed by the worker).
-  Nanos retry_at = 0;
+  nanos retry_at = 0;
 
  private:
   connection_event flush();
@@ -90,9 +90,9 @@ class client_connection {
   std::size_t written_ = 0;
   bool want_write_ = false;
   bool must_close_ = false;
-  Nanos intended_at_ = 0;
-  Nanos sent_at_ = 0;
-  Nanos connect_started_at_ = 0;
+  nanos intended_at_ = 0;
+  nanos sent_at_ = 0;
+  nanos connect_started_at_ = 0;
   response_parser parser_;
   std::string error_;
 };

@@ -39,8 +39,8 @@ std::uint32_t share(std::uint32_t conns, std::uint32_t threads, std::uint32_t t)
 
 run_result run_load(const load_config& cfg, std::ostream* progress) {
   const endpoint target = resolve_endpoint(cfg.host, cfg.port);
-  const Nanos duration = static_cast<Nanos>(std::llround(cfg.duration_s * kNanosPerSecond));
-  const Nanos timeout = static_cast<Nanos>(cfg.timeout_ms) * kNanosPerMilli;
+  const nanos duration = static_cast<nanos>(std::llround(cfg.duration_s * kNanosPerSecond));
+  const nanos timeout = static_cast<nanos>(cfg.timeout_ms) * kNanosPerMilli;
 
   std::vector<std::string> requests;
   for (const route_spec& r : cfg.routes) requests.push_back(build_request(r, cfg.host, cfg.port));
@@ -60,7 +60,7 @@ run_result run_load(const load_config& cfg, std::ostream* progress) {
   }
 
   // Every worker connects first; the last one to arrive opens the window for all.
-  Nanos t0 = 0;
+  nanos t0 = 0;
   double cpu0 = 0;
   std::atomic<bool> started{false};
   std::barrier sync(static_cast<std::ptrdiff_t>(workers.size()), [&]() noexcept {
@@ -69,7 +69,7 @@ run_result run_load(const load_config& cfg, std::ostream* progress) {
     started.store(true);
     started.notify_all();
   });
-  auto start = [&]() -> Nanos {
+  auto start = [&]() -> nanos {
     sync.arrive_and_wait();
     return t0;  // written by the completion step, which happens-before the release
   };

@@ -5,12 +5,12 @@
 
 namespace knit_load {
 
-void route_load_stats::record_response(int status, Nanos intended, Nanos sent_at, Nanos done) {
+void route_load_stats::record_response(int status, nanos intended, nanos sent_at, nanos done) {
   ++requests;
   if (status >= 200 && status < 300) ++successes;
   if (status >= 0 && status < static_cast<int>(status_counts.size())) ++status_counts[status];
-  latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, done - intended)));
-  uncorrected.record(static_cast<std::uint64_t>(std::max<Nanos>(0, done - sent_at)));
+  latency.record(static_cast<std::uint64_t>(std::max<nanos>(0, done - intended)));
+  uncorrected.record(static_cast<std::uint64_t>(std::max<nanos>(0, done - sent_at)));
 }
 
 void route_load_stats::record_error(error_kind kind) {

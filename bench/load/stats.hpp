@@ -35,7 +35,7 @@ struct route_load_stats {
   // From the actual send time.
   latency_histogram uncorrected;
 
-  void record_response(int status, Nanos intended, Nanos sent_at, Nanos done);
+  void record_response(int status, nanos intended, nanos sent_at, nanos done);
   void record_error(error_kind kind);
   std::uint64_t errors() const { return connect_errors + read_errors + timeouts + parse_errors; }
   void merge(const route_load_stats& other);

@@ -15,7 +15,7 @@
 
 namespace knit_load {
 
-load_worker::load_worker(const endpoint& target, Nanos timeout,
+load_worker::load_worker(const endpoint& target, nanos timeout,
                          const std::vector<slice_spec>& slices)
     : target_(target), timeout_(timeout), read_buf_(kReadBufferBytes) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -53,21 +53,21 @@ load_worker::~load_worker() {
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
 
-void load_worker::run(const std::function<Nanos()>& start, Nanos duration) {
+void load_worker::run(const std::function<nanos()>& start, nanos duration) {
   // The default 50 us timer slack would make every open-loop send up to 50 us late, and the
   // CO-corrected latency would charge that lateness to the server.
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   warm_up();
-  const Nanos t0 = start();
+  const nanos t0 = start();
   end_ = t0 + duration;
   running_ = true;
   for (auto& slice : slices_) slice->driver->start(t0);
-  Nanos now = now_ns();
+  nanos now = now_ns();
   for (auto& c : connections_) {
     if (c->state() == connection_state::kIdle) c->slice()->driver->on_ready(*c, now);
   }
 
-  Nanos next_housekeeping = t0 + kHousekeepingPeriod;
+  nanos next_housekeeping = t0 + kHousekeepingPeriod;
   epoll_event events[kMaxEvents];
   while (true) {
     now = now_ns();
@@ -76,7 +76,7 @@ void load_worker::run(const std::function<Nanos()>& start, Nanos duration) {
       housekeeping(now);
       next_housekeeping = now + kHousekeepingPeriod;
     }
-    Nanos deadline = std::min(end_, next_housekeeping);
+    nanos deadline = std::min(end_, next_housekeeping);
     for (auto& slice : slices_) {
       slice->driver->dispatch(now);
       deadline = std::min(deadline, slice->driver->next_deadline());
@@ -108,7 +108,7 @@ void load_worker::run(const std::function<Nanos()>& start, Nanos duration) {
 void load_worker::warm_up() {
   // Open every connection and wait (bounded) for the handshakes, so t0 is not charged with
   // connection setup and the first open-loop requests do not queue behind it.
-  const Nanos start = now_ns();
+  const nanos start = now_ns();
   for (auto& c : connections_) on_connect_result(*c, c->connect(target_, start), start);
   epoll_event events[kMaxEvents];
   while (now_ns() - start < kWarmupLimit) {
@@ -124,7 +124,7 @@ void load_worker::warm_up() {
   }
 }
 
-void load_worker::send(client_connection& c, Nanos intended, Nanos now) {
+void load_worker::send(client_connection& c, nanos intended, nanos now) {
   route_slice& slice = *c.slice();
   ++slice.stats.sent;
   if (c.send(*slice.request, slice.head_request, intended, now) == connection_event::kIoError) {
@@ -132,7 +132,7 @@ void load_worker::send(client_connection& c, Nanos intended, Nanos now) {
   }
 }
 
-void load_worker::handle(client_connection& c, std::uint32_t events, Nanos now) {
+void load_worker::handle(client_connection& c, std::uint32_t events, nanos now) {
   const connection_event ev = c.on_event(events, read_buf_.data(), read_buf_.size());
   route_slice& slice = *c.slice();
   switch (ev) {
@@ -159,7 +159,7 @@ void load_worker::handle(client_connection& c, std::uint32_t events, Nanos now) 
   }
 }
 
-void load_worker::on_connect_result(client_connection& c, connection_event ev, Nanos now) {
+void load_worker::on_connect_result(client_connection& c, connection_event ev, nanos now) {
   if (ev == connection_event::kConnected) {
     if (running_) c.slice()->driver->on_ready(c, now);
   } else if (ev == connection_event::kConnectFailed) {
@@ -169,17 +169,17 @@ void load_worker::on_connect_result(client_connection& c, connection_event ev, N
   }
 }
 
-void load_worker::fail(client_connection& c, error_kind kind, Nanos now) {
+void load_worker::fail(client_connection& c, error_kind kind, nanos now) {
   if (running_) c.slice()->stats.record_error(kind);
   reopen(c, now);
 }
 
-void load_worker::reopen(client_connection& c, Nanos now) {
+void load_worker::reopen(client_connection& c, nanos now) {
   c.slice()->driver->on_lost(c);
   on_connect_result(c, c.connect(target_, now), now);
 }
 
-void load_worker::housekeeping(Nanos now) {
+void load_worker::housekeeping(nanos now) {
   for (auto& conn : connections_) {
     client_connection& c = *conn;
     switch (c.state()) {
@@ -200,7 +200,7 @@ void load_worker::housekeeping(Nanos now) {
   }
 }
 
-void load_worker::arm_timer(Nanos deadline) {
+void load_worker::arm_timer(nanos deadline) {
   if (deadline == armed_) return;
   itimerspec spec{};
   spec.it_value.tv_sec = deadline / kNanosPerSecond;

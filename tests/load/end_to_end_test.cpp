@@ -58,7 +58,7 @@ void check_route_json(const json::object& r, bool open) {
 }  // namespace
 
 TEST(end_to_end, ClosedLoopMixedRoutes) {
-  knit_load_test::TinyHttpServer server;
+  knit_load_test::tiny_http_server server;
   load_config cfg = config_for(server.port());
   cfg.threads = 2;
   for (const char* spec : {"ok:GET:/ok:8", "err:GET:/status/500:3", "chunk:POST:/chunked:4",
@@ -115,7 +115,7 @@ TEST(end_to_end, ClosedLoopMixedRoutes) {
 }
 
 TEST(end_to_end, OpenLoop) {
-  knit_load_test::TinyHttpServer server;
+  knit_load_test::tiny_http_server server;
   load_config cfg = config_for(server.port());
   cfg.routes.push_back(parse_route("ping:GET:/ping:4:500"));
   cfg.routes.push_back(parse_route("sat:GET:/ping:2"));
@@ -141,7 +141,7 @@ TEST(end_to_end, OpenLoop) {
 }
 
 TEST(end_to_end, TimeoutCountsAsErrorAndReconnects) {
-  knit_load_test::TinyHttpServer server;
+  knit_load_test::tiny_http_server server;
   load_config cfg = config_for(server.port());
   cfg.timeout_ms = 100;
   cfg.routes.push_back(parse_route("hang:GET:/hang:2"));

@@ -11,21 +11,21 @@ using namespace knit_load;
 
 namespace {
 
-struct Sent {
+struct sent_request {
   client_connection* c;
-  Nanos intended;
-  Nanos now;
+  nanos intended;
+  nanos now;
 };
 
-class RecordingSink final : public request_sink {
+class recording_sink final : public request_sink {
  public:
-  void send(client_connection& c, Nanos intended, Nanos now) override {
+  void send(client_connection& c, nanos intended, nanos now) override {
     sent.push_back({&c, intended, now});
   }
-  std::vector<Sent> sent;
+  std::vector<sent_request> sent;
 };
 
-constexpr Nanos kT0 = 1'000'000'000'000;
+constexpr nanos kT0 = 1'000'000'000'000;
 
 }  // namespace
 
@@ -43,7 +43,7 @@ TEST(open_loop_schedule, IntendedTimesFollowRate) {
 TEST(open_loop_schedule, DueBeforeAgreesWithIntended) {
   for (double rate : {1.0, 3.0, 7.5, 2000.0, 123456.7}) {
     open_loop_schedule s(rate, kT0);
-    for (Nanos dt : {Nanos{0}, Nanos{1}, Nanos{499'999}, Nanos{500'000}, Nanos{500'001},
+    for (nanos dt : {nanos{0}, nanos{1}, nanos{499'999}, nanos{500'000}, nanos{500'001},
                      kNanosPerSecond, 15 * kNanosPerSecond + 3}) {
       const std::uint64_t n = s.due_before(kT0 + dt);
       if (n > 0) {
@@ -67,7 +67,7 @@ TEST(open_loop_schedule, TakeAndBacklog) {
 }
 
 TEST(open_loop_driver, SendsOnIdleConnectionsAtIntendedTimes) {
-  RecordingSink sink;
+  recording_sink sink;
   open_loop_driver d(sink, 1000.0);  // one every 1 ms
   d.start(kT0);
   client_connection a(-1, nullptr), b(-1, nullptr);
@@ -88,7 +88,7 @@ TEST(open_loop_driver, SendsOnIdleConnectionsAtIntendedTimes) {
 }
 
 TEST(open_loop_driver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
-  RecordingSink sink;
+  recording_sink sink;
   open_loop_driver d(sink, 1000.0);
   d.start(kT0);
   client_connection a(-1, nullptr);
@@ -102,11 +102,11 @@ TEST(open_loop_driver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
   // Sent late, but its latency still counts from when it was due.
   EXPECT_EQ(sink.sent[1].intended, kT0 + 1'000'000);
   EXPECT_EQ(sink.sent[1].now, kT0 + 5'000'000);
-  for (const Sent& s : sink.sent) EXPECT_LE(s.intended, s.now);
+  for (const sent_request& s : sink.sent) EXPECT_LE(s.intended, s.now);
 }
 
 TEST(open_loop_driver, LostConnectionLeavesThePool) {
-  RecordingSink sink;
+  recording_sink sink;
   open_loop_driver d(sink, 10.0);
   d.start(kT0);
   client_connection a(-1, nullptr);
@@ -119,7 +119,7 @@ TEST(open_loop_driver, LostConnectionLeavesThePool) {
 }
 
 TEST(open_loop, CorrectedLatencyIsAtLeastUncorrected) {
-  RecordingSink sink;
+  recording_sink sink;
   open_loop_driver d(sink, 1000.0);
   d.start(kT0);
   client_connection a(-1, nullptr), b(-1, nullptr);
@@ -127,9 +127,9 @@ TEST(open_loop, CorrectedLatencyIsAtLeastUncorrected) {
   // Two connections, each response takes 3 ms: the schedule (1 ms) outruns them.
   d.on_ready(a, kT0);
   d.on_ready(b, kT0);
-  Nanos now = kT0;
+  nanos now = kT0;
   for (std::size_t i = 0; i < sink.sent.size() && i < 200; ++i) {
-    const Sent s = sink.sent[i];
+    const sent_request s = sink.sent[i];
     now = std::max(now, s.now) + 3'000'000;
     stats.record_response(200, s.intended, s.now, now);
     d.on_ready(*s.c, now);
