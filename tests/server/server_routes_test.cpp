@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,14 +26,20 @@ std::size_t count_of(const std::string& text, char c) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), c));
 }
 
-// Expects `res` to be an error page: the status, the text and the content type.
+// Expects `res` to have come back with `status` and `content_type`. Call through
+// ASSERT_NO_FATAL_FAILURE.
+void expect_typed(const std::optional<http_response>& res, int status,
+                  const std::string& content_type, std::string_view context = {}) {
+  ASSERT_NO_FATAL_FAILURE(expect_status(res, status, context));
+  EXPECT_EQ(res->header("content-type"), content_type) << context;
+}
+
+// Expects `res` to be an error page: the status, the content type and the text.
 void expect_error_page(const std::optional<http_response>& res, int status,
                        const std::string& text, const std::string& content_type,
                        const std::string& context) {
-  ASSERT_TRUE(res) << context;
-  EXPECT_EQ(res->status, status) << context;
+  ASSERT_NO_FATAL_FAILURE(expect_typed(res, status, content_type, context));
   EXPECT_EQ(res->body, text) << context;
-  EXPECT_EQ(res->header("content-type"), content_type) << context;
 }
 
 // The suite runs once per KNIT_MODE.
@@ -45,8 +52,7 @@ TEST_P(server_routes, PingAnswersJson) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
   auto res = c.request("GET", "/ping");
-  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
-  EXPECT_EQ(res->header("content-type"), "application/json");
+  ASSERT_NO_FATAL_FAILURE(expect_typed(res, 200, "application/json"));
   const json::object body = json::parse(res->body).as_object();
   EXPECT_EQ(body.at("ok"), true);
   EXPECT_EQ(body.at("pong"), true);
@@ -75,8 +81,7 @@ TEST_P(server_routes, SsrRendersTheEscapedName) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
   auto res = c.request("POST", "/ssr", kSsrBody);
-  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
-  EXPECT_EQ(res->header("content-type"), "text/html; charset=UTF-8");
+  ASSERT_NO_FATAL_FAILURE(expect_typed(res, 200, "text/html; charset=UTF-8"));
   EXPECT_EQ(res->body.rfind("<!doctype html>", 0), 0u);
   EXPECT_NE(res->body.find("&lt;Ari &amp; Co&gt;"), std::string::npos) << res->body;
   EXPECT_EQ(res->body.find("<Ari"), std::string::npos) << "the name must be escaped";
@@ -95,8 +100,7 @@ TEST_P(server_routes, JwtIssuesAThreePartToken) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
   auto res = c.request("POST", "/jwt", kJwtBody);
-  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
-  EXPECT_EQ(res->header("content-type"), "application/json; charset=utf-8");
+  ASSERT_NO_FATAL_FAILURE(expect_typed(res, 200, "application/json; charset=utf-8"));
   const json::object body = json::parse(res->body).as_object();
   EXPECT_EQ(body.at("ok"), true);
   EXPECT_EQ(body.at("sub"), "u_42");
