@@ -23,7 +23,8 @@
 
 namespace {
 
-using knit_load::ResponseParser;
+using knit_load::response_parser;
+using feed_result = response_parser::feed_result;
 
 [[noreturn]] void fail(const char* what, const std::string& detail = "") {
   std::fprintf(stderr, "fuzz_response_parser: property broken: %s %s\n", what, detail.c_str());
@@ -31,7 +32,7 @@ using knit_load::ResponseParser;
 }
 
 struct outcome {
-  ResponseParser::Result result;
+  feed_result result;
   int status;
   bool keep_alive;
   std::uint64_t body_bytes;
@@ -49,13 +50,13 @@ std::string describe(const outcome& o) {
 // Parses `stream` delivered as the pieces [cuts[i], cuts[i+1]), like a connection's reads.
 std::vector<outcome> parse(std::string_view stream, const std::vector<std::size_t>& cuts, std::uint8_t head_mask) {
   std::vector<outcome> outcomes;
-  ResponseParser parser;
+  response_parser parser;
   parser.reset(head_mask & 1);
   std::size_t offset = 0;  // stream offset of the next unparsed byte
-  auto record = [&](ResponseParser::Result r) {
+  auto record = [&](feed_result r) {
     // Where an error is noticed depends on the pieces (the whole piece is scanned), so
     // only a completed response's end is compared.
-    const std::size_t end = r == ResponseParser::Result::kError ? std::string_view::npos : offset;
+    const std::size_t end = r == feed_result::kError ? std::string_view::npos : offset;
     outcomes.push_back({r, parser.status(), parser.keep_alive(), parser.body_bytes(), parser.error(), end});
     const std::size_t i = outcomes.size();
     parser.reset(i < 8 && ((head_mask >> i) & 1));
@@ -66,11 +67,11 @@ std::vector<outcome> parse(std::string_view stream, const std::vector<std::size_
       std::size_t consumed = 0;
       const auto r = parser.feed(piece, consumed);
       if (consumed > piece.size()) fail("consumed more than the piece");
-      if (r == ResponseParser::Result::kNeedMore) {
+      if (r == feed_result::kNeedMore) {
         offset += piece.size();  // kNeedMore takes the whole piece; `consumed` is unset
         break;
       }
-      if (r == ResponseParser::Result::kError) {
+      if (r == feed_result::kError) {
         record(r);
         return outcomes;  // the connection is abandoned after an error
       }

@@ -16,8 +16,8 @@ T parse_integer(std::string_view text, std::string_view what, T min, T max) {
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc{} || ptr != text.data() + text.size() || v < static_cast<long long>(min) ||
       v > static_cast<long long>(max)) {
-    throw CliError(std::string(what) + ": expected an integer in [" + std::to_string(min) + ", " +
-                   std::to_string(max) + "], got '" + std::string(text) + "'");
+    throw cli_error(std::string(what) + ": expected an integer in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "], got '" + std::string(text) + "'");
   }
   return static_cast<T>(v);
 }
@@ -27,15 +27,15 @@ double parse_double(std::string_view text, std::string_view what, double min) {
   double v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc{} || ptr != text.data() + text.size() || !std::isfinite(v) || v < min) {
-    throw CliError(std::string(what) + ": expected a number >= " + std::to_string(min) +
-                   ", got '" + std::string(text) + "'");
+    throw cli_error(std::string(what) + ": expected a number >= " + std::to_string(min) +
+                    ", got '" + std::string(text) + "'");
   }
   return v;
 }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CliError("cannot read body file '" + path + "'");
+  if (!in) throw cli_error("cannot read body file '" + path + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -51,7 +51,7 @@ std::string usage() {
          "  BODYFILE: request body, sent with content-type: application/json.\n";
 }
 
-RouteSpec parse_route(std::string_view spec) {
+route_spec parse_route(std::string_view spec) {
   // Split on the first five colons only, so a body file path may itself contain ':'.
   std::vector<std::string_view> parts;
   std::string_view rest = spec;
@@ -63,23 +63,23 @@ RouteSpec parse_route(std::string_view spec) {
   }
   parts.push_back(rest);
   if (parts.size() < 4) {
-    throw CliError("--route '" + std::string(spec) +
-                   "': expected NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]]");
+    throw cli_error("--route '" + std::string(spec) +
+                    "': expected NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]]");
   }
-  RouteSpec r;
+  route_spec r;
   r.name = parts[0];
   r.method = parts[1];
   r.path = parts[2];
-  if (r.name.empty()) throw CliError("--route '" + std::string(spec) + "': empty name");
-  if (r.method.empty()) throw CliError("--route '" + std::string(spec) + "': empty method");
+  if (r.name.empty()) throw cli_error("--route '" + std::string(spec) + "': empty name");
+  if (r.method.empty()) throw cli_error("--route '" + std::string(spec) + "': empty method");
   for (char c : r.method) {
-    if (c < 'A' || c > 'Z') throw CliError("--route: method must be upper-case letters");
+    if (c < 'A' || c > 'Z') throw cli_error("--route: method must be upper-case letters");
   }
   if (r.path.empty() || r.path.front() != '/') {
-    throw CliError("--route '" + std::string(spec) + "': path must start with '/'");
+    throw cli_error("--route '" + std::string(spec) + "': path must start with '/'");
   }
   for (char c : r.path) {
-    if (c == ' ' || c == '\r' || c == '\n') throw CliError("--route: path contains whitespace");
+    if (c == ' ' || c == '\r' || c == '\n') throw cli_error("--route: path contains whitespace");
   }
   r.connections = parse_integer<std::uint32_t>(parts[3], "--route CONNS", 1, 100000);
   if (parts.size() > 4 && !parts[4].empty()) r.rate = parse_double(parts[4], "--route RATE", 0.0);
@@ -87,8 +87,8 @@ RouteSpec parse_route(std::string_view spec) {
   return r;
 }
 
-Config parse_cli(const std::vector<std::string>& args) {
-  Config cfg;
+load_config parse_cli(const std::vector<std::string>& args) {
+  load_config cfg;
   std::set<std::string> names;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];
@@ -100,37 +100,37 @@ Config parse_cli(const std::vector<std::string>& args) {
       flag.resize(eq);
       has_value = true;
     }
-    if (flag == "--help" || flag == "-h") throw CliError(usage());
+    if (flag == "--help" || flag == "-h") throw cli_error(usage());
     auto take = [&]() -> std::string {
       if (has_value) return value;
-      if (i + 1 >= args.size()) throw CliError(flag + ": missing value");
+      if (i + 1 >= args.size()) throw cli_error(flag + ": missing value");
       return args[++i];
     };
     if (flag == "--host") {
       cfg.host = take();
-      if (cfg.host.empty()) throw CliError("--host: empty");
+      if (cfg.host.empty()) throw cli_error("--host: empty");
     } else if (flag == "--port") {
       cfg.port = parse_integer<std::uint16_t>(take(), "--port", 1, 65535);
     } else if (flag == "--duration") {
       cfg.duration_s = parse_double(take(), "--duration", 0.0);
-      if (cfg.duration_s <= 0.0) throw CliError("--duration: must be > 0");
+      if (cfg.duration_s <= 0.0) throw cli_error("--duration: must be > 0");
     } else if (flag == "--threads") {
       cfg.threads = parse_integer<std::uint32_t>(take(), "--threads", 1, 1024);
     } else if (flag == "--json") {
       cfg.json_path = take();
-      if (cfg.json_path.empty()) throw CliError("--json: empty path");
+      if (cfg.json_path.empty()) throw cli_error("--json: empty path");
     } else if (flag == "--timeout-ms") {
       cfg.timeout_ms = parse_integer<std::uint32_t>(take(), "--timeout-ms", 1, 3'600'000);
     } else if (flag == "--route") {
-      RouteSpec r = parse_route(take());
-      if (!names.insert(r.name).second) throw CliError("--route: duplicate name '" + r.name + "'");
+      route_spec r = parse_route(take());
+      if (!names.insert(r.name).second) throw cli_error("--route: duplicate name '" + r.name + "'");
       if (!r.body_file.empty()) r.body = read_file(r.body_file);
       cfg.routes.push_back(std::move(r));
     } else {
-      throw CliError("unknown argument '" + args[i] + "'\n" + usage());
+      throw cli_error("unknown argument '" + args[i] + "'\n" + usage());
     }
   }
-  if (cfg.routes.empty()) throw CliError("at least one --route is required\n" + usage());
+  if (cfg.routes.empty()) throw cli_error("at least one --route is required\n" + usage());
   return cfg;
 }
 

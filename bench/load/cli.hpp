@@ -10,16 +10,16 @@
 
 namespace knit_load {
 
-struct CliError : std::runtime_error {
+struct cli_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 // Parses "NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]]". Does not read the body file.
-RouteSpec parse_route(std::string_view spec);
+route_spec parse_route(std::string_view spec);
 
-// Parses the arguments after argv[0]; reads body files. Throws CliError on any problem.
+// Parses the arguments after argv[0]; reads body files. Throws cli_error on any problem.
 // At least one --route is required.
-Config parse_cli(const std::vector<std::string>& args);
+load_config parse_cli(const std::vector<std::string>& args);
 
 std::string usage();
 

@@ -6,19 +6,19 @@
 namespace knit_load {
 
 // Like wrk/oha -c N: offered load adapts to the server, latency is send -> response.
-class ClosedLoopDriver final : public RouteDriver {
+class closed_loop_driver final : public route_driver {
  public:
-  explicit ClosedLoopDriver(RequestSink& sink) : sink_(sink) {}
+  explicit closed_loop_driver(request_sink& sink) : sink_(sink) {}
 
-  void start(Nanos) override {}
-  void on_ready(Connection& c, Nanos now) override { sink_.send(c, now, now); }
-  void on_lost(Connection&) override {}
-  void dispatch(Nanos) override {}
-  Nanos next_deadline() const override { return kNever; }
-  std::uint64_t backlog(Nanos) const override { return 0; }
+  void start(nanos) override {}
+  void on_ready(client_connection& c, nanos now) override { sink_.send(c, now, now); }
+  void on_lost(client_connection&) override {}
+  void dispatch(nanos) override {}
+  nanos next_deadline() const override { return kNever; }
+  std::uint64_t backlog(nanos) const override { return 0; }
 
  private:
-  RequestSink& sink_;
+  request_sink& sink_;
 };
 
 }  // namespace knit_load

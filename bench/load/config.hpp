@@ -7,7 +7,7 @@
 
 namespace knit_load {
 
-struct RouteSpec {
+struct route_spec {
   std::string name;
   std::string method;
   std::string path;
@@ -19,14 +19,14 @@ struct RouteSpec {
   bool open_loop() const { return rate > 0.0; }
 };
 
-struct Config {
+struct load_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 3000;
   double duration_s = 10.0;
   std::uint32_t threads = 1;
   std::string json_path;  // empty: human summary only; "-": JSON on stdout
   std::uint32_t timeout_ms = 10000;
-  std::vector<RouteSpec> routes;
+  std::vector<route_spec> routes;
 };
 
 }  // namespace knit_load

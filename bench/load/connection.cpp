@@ -13,7 +13,7 @@
 
 namespace knit_load {
 
-Endpoint resolve_endpoint(const std::string& host, std::uint16_t port) {
+endpoint resolve_endpoint(const std::string& host, std::uint16_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -23,18 +23,18 @@ Endpoint resolve_endpoint(const std::string& host, std::uint16_t port) {
   if (rc != 0 || res == nullptr) {
     throw std::runtime_error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
   }
-  Endpoint ep;
+  endpoint ep;
   std::memcpy(&ep.addr, res->ai_addr, res->ai_addrlen);
   ep.len = res->ai_addrlen;
   ::freeaddrinfo(res);
   return ep;
 }
 
-void Connection::set_error_from_errno(const char* what) {
+void client_connection::set_error_from_errno(const char* what) {
   error_ = std::string(what) + ": " + std::strerror(errno);
 }
 
-void Connection::set_interest(std::uint32_t events) {
+void client_connection::set_interest(std::uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.ptr = this;
@@ -42,22 +42,22 @@ void Connection::set_interest(std::uint32_t events) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd_, &ev);
 }
 
-void Connection::close() {
+void client_connection::close() {
   if (fd_ >= 0) ::close(fd_);  // closing also removes it from the epoll set
   fd_ = -1;
-  state_ = State::kDown;
+  state_ = connection_state::kDown;
   want_write_ = false;
   request_ = nullptr;
 }
 
-Connection::Event Connection::connect(const Endpoint& target, Nanos now) {
+connection_event client_connection::connect(const endpoint& target, nanos now) {
   close();
   error_.clear();
   connect_started_at_ = now;
   fd_ = ::socket(target.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     set_error_from_errno("socket");
-    return Event::kConnectFailed;
+    return connection_event::kConnectFailed;
   }
   // Requests go out in one write, but a partial write must not wait for Nagle.
   const int one = 1;
@@ -66,7 +66,7 @@ Connection::Event Connection::connect(const Endpoint& target, Nanos now) {
       errno != EINPROGRESS) {
     set_error_from_errno("connect");
     close();
-    return Event::kConnectFailed;
+    return connection_event::kConnectFailed;
   }
   epoll_event ev{};
   ev.events = EPOLLOUT;
@@ -74,25 +74,25 @@ Connection::Event Connection::connect(const Endpoint& target, Nanos now) {
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd_, &ev) < 0) {
     set_error_from_errno("epoll_ctl");
     close();
-    return Event::kConnectFailed;
+    return connection_event::kConnectFailed;
   }
-  state_ = State::kConnecting;
-  return Event::kNone;
+  state_ = connection_state::kConnecting;
+  return connection_event::kNone;
 }
 
-Connection::Event Connection::send(const std::string& request, bool head_request, Nanos intended,
-                                   Nanos now) {
+connection_event client_connection::send(const std::string& request, bool head_request,
+                                         nanos intended, nanos now) {
   request_ = &request;
   written_ = 0;
   must_close_ = false;
   parser_.reset(head_request);
   intended_at_ = intended;
   sent_at_ = now;
-  state_ = State::kBusy;
+  state_ = connection_state::kBusy;
   return flush();
 }
 
-Connection::Event Connection::flush() {
+connection_event client_connection::flush() {
   const std::string& req = *request_;
   while (written_ < req.size()) {
     const ssize_t n = ::send(fd_, req.data() + written_, req.size() - written_, MSG_NOSIGNAL);
@@ -105,73 +105,72 @@ Connection::Event Connection::flush() {
       // Only now pay for EPOLLOUT; the usual small request never gets here.
       if (!want_write_) set_interest(EPOLLIN | EPOLLOUT);
       want_write_ = true;
-      return Event::kNone;
+      return connection_event::kNone;
     }
     set_error_from_errno("send");
-    return Event::kIoError;
+    return connection_event::kIoError;
   }
   if (want_write_) {
     set_interest(EPOLLIN);
     want_write_ = false;
   }
-  return Event::kNone;
+  return connection_event::kNone;
 }
 
-Connection::Event Connection::on_event(std::uint32_t events, char* buf, std::size_t cap) {
-  if (state_ == State::kConnecting) {
-    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return Event::kNone;
+connection_event client_connection::on_event(std::uint32_t events, char* buf, std::size_t cap) {
+  if (state_ == connection_state::kConnecting) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return connection_event::kNone;
     int err = 0;
     socklen_t len = sizeof err;
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0 || (events & (EPOLLERR | EPOLLHUP)) != 0) {
       error_ = std::string("connect: ") + std::strerror(err != 0 ? err : ECONNREFUSED);
       close();
-      return Event::kConnectFailed;
+      return connection_event::kConnectFailed;
     }
     // Level-triggered EPOLLIN only from here on: one recv per readiness, no EAGAIN probing.
     set_interest(EPOLLIN);
-    state_ = State::kIdle;
-    return Event::kConnected;
+    state_ = connection_state::kIdle;
+    return connection_event::kConnected;
   }
-  if (state_ == State::kDown) return Event::kNone;
-  if ((events & EPOLLOUT) != 0 && want_write_ && state_ == State::kBusy) {
-    if (const Event ev = flush(); ev != Event::kNone) return ev;
+  if (state_ == connection_state::kDown) return connection_event::kNone;
+  if ((events & EPOLLOUT) != 0 && want_write_ && state_ == connection_state::kBusy) {
+    if (const connection_event ev = flush(); ev != connection_event::kNone) return ev;
   }
   if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) return read_some(buf, cap);
-  return Event::kNone;
+  return connection_event::kNone;
 }
 
-Connection::Event Connection::read_some(char* buf, std::size_t cap) {
+connection_event client_connection::read_some(char* buf, std::size_t cap) {
   const ssize_t n = ::recv(fd_, buf, cap, 0);
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Event::kNone;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return connection_event::kNone;
     set_error_from_errno("recv");
-    return state_ == State::kBusy ? Event::kIoError : Event::kPeerClosed;
+    return state_ == connection_state::kBusy ? connection_event::kIoError
+                                             : connection_event::kPeerClosed;
   }
-  if (state_ != State::kBusy) {
+  if (state_ != connection_state::kBusy) {
     // An idle keep-alive connection closed by the server is normal; bytes nobody asked for
     // mean the stream is out of sync. Either way the connection is done.
     error_ = n == 0 ? "closed while idle" : "unsolicited bytes on idle connection";
-    return Event::kPeerClosed;
+    return connection_event::kPeerClosed;
   }
   if (n == 0) {
-    if (parser_.finish_eof() == ResponseParser::Result::kComplete) {
+    if (parser_.finish_eof() == response_parser::feed_result::kComplete) {
       must_close_ = true;
-      state_ = State::kIdle;
-      return Event::kResponse;
+      state_ = connection_state::kIdle;
+      return connection_event::kResponse;
     }
     error_ = parser_.error();
-    return Event::kIoError;
+    return connection_event::kIoError;
   }
   std::size_t consumed = 0;
   switch (parser_.feed(buf, static_cast<std::size_t>(n), consumed)) {
-    case ResponseParser::Result::kNeedMore:
-      return Event::kNone;
-    case ResponseParser::Result::kError:
+    case response_parser::feed_result::kNeedMore: return connection_event::kNone;
+    case response_parser::feed_result::kError:
       error_ = parser_.error();
-      return Event::kParseError;
-    case ResponseParser::Result::kComplete:
-      break;
+      return connection_event::kParseError;
+    case response_parser::feed_result::kComplete: break;
   }
   // Extra bytes after the response (we never pipeline) or a response that arrived before the
   // request was fully written both leave the stream unusable for the next request.
@@ -180,8 +179,8 @@ Connection::Event Connection::read_some(char* buf, std::size_t cap) {
     set_interest(EPOLLIN);
     want_write_ = false;
   }
-  state_ = State::kIdle;
-  return Event::kResponse;
+  state_ = connection_state::kIdle;
+  return connection_event::kResponse;
 }
 
 }  // namespace knit_load

@@ -12,85 +12,88 @@
 
 namespace knit_load {
 
-struct RouteSlice;
+struct route_slice;
 
-struct Endpoint {
+struct endpoint {
   sockaddr_storage addr{};
   socklen_t len = 0;
 };
 
 // Resolves host:port (numeric or name; first address wins). Throws std::runtime_error.
-Endpoint resolve_endpoint(const std::string& host, std::uint16_t port);
+endpoint resolve_endpoint(const std::string& host, std::uint16_t port);
+
+// Where a client_connection is in its life.
+enum class connection_state {
+  kDown,        // no socket (never opened, closed, or waiting to retry a failed connect)
+  kConnecting,  // non-blocking connect in progress
+  kIdle,        // connected, no request outstanding
+  kBusy,        // request written (perhaps partly), response not complete
+};
+
+// What handling a client_connection reported, for its worker to act on.
+enum class connection_event {
+  kNone,           // nothing for the worker to do yet
+  kConnected,      // kConnecting -> kIdle
+  kConnectFailed,  // -> kDown
+  kResponse,       // kBusy -> kIdle; see status()/keep_alive()
+  kIoError,        // error or premature close while kBusy (socket still open)
+  kParseError,     // malformed response while kBusy (socket still open)
+  kPeerClosed,     // the server closed or spoke on an idle connection (socket still open)
+};
 
 // The connection only moves bytes and reports what happened; the worker that owns it
 // decides what each event means for the statistics and what the connection does next.
 // It registers itself with the worker's epoll set (data.ptr = this), so it must not move.
-class Connection {
+class client_connection {
  public:
-  enum class State {
-    kDown,        // no socket (never opened, closed, or waiting to retry a failed connect)
-    kConnecting,  // non-blocking connect in progress
-    kIdle,        // connected, no request outstanding
-    kBusy,        // request written (perhaps partly), response not complete
-  };
-  enum class Event {
-    kNone,           // nothing for the worker to do yet
-    kConnected,      // kConnecting -> kIdle
-    kConnectFailed,  // -> kDown
-    kResponse,       // kBusy -> kIdle; see status()/keep_alive()
-    kIoError,        // error or premature close while kBusy (socket still open)
-    kParseError,     // malformed response while kBusy (socket still open)
-    kPeerClosed,     // the server closed or spoke on an idle connection (socket still open)
-  };
-
-  Connection(int epoll_fd, RouteSlice* slice) : epoll_fd_(epoll_fd), slice_(slice) {}
-  ~Connection() { close(); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  client_connection(int epoll_fd, route_slice* slice) : epoll_fd_(epoll_fd), slice_(slice) {}
+  ~client_connection() { close(); }
+  client_connection(const client_connection&) = delete;
+  client_connection& operator=(const client_connection&) = delete;
 
   // Starts a non-blocking connect. Returns kConnectFailed or kNone: success is always
   // reported later through on_event(), even when connect() completes at once, so that
   // handling a connection never recurses into itself.
-  Event connect(const Endpoint& target, Nanos now);
+  connection_event connect(const endpoint& target, nanos now);
   // Writes `request` (which must outlive the response); the connection must be kIdle.
   // Returns kNone or kIoError.
-  Event send(const std::string& request, bool head_request, Nanos intended, Nanos now);
+  connection_event send(const std::string& request, bool head_request, nanos intended, nanos now);
   // Handles epoll readiness bits. `buf` is scratch space shared by the worker's connections.
-  Event on_event(std::uint32_t events, char* buf, std::size_t cap);
+  connection_event on_event(std::uint32_t events, char* buf, std::size_t cap);
   void close();
 
-  State state() const { return state_; }
-  RouteSlice* slice() const { return slice_; }
+  connection_state state() const { return state_; }
+  route_slice* slice() const { return slice_; }
   int fd() const { return fd_; }
-  Nanos intended_at() const { return intended_at_; }
-  Nanos sent_at() const { return sent_at_; }
-  Nanos connect_started_at() const { return connect_started_at_; }
+  nanos intended_at() const { return intended_at_; }
+  nanos sent_at() const { return sent_at_; }
+  nanos connect_started_at() const { return connect_started_at_; }
   int status() const { return parser_.status(); }
   // Whether the last response left the connection reusable.
   bool keep_alive() const { return parser_.keep_alive() && !must_close_; }
   const std::string& error() const { return error_; }
 
   // When a kDown connection should try to connect again (managed by the worker).
-  Nanos retry_at = 0;
+  nanos retry_at = 0;
 
  private:
-  Event flush();
-  Event read_some(char* buf, std::size_t cap);
+  connection_event flush();
+  connection_event read_some(char* buf, std::size_t cap);
   void set_interest(std::uint32_t events);
   void set_error_from_errno(const char* what);
 
   int epoll_fd_;
-  RouteSlice* slice_;
+  route_slice* slice_;
   int fd_ = -1;
-  State state_ = State::kDown;
+  connection_state state_ = connection_state::kDown;
   const std::string* request_ = nullptr;
   std::size_t written_ = 0;
   bool want_write_ = false;
   bool must_close_ = false;
-  Nanos intended_at_ = 0;
-  Nanos sent_at_ = 0;
-  Nanos connect_started_at_ = 0;
-  ResponseParser parser_;
+  nanos intended_at_ = 0;
+  nanos sent_at_ = 0;
+  nanos connect_started_at_ = 0;
+  response_parser parser_;
   std::string error_;
 };
 

@@ -6,9 +6,9 @@
 
 namespace knit_load {
 
-Histogram::Histogram() : counts_(kBucketCount, 0) {}
+latency_histogram::latency_histogram() : counts_(kBucketCount, 0) {}
 
-std::size_t Histogram::bucket_of(std::uint64_t value) {
+std::size_t latency_histogram::bucket_of(std::uint64_t value) {
   if (value < kSubCount) return static_cast<std::size_t>(value);
   const int exponent = 63 - __builtin_clzll(value);
   if (exponent >= kMaxExponent) return kBucketCount - 1;
@@ -18,25 +18,25 @@ std::size_t Histogram::bucket_of(std::uint64_t value) {
                                   ((value >> shift) - kSubCount));
 }
 
-std::uint64_t Histogram::bucket_low(std::size_t bucket) {
+std::uint64_t latency_histogram::bucket_low(std::size_t bucket) {
   if (bucket < kSubCount) return bucket;
   const std::uint64_t shift = (bucket - kSubCount) / kSubCount;
   const std::uint64_t sub = (bucket - kSubCount) % kSubCount;
   return (kSubCount + sub) << shift;
 }
 
-std::uint64_t Histogram::bucket_high(std::size_t bucket) {
+std::uint64_t latency_histogram::bucket_high(std::size_t bucket) {
   if (bucket < kSubCount) return bucket + 1;
   const std::uint64_t shift = (bucket - kSubCount) / kSubCount;
   return bucket_low(bucket) + (std::uint64_t{1} << shift);
 }
 
-std::uint64_t Histogram::bucket_mid(std::size_t bucket) {
+std::uint64_t latency_histogram::bucket_mid(std::size_t bucket) {
   const std::uint64_t low = bucket_low(bucket);
   return low + (bucket_high(bucket) - 1 - low) / 2;
 }
 
-void Histogram::record_n(std::uint64_t value, std::uint64_t n) {
+void latency_histogram::record_n(std::uint64_t value, std::uint64_t n) {
   if (n == 0) return;
   counts_[bucket_of(value)] += n;
   count_ += n;
@@ -45,7 +45,7 @@ void Histogram::record_n(std::uint64_t value, std::uint64_t n) {
   max_ = std::max(max_, value);
 }
 
-void Histogram::merge(const Histogram& other) {
+void latency_histogram::merge(const latency_histogram& other) {
   for (std::size_t i = 0; i < kBucketCount; ++i) counts_[i] += other.counts_[i];
   count_ += other.count_;
   sum_ += other.sum_;
@@ -53,13 +53,13 @@ void Histogram::merge(const Histogram& other) {
   max_ = std::max(max_, other.max_);
 }
 
-void Histogram::clear() { *this = Histogram(); }
+void latency_histogram::clear() { *this = latency_histogram(); }
 
-double Histogram::mean() const {
+double latency_histogram::mean() const {
   return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0;
 }
 
-std::uint64_t Histogram::percentile(double p) const {
+std::uint64_t latency_histogram::percentile(double p) const {
   if (count_ == 0) return 0;
   if (p >= 100.0) return max_;
   if (p <= 0.0) return min_;

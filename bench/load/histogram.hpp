@@ -12,19 +12,19 @@ namespace knit_load {
 // midpoint keeps the error under 1/256 (0.39%). Values below 128 ns get exact buckets.
 // The range reaches 2^40 ns (~18 minutes); anything larger lands in the last bucket,
 // while min/max are kept exactly.
-class Histogram {
+class latency_histogram {
  public:
   static constexpr int kSubBits = 7;
   static constexpr std::uint64_t kSubCount = std::uint64_t{1} << kSubBits;
   static constexpr int kMaxExponent = 40;
   static constexpr std::size_t kBucketCount = kSubCount + (kMaxExponent - kSubBits) * kSubCount;
 
-  Histogram();
+  latency_histogram();
 
   void record(std::uint64_t value) { record_n(value, 1); }
   void record_n(std::uint64_t value, std::uint64_t n);
   // Adds every sample of `other`, as if they had been recorded here.
-  void merge(const Histogram& other);
+  void merge(const latency_histogram& other);
   void clear();
 
   std::uint64_t count() const { return count_; }
@@ -42,7 +42,7 @@ class Histogram {
   static std::uint64_t bucket_high(std::size_t bucket);
   static std::uint64_t bucket_mid(std::size_t bucket);
 
-  friend bool operator==(const Histogram&, const Histogram&) = default;
+  friend bool operator==(const latency_histogram&, const latency_histogram&) = default;
 
  private:
   std::vector<std::uint64_t> counts_;

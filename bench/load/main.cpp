@@ -24,16 +24,16 @@ int main(int argc, char** argv) {
     ::setrlimit(RLIMIT_NOFILE, &lim);
   }
 
-  Config cfg;
+  load_config cfg;
   try {
     cfg = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const CliError& e) {
+  } catch (const cli_error& e) {
     std::cerr << e.what();
     if (std::string(e.what()).back() != '\n') std::cerr << '\n';
     return 2;
   }
 
-  RunResult result;
+  run_result result;
   try {
     result = run_load(cfg, &std::cerr);
   } catch (const std::exception& e) {

@@ -6,12 +6,12 @@
 
 namespace knit_load {
 
-Nanos OpenLoopSchedule::intended(std::uint64_t i) const {
+nanos open_loop_schedule::intended(std::uint64_t i) const {
   // long double keeps i * 1e9 exact far beyond any run length.
-  return t0_ + static_cast<Nanos>(static_cast<long double>(i) * kNanosPerSecond / rate_);
+  return t0_ + static_cast<nanos>(static_cast<long double>(i) * kNanosPerSecond / rate_);
 }
 
-std::uint64_t OpenLoopSchedule::due_before(Nanos t) const {
+std::uint64_t open_loop_schedule::due_before(nanos t) const {
   if (t <= t0_) return 0;
   // Estimate, then fix up the rounding so the answer agrees exactly with intended().
   auto n = static_cast<std::uint64_t>(
@@ -21,7 +21,7 @@ std::uint64_t OpenLoopSchedule::due_before(Nanos t) const {
   return n;
 }
 
-std::uint64_t OpenLoopSchedule::backlog(Nanos t) const {
+std::uint64_t open_loop_schedule::backlog(nanos t) const {
   const std::uint64_t due = due_before(t);
   return due > next_ ? due - next_ : 0;
 }
@@ -30,7 +30,7 @@ bool open_loop_rate_met(double target, double achieved, std::uint64_t backlog) {
   return achieved >= 0.99 * target && backlog == 0;
 }
 
-void OpenLoopDriver::on_ready(Connection& c, Nanos now) {
+void open_loop_driver::on_ready(client_connection& c, nanos now) {
   if (schedule_.due(now)) {
     sink_.send(c, schedule_.take(), now);
   } else {
@@ -38,13 +38,13 @@ void OpenLoopDriver::on_ready(Connection& c, Nanos now) {
   }
 }
 
-void OpenLoopDriver::on_lost(Connection& c) {
+void open_loop_driver::on_lost(client_connection& c) {
   idle_.erase(std::remove(idle_.begin(), idle_.end(), &c), idle_.end());
 }
 
-void OpenLoopDriver::dispatch(Nanos now) {
+void open_loop_driver::dispatch(nanos now) {
   while (!idle_.empty() && schedule_.due(now)) {
-    Connection* c = idle_.front();
+    client_connection* c = idle_.front();
     idle_.pop_front();
     sink_.send(*c, schedule_.take(), now);
   }

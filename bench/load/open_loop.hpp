@@ -9,26 +9,26 @@
 namespace knit_load {
 
 // Request i is due at t0 + i / rate. Pure arithmetic, so it is testable on its own.
-class OpenLoopSchedule {
+class open_loop_schedule {
  public:
-  OpenLoopSchedule(double rate, Nanos t0) : rate_(rate), t0_(t0) {}
+  open_loop_schedule(double rate, nanos t0) : rate_(rate), t0_(t0) {}
 
-  Nanos intended(std::uint64_t i) const;
-  Nanos next() const { return intended(next_); }
-  bool due(Nanos now) const { return next() <= now; }
+  nanos intended(std::uint64_t i) const;
+  nanos next() const { return intended(next_); }
+  bool due(nanos now) const { return next() <= now; }
   // Claims the next request and returns its intended send time.
-  Nanos take() { return intended(next_++); }
+  nanos take() { return intended(next_++); }
   std::uint64_t taken() const { return next_; }
   // How many requests are due strictly before `t`.
-  std::uint64_t due_before(Nanos t) const;
+  std::uint64_t due_before(nanos t) const;
   // Requests due before `t` that have not been taken.
-  std::uint64_t backlog(Nanos t) const;
+  std::uint64_t backlog(nanos t) const;
   double rate() const { return rate_; }
-  Nanos t0() const { return t0_; }
+  nanos t0() const { return t0_; }
 
  private:
   double rate_;
-  Nanos t0_;
+  nanos t0_;
   std::uint64_t next_ = 0;
 };
 
@@ -39,30 +39,30 @@ bool open_loop_rate_met(double target, double achieved, std::uint64_t backlog);
 // The route's connections form a pool: a due request goes to a parked (idle) connection;
 // with none parked it waits, and its latency keeps counting from the intended time, which
 // is what corrects for coordinated omission. No pipelining: one request per connection.
-class OpenLoopDriver final : public RouteDriver {
+class open_loop_driver final : public route_driver {
  public:
-  OpenLoopDriver(RequestSink& sink, double rate) : sink_(sink), schedule_(rate, 0) {}
+  open_loop_driver(request_sink& sink, double rate) : sink_(sink), schedule_(rate, 0) {}
 
-  void start(Nanos t0) override { schedule_ = OpenLoopSchedule(schedule_.rate(), t0); }
-  void on_ready(Connection& c, Nanos now) override;
-  void on_lost(Connection& c) override;
-  void dispatch(Nanos now) override;
-  Nanos next_deadline() const override { return idle_.empty() ? kNever : schedule_.next(); }
+  void start(nanos t0) override { schedule_ = open_loop_schedule(schedule_.rate(), t0); }
+  void on_ready(client_connection& c, nanos now) override;
+  void on_lost(client_connection& c) override;
+  void dispatch(nanos now) override;
+  nanos next_deadline() const override { return idle_.empty() ? kNever : schedule_.next(); }
   // Only requests that waited for want of a connection: with connections idle, a due request
   // is merely one the timer had not woken up for yet when the window closed.
-  std::uint64_t backlog(Nanos end) const override {
+  std::uint64_t backlog(nanos end) const override {
     return idle_.empty() ? schedule_.backlog(end) : 0;
   }
 
-  const OpenLoopSchedule& schedule() const { return schedule_; }
+  const open_loop_schedule& schedule() const { return schedule_; }
   std::size_t idle_connections() const { return idle_.size(); }
 
  private:
-  RequestSink& sink_;
-  OpenLoopSchedule schedule_;
+  request_sink& sink_;
+  open_loop_schedule schedule_;
   // FIFO, so every connection is used in turn and none sits idle long enough for the
   // server's keep-alive timeout to close it under us.
-  std::deque<Connection*> idle_;
+  std::deque<client_connection*> idle_;
 };
 
 }  // namespace knit_load

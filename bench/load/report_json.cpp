@@ -10,7 +10,7 @@ double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 }  // namespace
 
-boost::json::object percentiles_json(const Histogram& h) {
+boost::json::object percentiles_json(const latency_histogram& h) {
   boost::json::object o;
   o["p50"] = seconds(h.percentile(50));
   o["p90"] = seconds(h.percentile(90));
@@ -20,8 +20,8 @@ boost::json::object percentiles_json(const Histogram& h) {
   return o;
 }
 
-boost::json::object route_json(const RouteResult& r, double duration_s) {
-  const RouteStats& s = r.stats;
+boost::json::object route_json(const route_result& r, double duration_s) {
+  const route_load_stats& s = r.stats;
   const bool open = r.spec.open_loop();
   boost::json::object o;
   o["method"] = r.spec.method;
@@ -53,27 +53,23 @@ boost::json::object route_json(const RouteResult& r, double duration_s) {
   }
   o["statusCodeDistribution"] = std::move(codes);
 
-  boost::json::object errs;
-  errs["connect"] = s.connect_errors;
-  errs["read"] = s.read_errors;
-  errs["timeout"] = s.timeouts;
-  errs["parse"] = s.parse_errors;
-  o["errorDistribution"] = std::move(errs);
+  o["errorDistribution"] = boost::json::object{{"connect", s.connect_errors},
+                                                {"read", s.read_errors},
+                                                {"timeout", s.timeouts},
+                                                {"parse", s.parse_errors}};
 
   o["latencyPercentiles"] = percentiles_json(s.latency);
   if (open) {
-    boost::json::object rate;
-    rate["target"] = r.target_rate;
-    rate["achieved"] = r.achieved_rate;
-    rate["met"] = r.rate_met;
-    rate["backlog"] = s.backlog_at_end;
-    o["rate"] = std::move(rate);
+    o["rate"] = boost::json::object{{"target", r.target_rate},
+                                    {"achieved", r.achieved_rate},
+                                    {"met", r.rate_met},
+                                    {"backlog", s.backlog_at_end}};
     o["uncorrectedLatencyPercentiles"] = percentiles_json(s.uncorrected);
   }
   return o;
 }
 
-boost::json::object to_json(const RunResult& result) {
+boost::json::object to_json(const run_result& result) {
   boost::json::object o;
   o["tool"] = "knit-load";
   o["version"] = 1;
@@ -84,7 +80,9 @@ boost::json::object to_json(const RunResult& result) {
   o["gen_cpu_s"] = result.gen_cpu_s;
   o["gen_cores"] = result.gen_cores();
   boost::json::object routes;
-  for (const RouteResult& r : result.routes) routes[r.spec.name] = route_json(r, result.duration_s);
+  for (const route_result& r : result.routes) {
+    routes[r.spec.name] = route_json(r, result.duration_s);
+  }
   o["routes"] = std::move(routes);
   return o;
 }

@@ -9,8 +9,8 @@
 namespace knit_load {
 
 // {"p50","p90","p99","p99.9","max"} in seconds, as oha's latencyPercentiles.
-boost::json::object percentiles_json(const Histogram& h);
-boost::json::object route_json(const RouteResult& r, double duration_s);
-boost::json::object to_json(const RunResult& result);
+boost::json::object percentiles_json(const latency_histogram& h);
+boost::json::object route_json(const route_result& r, double duration_s);
+boost::json::object to_json(const run_result& result);
 
 }  // namespace knit_load

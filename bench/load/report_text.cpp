@@ -7,7 +7,7 @@
 namespace knit_load {
 namespace {
 
-void print_percentiles(std::ostream& out, const char* label, const Histogram& h) {
+void print_percentiles(std::ostream& out, const char* label, const latency_histogram& h) {
   auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e6; };
   out << "    " << label << " ms: p50 " << ms(h.percentile(50)) << "  p90 " << ms(h.percentile(90))
       << "  p99 " << ms(h.percentile(99)) << "  p99.9 " << ms(h.percentile(99.9)) << "  max "
@@ -16,14 +16,14 @@ void print_percentiles(std::ostream& out, const char* label, const Histogram& h)
 
 }  // namespace
 
-void print_summary(std::ostream& out, const RunResult& result) {
+void print_summary(std::ostream& out, const run_result& result) {
   const auto flags = out.flags();
   out << std::fixed << std::setprecision(2);
   out << "knit-load " << result.host << ":" << result.port << "  " << result.duration_s << " s  "
       << result.threads << " thread(s)  generator CPU " << result.gen_cpu_s << " s ("
       << result.gen_cores() << " cores)\n";
-  for (const RouteResult& r : result.routes) {
-    const RouteStats& s = r.stats;
+  for (const route_result& r : result.routes) {
+    const route_load_stats& s = r.stats;
     const double rps = static_cast<double>(s.requests) / result.duration_s;
     const double ok = s.requests ? 100.0 * static_cast<double>(s.successes) / static_cast<double>(s.requests) : 0.0;
     out << r.spec.name << "  " << r.spec.method << " " << r.spec.path << "  "

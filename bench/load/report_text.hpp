@@ -7,6 +7,6 @@
 
 namespace knit_load {
 
-void print_summary(std::ostream& out, const RunResult& result);
+void print_summary(std::ostream& out, const run_result& result);
 
 }  // namespace knit_load

@@ -3,7 +3,7 @@
 
 namespace knit_load {
 
-std::string build_request(const RouteSpec& route, const std::string& host, std::uint16_t port) {
+std::string build_request(const route_spec& route, const std::string& host, std::uint16_t port) {
   // An IPv6 literal needs brackets in the Host header.
   const bool v6 = host.find(':') != std::string::npos;
   std::string req;

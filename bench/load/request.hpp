@@ -10,6 +10,6 @@ namespace knit_load {
 
 // "METHOD PATH HTTP/1.1\r\nHost: H:P\r\n[content-type + content-length]\r\n\r\nbody".
 // Keep-alive is HTTP/1.1's default, so no Connection header is sent.
-std::string build_request(const RouteSpec& route, const std::string& host, std::uint16_t port);
+std::string build_request(const route_spec& route, const std::string& host, std::uint16_t port);
 
 }  // namespace knit_load

@@ -1,4 +1,4 @@
-// Incremental HTTP/1.1 response parser: the state machine behind ResponseParser.
+// Incremental HTTP/1.1 response parser: the state machine behind response_parser.
 #include "response_parser.hpp"
 
 #include <algorithm>
@@ -74,8 +74,8 @@ bool parse_chunk_size(std::string_view line, std::uint64_t& out) {
 
 }  // namespace
 
-void ResponseParser::reset(bool head_request) {
-  state_ = State::kHead;
+void response_parser::reset(bool head_request) {
+  state_ = parse_state::kHead;
   head_request_ = head_request;
   started_ = false;
   status_ = 0;
@@ -87,14 +87,14 @@ void ResponseParser::reset(bool head_request) {
   error_.clear();
 }
 
-ResponseParser::Result ResponseParser::fail(std::string why) {
-  state_ = State::kError;
+response_parser::feed_result response_parser::fail(std::string why) {
+  state_ = parse_state::kError;
   keep_alive_ = false;
   error_ = std::move(why);
-  return Result::kError;
+  return feed_result::kError;
 }
 
-bool ResponseParser::next_line(const char*& p, const char* end, std::string_view& line) {
+bool response_parser::next_line(const char*& p, const char* end, std::string_view& line) {
   const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
   if (nl == nullptr) {
     line_buf_.append(p, end);
@@ -112,8 +112,8 @@ bool ResponseParser::next_line(const char*& p, const char* end, std::string_view
   return true;
 }
 
-ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
-                                            std::size_t& consumed) {
+response_parser::feed_result response_parser::feed(const char* data, std::size_t len,
+                                                   std::size_t& consumed) {
   const char* p = data;
   const char* const end = data + len;
   consumed = 0;
@@ -121,15 +121,14 @@ ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
 
   while (true) {
     switch (state_) {
-      case State::kError:
-        return Result::kError;
+      case parse_state::kError: return feed_result::kError;
 
-      case State::kDone:
+      case parse_state::kDone:
         consumed = static_cast<std::size_t>(p - data);
-        return Result::kComplete;
+        return feed_result::kComplete;
 
-      case State::kHead: {
-        if (p == end) return Result::kNeedMore;
+      case parse_state::kHead: {
+        if (p == end) return feed_result::kNeedMore;
         // Fast path: the whole head is in this piece, parse it in place without copying.
         if (head_buf_.empty()) {
           const std::string_view in(p, static_cast<std::size_t>(end - p));
@@ -138,7 +137,7 @@ ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
             // The limits hold however the reads split the bytes (fuzz_response_parser).
             if (pos > kMaxHeadBytes) return fail("response head too large");
             p += pos + kHeadEnd.size();
-            if (parse_head(in.substr(0, pos)) == Result::kError) return Result::kError;
+            if (parse_head(in.substr(0, pos)) == feed_result::kError) return feed_result::kError;
             continue;
           }
         }
@@ -151,54 +150,55 @@ ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
           p = end;
           // Up to 3 buffered bytes may be the start of the blank line, not part of the head.
           if (head_buf_.size() > kMaxHeadBytes + kHeadEnd.size() - 1) return fail("response head too large");
-          return Result::kNeedMore;
+          return feed_result::kNeedMore;
         }
         if (pos > kMaxHeadBytes) return fail("response head too large");
         p += pos + kHeadEnd.size() - old_size;
         const std::string head = head_buf_.substr(0, pos);
         head_buf_.clear();
-        if (parse_head(head) == Result::kError) return Result::kError;
+        if (parse_head(head) == feed_result::kError) return feed_result::kError;
         continue;
       }
 
-      case State::kBodyLength:
-      case State::kChunkData: {
+      case parse_state::kBodyLength:
+      case parse_state::kChunkData: {
         const auto take = std::min<std::uint64_t>(remaining_, static_cast<std::uint64_t>(end - p));
         p += take;
         remaining_ -= take;
         body_bytes_ += take;
-        if (remaining_ > 0) return Result::kNeedMore;
-        state_ = state_ == State::kBodyLength ? State::kDone : State::kChunkDataEnd;
+        if (remaining_ > 0) return feed_result::kNeedMore;
+        state_ =
+            state_ == parse_state::kBodyLength ? parse_state::kDone : parse_state::kChunkDataEnd;
         continue;
       }
 
-      case State::kBodyUntilClose:
+      case parse_state::kBodyUntilClose:
         body_bytes_ += static_cast<std::uint64_t>(end - p);
         p = end;
-        return Result::kNeedMore;
+        return feed_result::kNeedMore;
 
-      case State::kChunkSize:
-      case State::kChunkDataEnd:
-      case State::kTrailer: {
+      case parse_state::kChunkSize:
+      case parse_state::kChunkDataEnd:
+      case parse_state::kTrailer: {
         std::string_view line;
         if (!next_line(p, end, line)) {
           // The buffered part may end with the line's CR, which is not part of the line.
           if (line_buf_.size() > kMaxLineBytes + 1) return fail("chunk line too long");
-          return Result::kNeedMore;
+          return feed_result::kNeedMore;
         }
         // A whole line is held to the same limit as a partial one, so that the answer does
         // not depend on where the reads split it (fuzz_response_parser checks this).
         if (line.size() > kMaxLineBytes) return fail("chunk line too long");
-        if (state_ == State::kChunkSize) {
+        if (state_ == parse_state::kChunkSize) {
           std::uint64_t size = 0;
           if (!parse_chunk_size(line, size)) return fail("bad chunk size");
           remaining_ = size;
-          state_ = size == 0 ? State::kTrailer : State::kChunkData;
-        } else if (state_ == State::kChunkDataEnd) {
+          state_ = size == 0 ? parse_state::kTrailer : parse_state::kChunkData;
+        } else if (state_ == parse_state::kChunkDataEnd) {
           if (!line.empty()) return fail("chunk data not followed by CRLF");
-          state_ = State::kChunkSize;
+          state_ = parse_state::kChunkSize;
         } else if (line.empty()) {
-          state_ = State::kDone;  // the blank line after (optional) trailer fields
+          state_ = parse_state::kDone;  // the blank line after (optional) trailer fields
         }
         line_buf_.clear();
         continue;
@@ -207,17 +207,17 @@ ResponseParser::Result ResponseParser::feed(const char* data, std::size_t len,
   }
 }
 
-ResponseParser::Result ResponseParser::finish_eof() {
-  if (state_ == State::kBodyUntilClose) {
-    state_ = State::kDone;
+response_parser::feed_result response_parser::finish_eof() {
+  if (state_ == parse_state::kBodyUntilClose) {
+    state_ = parse_state::kDone;
     keep_alive_ = false;
-    return Result::kComplete;
+    return feed_result::kComplete;
   }
-  if (state_ == State::kDone) return Result::kComplete;
+  if (state_ == parse_state::kDone) return feed_result::kComplete;
   return fail(started_ ? "connection closed mid-response" : "connection closed before response");
 }
 
-ResponseParser::Result ResponseParser::parse_head(std::string_view head) {
+response_parser::feed_result response_parser::parse_head(std::string_view head) {
   std::size_t eol = head.find("\r\n");
   const std::string_view status_line = head.substr(0, eol);
   // "HTTP/1.x SSS[ reason]"
@@ -278,24 +278,24 @@ ResponseParser::Result ResponseParser::parse_head(std::string_view head) {
   // protocols, which a load generator cannot follow).
   if (status_ >= 100 && status_ < 200) {
     if (status_ == 101) return fail("unexpected 101 switching protocols");
-    state_ = State::kHead;
-    return Result::kNeedMore;
+    state_ = parse_state::kHead;
+    return feed_result::kNeedMore;
   }
   if (head_request_ || status_ == 204 || status_ == 304) {
-    state_ = State::kDone;
+    state_ = parse_state::kDone;
   } else if (chunked) {
-    state_ = State::kChunkSize;
+    state_ = parse_state::kChunkSize;
   } else if (other_coding) {
-    state_ = State::kBodyUntilClose;
+    state_ = parse_state::kBodyUntilClose;
     keep_alive_ = false;
   } else if (has_length) {
     remaining_ = length;
-    state_ = length == 0 ? State::kDone : State::kBodyLength;
+    state_ = length == 0 ? parse_state::kDone : parse_state::kBodyLength;
   } else {
-    state_ = State::kBodyUntilClose;
+    state_ = parse_state::kBodyUntilClose;
     keep_alive_ = false;
   }
-  return Result::kNeedMore;
+  return feed_result::kNeedMore;
 }
 
 }  // namespace knit_load

@@ -37,30 +37,30 @@ std::uint32_t share(std::uint32_t conns, std::uint32_t threads, std::uint32_t t)
 
 }  // namespace
 
-RunResult run_load(const Config& cfg, std::ostream* progress) {
-  const Endpoint target = resolve_endpoint(cfg.host, cfg.port);
-  const Nanos duration = static_cast<Nanos>(std::llround(cfg.duration_s * kNanosPerSecond));
-  const Nanos timeout = static_cast<Nanos>(cfg.timeout_ms) * kNanosPerMilli;
+run_result run_load(const load_config& cfg, std::ostream* progress) {
+  const endpoint target = resolve_endpoint(cfg.host, cfg.port);
+  const nanos duration = static_cast<nanos>(std::llround(cfg.duration_s * kNanosPerSecond));
+  const nanos timeout = static_cast<nanos>(cfg.timeout_ms) * kNanosPerMilli;
 
   std::vector<std::string> requests;
-  for (const RouteSpec& r : cfg.routes) requests.push_back(build_request(r, cfg.host, cfg.port));
+  for (const route_spec& r : cfg.routes) requests.push_back(build_request(r, cfg.host, cfg.port));
 
-  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::unique_ptr<load_worker>> workers;
   for (std::uint32_t t = 0; t < cfg.threads; ++t) {
-    std::vector<SliceSpec> slices;
+    std::vector<slice_spec> slices;
     for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
-      const RouteSpec& r = cfg.routes[i];
+      const route_spec& r = cfg.routes[i];
       const std::uint32_t conns = share(r.connections, cfg.threads, t);
       if (conns == 0) continue;
       // Each worker runs its own schedule at its connections' share of the route's rate.
       const double rate = r.rate * conns / r.connections;
       slices.push_back({i, &requests[i], r.method == "HEAD", conns, rate});
     }
-    workers.push_back(std::make_unique<Worker>(target, timeout, slices));
+    workers.push_back(std::make_unique<load_worker>(target, timeout, slices));
   }
 
   // Every worker connects first; the last one to arrive opens the window for all.
-  Nanos t0 = 0;
+  nanos t0 = 0;
   double cpu0 = 0;
   std::atomic<bool> started{false};
   std::barrier sync(static_cast<std::ptrdiff_t>(workers.size()), [&]() noexcept {
@@ -69,7 +69,7 @@ RunResult run_load(const Config& cfg, std::ostream* progress) {
     started.store(true);
     started.notify_all();
   });
-  auto start = [&]() -> Nanos {
+  auto start = [&]() -> nanos {
     sync.arrive_and_wait();
     return t0;  // written by the completion step, which happens-before the release
   };
@@ -118,17 +118,17 @@ RunResult run_load(const Config& cfg, std::ostream* progress) {
   const double cpu1 = cpu_seconds();
   if (error) std::rethrow_exception(error);
 
-  RunResult result;
+  run_result result;
   result.host = cfg.host;
   result.port = cfg.port;
   result.duration_s = static_cast<double>(duration) / kNanosPerSecond;
   result.threads = cfg.threads;
   result.gen_cpu_s = cpu1 - cpu0;
-  for (const RouteSpec& r : cfg.routes) result.routes.push_back({r, {}, r.rate, 0.0, true});
+  for (const route_spec& r : cfg.routes) result.routes.push_back({r, {}, r.rate, 0.0, true});
   for (auto& w : workers) {
     for (auto& s : w->slices()) result.routes[s->route_index].stats.merge(s->stats);
   }
-  for (RouteResult& r : result.routes) {
+  for (route_result& r : result.routes) {
     if (!r.spec.open_loop()) continue;
     r.achieved_rate = static_cast<double>(r.stats.requests) / result.duration_s;
     r.rate_met = open_loop_rate_met(r.target_rate, r.achieved_rate, r.stats.backlog_at_end);

@@ -5,24 +5,24 @@
 
 namespace knit_load {
 
-void RouteStats::record_response(int status, Nanos intended, Nanos sent_at, Nanos done) {
+void route_load_stats::record_response(int status, nanos intended, nanos sent_at, nanos done) {
   ++requests;
   if (status >= 200 && status < 300) ++successes;
   if (status >= 0 && status < static_cast<int>(status_counts.size())) ++status_counts[status];
-  latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, done - intended)));
-  uncorrected.record(static_cast<std::uint64_t>(std::max<Nanos>(0, done - sent_at)));
+  latency.record(static_cast<std::uint64_t>(std::max<nanos>(0, done - intended)));
+  uncorrected.record(static_cast<std::uint64_t>(std::max<nanos>(0, done - sent_at)));
 }
 
-void RouteStats::record_error(ErrorKind kind) {
+void route_load_stats::record_error(error_kind kind) {
   switch (kind) {
-    case ErrorKind::kConnect: ++connect_errors; break;
-    case ErrorKind::kRead: ++read_errors; break;
-    case ErrorKind::kTimeout: ++timeouts; break;
-    case ErrorKind::kParse: ++parse_errors; break;
+    case error_kind::kConnect: ++connect_errors; break;
+    case error_kind::kRead: ++read_errors; break;
+    case error_kind::kTimeout: ++timeouts; break;
+    case error_kind::kParse: ++parse_errors; break;
   }
 }
 
-void RouteStats::merge(const RouteStats& other) {
+void route_load_stats::merge(const route_load_stats& other) {
   requests += other.requests;
   successes += other.successes;
   for (std::size_t i = 0; i < status_counts.size(); ++i) status_counts[i] += other.status_counts[i];

@@ -9,14 +9,14 @@
 
 namespace knit_load {
 
-enum class ErrorKind {
+enum class error_kind {
   kConnect,  // connect() refused / failed / timed out
   kRead,     // I/O error or premature close on an established connection
   kTimeout,  // no full response within --timeout-ms
   kParse,    // the server's bytes were not a valid HTTP/1.x response
 };
 
-struct RouteStats {
+struct route_load_stats {
   // Responses fully received inside the measured window, whatever their status.
   std::uint64_t requests = 0;
   std::uint64_t successes = 0;  // 2xx
@@ -31,14 +31,14 @@ struct RouteStats {
   // Open loop: sends that were due before the window closed but never got a connection.
   std::uint64_t backlog_at_end = 0;
   // From the intended send time (CO-corrected in open loop; equal to actual in closed loop).
-  Histogram latency;
+  latency_histogram latency;
   // From the actual send time.
-  Histogram uncorrected;
+  latency_histogram uncorrected;
 
-  void record_response(int status, Nanos intended, Nanos sent_at, Nanos done);
-  void record_error(ErrorKind kind);
+  void record_response(int status, nanos intended, nanos sent_at, nanos done);
+  void record_error(error_kind kind);
   std::uint64_t errors() const { return connect_errors + read_errors + timeouts + parse_errors; }
-  void merge(const RouteStats& other);
+  void merge(const route_load_stats& other);
 };
 
 }  // namespace knit_load

@@ -11,8 +11,8 @@
 
 using namespace knit_load;
 
-TEST(Cli, Defaults) {
-  const Config c = parse_cli({"--route", "ping:GET:/ping:100"});
+TEST(cli, Defaults) {
+  const load_config c = parse_cli({"--route", "ping:GET:/ping:100"});
   EXPECT_EQ(c.host, "127.0.0.1");
   EXPECT_EQ(c.port, 3000);
   EXPECT_EQ(c.duration_s, 10.0);
@@ -27,15 +27,15 @@ TEST(Cli, Defaults) {
   EXPECT_FALSE(c.routes[0].open_loop());
 }
 
-TEST(Cli, AllFlagsAndBodyFile) {
+TEST(cli, AllFlagsAndBodyFile) {
   const std::string body_path = ::testing::TempDir() + "knit_load_cli_body.json";
   {
     std::ofstream(body_path) << R"({"name":"Ari"})";
   }
-  const Config c = parse_cli({"--host", "localhost", "--port=3001", "--duration", "1.5", "--threads",
-                              "2", "--json", "-", "--timeout-ms", "250", "--route",
-                              "ping:GET:/ping:100", "--route",
-                              "ssr:POST:/ssr:100:2000:" + body_path});
+  const load_config c =
+      parse_cli({"--host", "localhost", "--port=3001", "--duration", "1.5", "--threads", "2",
+                 "--json", "-", "--timeout-ms", "250", "--route", "ping:GET:/ping:100", "--route",
+                 "ssr:POST:/ssr:100:2000:" + body_path});
   EXPECT_EQ(c.host, "localhost");
   EXPECT_EQ(c.port, 3001);
   EXPECT_EQ(c.duration_s, 1.5);
@@ -49,13 +49,13 @@ TEST(Cli, AllFlagsAndBodyFile) {
   std::remove(body_path.c_str());
 }
 
-TEST(Cli, RateZeroOrEmptyIsClosedLoop) {
+TEST(cli, RateZeroOrEmptyIsClosedLoop) {
   EXPECT_FALSE(parse_route("a:GET:/:1:0").open_loop());
   EXPECT_FALSE(parse_route("a:GET:/:1:").open_loop());
   EXPECT_EQ(parse_route("a:GET:/:1:0.5").rate, 0.5);
 }
 
-TEST(Cli, Rejects) {
+TEST(cli, Rejects) {
   const std::vector<std::vector<std::string>> bad = {
       {},
       {"--route", "ping:GET:/ping"},
@@ -72,18 +72,18 @@ TEST(Cli, Rejects) {
       {"--route", "ping:GET:/ping:1", "--bogus"},
   };
   for (const auto& args : bad) {
-    EXPECT_THROW(parse_cli(args), CliError) << (args.empty() ? "" : args.back());
+    EXPECT_THROW(parse_cli(args), cli_error) << (args.empty() ? "" : args.back());
   }
 }
 
-TEST(Request, GetWithoutBody) {
-  RouteSpec r = parse_route("ping:GET:/ping:1");
+TEST(request, GetWithoutBody) {
+  route_spec r = parse_route("ping:GET:/ping:1");
   EXPECT_EQ(build_request(r, "127.0.0.1", 3000),
             "GET /ping HTTP/1.1\r\nHost: 127.0.0.1:3000\r\n\r\n");
 }
 
-TEST(Request, PostWithBody) {
-  RouteSpec r = parse_route("ssr:POST:/ssr:1:0:body.json");
+TEST(request, PostWithBody) {
+  route_spec r = parse_route("ssr:POST:/ssr:1:0:body.json");
   r.body = R"({"a":1})";
   EXPECT_EQ(build_request(r, "10.0.0.3", 3000),
             "POST /ssr HTTP/1.1\r\nHost: 10.0.0.3:3000\r\ncontent-type: application/json\r\n"

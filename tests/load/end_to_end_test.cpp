@@ -18,8 +18,8 @@ namespace json = boost::json;
 
 namespace {
 
-Config config_for(std::uint16_t port, double duration_s = 1.0) {
-  Config c;
+load_config config_for(std::uint16_t port, double duration_s = 1.0) {
+  load_config c;
   c.port = port;
   c.duration_s = duration_s;
   return c;
@@ -57,9 +57,9 @@ void check_route_json(const json::object& r, bool open) {
 
 }  // namespace
 
-TEST(EndToEnd, ClosedLoopMixedRoutes) {
-  knit_load_test::TinyHttpServer server;
-  Config cfg = config_for(server.port());
+TEST(end_to_end, ClosedLoopMixedRoutes) {
+  knit_load_test::tiny_http_server server;
+  load_config cfg = config_for(server.port());
   cfg.threads = 2;
   for (const char* spec : {"ok:GET:/ok:8", "err:GET:/status/500:3", "chunk:POST:/chunked:4",
                            "close:GET:/close:2"}) {
@@ -68,9 +68,9 @@ TEST(EndToEnd, ClosedLoopMixedRoutes) {
   cfg.routes[2].body_file = "inline";
   cfg.routes[2].body = R"({"x":1})";
 
-  const RunResult result = run_load(cfg);
+  const run_result result = run_load(cfg);
   ASSERT_EQ(result.routes.size(), 4u);
-  for (const RouteResult& r : result.routes) {
+  for (const route_result& r : result.routes) {
     SCOPED_TRACE(r.spec.name);
     EXPECT_GT(r.stats.requests, 0u);
     EXPECT_EQ(r.stats.errors(), 0u);
@@ -114,14 +114,14 @@ TEST(EndToEnd, ClosedLoopMixedRoutes) {
               doc.at("routes").at("ok").at("latencyPercentiles").at("p99").as_double(), 1e-12);
 }
 
-TEST(EndToEnd, OpenLoop) {
-  knit_load_test::TinyHttpServer server;
-  Config cfg = config_for(server.port());
+TEST(end_to_end, OpenLoop) {
+  knit_load_test::tiny_http_server server;
+  load_config cfg = config_for(server.port());
   cfg.routes.push_back(parse_route("ping:GET:/ping:4:500"));
   cfg.routes.push_back(parse_route("sat:GET:/ping:2"));
 
-  const RunResult result = run_load(cfg);
-  const RouteResult& open = result.routes[0];
+  const run_result result = run_load(cfg);
+  const route_result& open = result.routes[0];
   EXPECT_GT(open.stats.requests, 0u);
   EXPECT_EQ(open.stats.errors(), 0u);
   EXPECT_EQ(open.target_rate, 500.0);
@@ -140,13 +140,13 @@ TEST(EndToEnd, OpenLoop) {
   EXPECT_EQ(routes.at("ping").at("rate").at("target").as_double(), 500.0);
 }
 
-TEST(EndToEnd, TimeoutCountsAsErrorAndReconnects) {
-  knit_load_test::TinyHttpServer server;
-  Config cfg = config_for(server.port());
+TEST(end_to_end, TimeoutCountsAsErrorAndReconnects) {
+  knit_load_test::tiny_http_server server;
+  load_config cfg = config_for(server.port());
   cfg.timeout_ms = 100;
   cfg.routes.push_back(parse_route("hang:GET:/hang:2"));
-  const RunResult result = run_load(cfg);
-  const RouteStats& s = result.routes[0].stats;
+  const run_result result = run_load(cfg);
+  const route_load_stats& s = result.routes[0].stats;
   EXPECT_EQ(s.requests, 0u);
   EXPECT_GT(s.timeouts, 0u);
   EXPECT_EQ(s.errors(), s.timeouts);
@@ -154,7 +154,7 @@ TEST(EndToEnd, TimeoutCountsAsErrorAndReconnects) {
             static_cast<std::int64_t>(s.timeouts));
 }
 
-TEST(EndToEnd, RefusedConnectionsAreConnectErrors) {
+TEST(end_to_end, RefusedConnectionsAreConnectErrors) {
   // Find a port nobody listens on: bind an ephemeral one, then release it.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -165,10 +165,10 @@ TEST(EndToEnd, RefusedConnectionsAreConnectErrors) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
 
-  Config cfg = config_for(ntohs(addr.sin_port), 0.3);
+  load_config cfg = config_for(ntohs(addr.sin_port), 0.3);
   cfg.routes.push_back(parse_route("dead:GET:/:2"));
-  const RunResult result = run_load(cfg);
-  const RouteStats& s = result.routes[0].stats;
+  const run_result result = run_load(cfg);
+  const route_load_stats& s = result.routes[0].stats;
   EXPECT_EQ(s.requests, 0u);
   EXPECT_GT(s.connect_errors, 0u);
   EXPECT_EQ(to_json(result).at("routes").at("dead").at("summary").at("successRate").as_double(), 0.0);

@@ -7,7 +7,7 @@
 
 #include "histogram.hpp"
 
-using knit_load::Histogram;
+using knit_load::latency_histogram;
 
 namespace {
 
@@ -15,43 +15,43 @@ double rel_err(double got, double want) { return std::abs(got - want) / want; }
 
 }  // namespace
 
-TEST(Histogram, BucketMidpointWithinOnePercentFrom1usTo60s) {
+TEST(latency_histogram, BucketMidpointWithinOnePercentFrom1usTo60s) {
   // Geometric sweep from 1 us to 60 s, plus the values either side of every power of two.
   for (double v = 1e3; v <= 60e9; v *= 1.0007) {
     const auto value = static_cast<std::uint64_t>(v);
-    const std::size_t b = Histogram::bucket_of(value);
-    ASSERT_LE(Histogram::bucket_low(b), value);
-    ASSERT_LT(value, Histogram::bucket_high(b));
-    ASSERT_LE(rel_err(static_cast<double>(Histogram::bucket_mid(b)), static_cast<double>(value)), 0.01)
-        << value;
+    const std::size_t b = latency_histogram::bucket_of(value);
+    ASSERT_LE(latency_histogram::bucket_low(b), value);
+    ASSERT_LT(value, latency_histogram::bucket_high(b));
+    const double mid = static_cast<double>(latency_histogram::bucket_mid(b));
+    ASSERT_LE(rel_err(mid, static_cast<double>(value)), 0.01) << value;
   }
   for (int k = 10; k < 36; ++k) {
     for (std::uint64_t value : {(std::uint64_t{1} << k) - 1, std::uint64_t{1} << k,
                                 (std::uint64_t{1} << k) + 1}) {
-      const std::size_t b = Histogram::bucket_of(value);
-      EXPECT_LE(rel_err(static_cast<double>(Histogram::bucket_mid(b)), static_cast<double>(value)), 0.01)
-          << value;
+      const std::size_t b = latency_histogram::bucket_of(value);
+      const double mid = static_cast<double>(latency_histogram::bucket_mid(b));
+      EXPECT_LE(rel_err(mid, static_cast<double>(value)), 0.01) << value;
     }
   }
 }
 
-TEST(Histogram, BucketsAreContiguousAndOrdered) {
-  for (std::size_t b = 0; b + 1 < Histogram::kBucketCount; ++b) {
-    ASSERT_EQ(Histogram::bucket_high(b), Histogram::bucket_low(b + 1)) << b;
-    ASSERT_EQ(Histogram::bucket_of(Histogram::bucket_low(b)), b);
-    ASSERT_EQ(Histogram::bucket_of(Histogram::bucket_high(b) - 1), b);
+TEST(latency_histogram, BucketsAreContiguousAndOrdered) {
+  for (std::size_t b = 0; b + 1 < latency_histogram::kBucketCount; ++b) {
+    ASSERT_EQ(latency_histogram::bucket_high(b), latency_histogram::bucket_low(b + 1)) << b;
+    ASSERT_EQ(latency_histogram::bucket_of(latency_histogram::bucket_low(b)), b);
+    ASSERT_EQ(latency_histogram::bucket_of(latency_histogram::bucket_high(b) - 1), b);
   }
 }
 
-TEST(Histogram, SmallValuesAreExact) {
+TEST(latency_histogram, SmallValuesAreExact) {
   for (std::uint64_t v = 0; v < 128; ++v) {
-    EXPECT_EQ(Histogram::bucket_mid(Histogram::bucket_of(v)), v);
+    EXPECT_EQ(latency_histogram::bucket_mid(latency_histogram::bucket_of(v)), v);
   }
 }
 
-TEST(Histogram, PercentileOfSingleValueIsThatValue) {
+TEST(latency_histogram, PercentileOfSingleValueIsThatValue) {
   for (double v = 1e3; v <= 60e9; v *= 1.37) {
-    Histogram h;
+    latency_histogram h;
     const auto value = static_cast<std::uint64_t>(v);
     h.record(value);
     // Clamped to [min, max], so a single sample is reported exactly.
@@ -60,8 +60,8 @@ TEST(Histogram, PercentileOfSingleValueIsThatValue) {
   }
 }
 
-TEST(Histogram, PercentilesOfUniform1To100000WithinOnePercent) {
-  Histogram h;
+TEST(latency_histogram, PercentilesOfUniform1To100000WithinOnePercent) {
+  latency_histogram h;
   for (std::uint64_t v = 1; v <= 100000; ++v) h.record(v * 1000);  // 1 us .. 100 ms
   EXPECT_EQ(h.count(), 100000u);
   for (double p : {1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) {
@@ -74,11 +74,11 @@ TEST(Histogram, PercentilesOfUniform1To100000WithinOnePercent) {
   EXPECT_NEAR(h.mean(), 50000.5 * 1000, 1.0);
 }
 
-TEST(Histogram, PercentilesOfExponentialWithinOnePercent) {
+TEST(latency_histogram, PercentilesOfExponentialWithinOnePercent) {
   std::mt19937_64 rng(42);
   std::exponential_distribution<double> dist(1.0 / 5e6);  // mean 5 ms
   std::vector<std::uint64_t> values;
-  Histogram h;
+  latency_histogram h;
   for (int i = 0; i < 200000; ++i) {
     const auto v = static_cast<std::uint64_t>(dist(rng)) + 1000;
     values.push_back(v);
@@ -93,16 +93,16 @@ TEST(Histogram, PercentilesOfExponentialWithinOnePercent) {
   EXPECT_EQ(h.max(), values.back());
 }
 
-TEST(Histogram, MergeEqualsRecordingIntoOne) {
+TEST(latency_histogram, MergeEqualsRecordingIntoOne) {
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<std::uint64_t> dist(500, 70'000'000'000ULL);
-  Histogram a, b, both;
+  latency_histogram a, b, both;
   for (int i = 0; i < 50000; ++i) {
     const std::uint64_t v = dist(rng);
     (i % 3 == 0 ? a : b).record(v);
     both.record(v);
   }
-  Histogram merged;
+  latency_histogram merged;
   merged.merge(a);
   merged.merge(b);
   EXPECT_EQ(merged, both);
@@ -112,8 +112,8 @@ TEST(Histogram, MergeEqualsRecordingIntoOne) {
   EXPECT_EQ(merged.min(), both.min());
 }
 
-TEST(Histogram, MaxIsExactAndHugeValuesClamp) {
-  Histogram h;
+TEST(latency_histogram, MaxIsExactAndHugeValuesClamp) {
+  latency_histogram h;
   h.record(1'234'567);
   h.record(987'654'321'123ULL);  // ~16 minutes
   h.record(std::uint64_t{1} << 50);  // beyond the bucket range
@@ -122,8 +122,8 @@ TEST(Histogram, MaxIsExactAndHugeValuesClamp) {
   EXPECT_EQ(h.percentile(1), 1'234'567u);
 }
 
-TEST(Histogram, EmptyIsZero) {
-  Histogram h;
+TEST(latency_histogram, EmptyIsZero) {
+  latency_histogram h;
   EXPECT_EQ(h.count(), 0u);
   EXPECT_EQ(h.percentile(50), 0u);
   EXPECT_EQ(h.max(), 0u);

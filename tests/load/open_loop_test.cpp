@@ -11,37 +11,39 @@ using namespace knit_load;
 
 namespace {
 
-struct Sent {
-  Connection* c;
-  Nanos intended;
-  Nanos now;
+struct sent_request {
+  client_connection* c;
+  nanos intended;
+  nanos now;
 };
 
-class RecordingSink final : public RequestSink {
+class recording_sink final : public request_sink {
  public:
-  void send(Connection& c, Nanos intended, Nanos now) override { sent.push_back({&c, intended, now}); }
-  std::vector<Sent> sent;
+  void send(client_connection& c, nanos intended, nanos now) override {
+    sent.push_back({&c, intended, now});
+  }
+  std::vector<sent_request> sent;
 };
 
-constexpr Nanos kT0 = 1'000'000'000'000;
+constexpr nanos kT0 = 1'000'000'000'000;
 
 }  // namespace
 
-TEST(OpenLoopSchedule, IntendedTimesFollowRate) {
-  OpenLoopSchedule s(2000.0, kT0);
+TEST(open_loop_schedule, IntendedTimesFollowRate) {
+  open_loop_schedule s(2000.0, kT0);
   EXPECT_EQ(s.intended(0), kT0);
   EXPECT_EQ(s.intended(1), kT0 + 500'000);
   EXPECT_EQ(s.intended(2000), kT0 + kNanosPerSecond);
   EXPECT_EQ(s.intended(30000), kT0 + 15 * kNanosPerSecond);
-  OpenLoopSchedule odd(3.0, kT0);
+  open_loop_schedule odd(3.0, kT0);
   EXPECT_EQ(odd.intended(1), kT0 + 333'333'333);
   EXPECT_EQ(odd.intended(3), kT0 + kNanosPerSecond);
 }
 
-TEST(OpenLoopSchedule, DueBeforeAgreesWithIntended) {
+TEST(open_loop_schedule, DueBeforeAgreesWithIntended) {
   for (double rate : {1.0, 3.0, 7.5, 2000.0, 123456.7}) {
-    OpenLoopSchedule s(rate, kT0);
-    for (Nanos dt : {Nanos{0}, Nanos{1}, Nanos{499'999}, Nanos{500'000}, Nanos{500'001},
+    open_loop_schedule s(rate, kT0);
+    for (nanos dt : {nanos{0}, nanos{1}, nanos{499'999}, nanos{500'000}, nanos{500'001},
                      kNanosPerSecond, 15 * kNanosPerSecond + 3}) {
       const std::uint64_t n = s.due_before(kT0 + dt);
       if (n > 0) {
@@ -52,8 +54,8 @@ TEST(OpenLoopSchedule, DueBeforeAgreesWithIntended) {
   }
 }
 
-TEST(OpenLoopSchedule, TakeAndBacklog) {
-  OpenLoopSchedule s(1000.0, kT0);
+TEST(open_loop_schedule, TakeAndBacklog) {
+  open_loop_schedule s(1000.0, kT0);
   EXPECT_TRUE(s.due(kT0));
   EXPECT_FALSE(s.due(kT0 - 1));
   EXPECT_EQ(s.take(), kT0);
@@ -64,11 +66,11 @@ TEST(OpenLoopSchedule, TakeAndBacklog) {
   EXPECT_EQ(s.backlog(kT0 + 1'500'000), 0u);
 }
 
-TEST(OpenLoopDriver, SendsOnIdleConnectionsAtIntendedTimes) {
-  RecordingSink sink;
-  OpenLoopDriver d(sink, 1000.0);  // one every 1 ms
+TEST(open_loop_driver, SendsOnIdleConnectionsAtIntendedTimes) {
+  recording_sink sink;
+  open_loop_driver d(sink, 1000.0);  // one every 1 ms
   d.start(kT0);
-  Connection a(-1, nullptr), b(-1, nullptr);
+  client_connection a(-1, nullptr), b(-1, nullptr);
   d.on_ready(a, kT0);  // request 0 is due at t0: goes out at once
   ASSERT_EQ(sink.sent.size(), 1u);
   EXPECT_EQ(sink.sent[0].intended, kT0);
@@ -85,11 +87,11 @@ TEST(OpenLoopDriver, SendsOnIdleConnectionsAtIntendedTimes) {
   EXPECT_EQ(d.next_deadline(), kNever);  // no idle connection left to schedule for
 }
 
-TEST(OpenLoopDriver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
-  RecordingSink sink;
-  OpenLoopDriver d(sink, 1000.0);
+TEST(open_loop_driver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
+  recording_sink sink;
+  open_loop_driver d(sink, 1000.0);
   d.start(kT0);
-  Connection a(-1, nullptr);
+  client_connection a(-1, nullptr);
   d.on_ready(a, kT0);
   // The only connection is busy for 5 ms; requests 1..4 fall due meanwhile.
   d.dispatch(kT0 + 5'000'000);
@@ -100,14 +102,14 @@ TEST(OpenLoopDriver, BacklogWaitsForAConnectionAndKeepsIntendedTime) {
   // Sent late, but its latency still counts from when it was due.
   EXPECT_EQ(sink.sent[1].intended, kT0 + 1'000'000);
   EXPECT_EQ(sink.sent[1].now, kT0 + 5'000'000);
-  for (const Sent& s : sink.sent) EXPECT_LE(s.intended, s.now);
+  for (const sent_request& s : sink.sent) EXPECT_LE(s.intended, s.now);
 }
 
-TEST(OpenLoopDriver, LostConnectionLeavesThePool) {
-  RecordingSink sink;
-  OpenLoopDriver d(sink, 10.0);
+TEST(open_loop_driver, LostConnectionLeavesThePool) {
+  recording_sink sink;
+  open_loop_driver d(sink, 10.0);
   d.start(kT0);
-  Connection a(-1, nullptr);
+  client_connection a(-1, nullptr);
   d.on_ready(a, kT0 - 1);
   EXPECT_EQ(d.idle_connections(), 1u);
   d.on_lost(a);
@@ -116,18 +118,18 @@ TEST(OpenLoopDriver, LostConnectionLeavesThePool) {
   EXPECT_TRUE(sink.sent.empty());
 }
 
-TEST(OpenLoop, CorrectedLatencyIsAtLeastUncorrected) {
-  RecordingSink sink;
-  OpenLoopDriver d(sink, 1000.0);
+TEST(open_loop, CorrectedLatencyIsAtLeastUncorrected) {
+  recording_sink sink;
+  open_loop_driver d(sink, 1000.0);
   d.start(kT0);
-  Connection a(-1, nullptr), b(-1, nullptr);
-  RouteStats stats;
+  client_connection a(-1, nullptr), b(-1, nullptr);
+  route_load_stats stats;
   // Two connections, each response takes 3 ms: the schedule (1 ms) outruns them.
   d.on_ready(a, kT0);
   d.on_ready(b, kT0);
-  Nanos now = kT0;
+  nanos now = kT0;
   for (std::size_t i = 0; i < sink.sent.size() && i < 200; ++i) {
-    const Sent s = sink.sent[i];
+    const sent_request s = sink.sent[i];
     now = std::max(now, s.now) + 3'000'000;
     stats.record_response(200, s.intended, s.now, now);
     d.on_ready(*s.c, now);
@@ -140,7 +142,7 @@ TEST(OpenLoop, CorrectedLatencyIsAtLeastUncorrected) {
   EXPECT_GT(stats.latency.percentile(99), 10 * stats.uncorrected.percentile(99));
 }
 
-TEST(OpenLoop, RateMetFlag) {
+TEST(open_loop, RateMetFlag) {
   EXPECT_TRUE(open_loop_rate_met(2000, 1999.8, 0));
   EXPECT_TRUE(open_loop_rate_met(2000, 1980.0, 0));
   EXPECT_FALSE(open_loop_rate_met(2000, 1979.0, 0));

@@ -1,4 +1,4 @@
-// load_test_server: runs TinyHttpServer on a fixed port so wrk and knit-load can be compared.
+// load_test_server: runs tiny_http_server on a fixed port so wrk and knit-load can be compared.
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   // Blocked before the server thread starts, so only sigwait below sees them.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  knit_load_test::TinyHttpServer server(static_cast<std::uint16_t>(port));
+  knit_load_test::tiny_http_server server(static_cast<std::uint16_t>(port));
   std::cerr << "load_test_server listening on 127.0.0.1:" << server.port() << std::endl;
   while (true) {
     int sig = 0;

@@ -20,7 +20,7 @@
 namespace knit_load_test {
 namespace {
 
-struct Client {
+struct accepted_connection {
   int fd = -1;
   std::string in;
   std::string out;
@@ -58,7 +58,7 @@ std::size_t content_length(std::string_view head) {
 }
 
 // Appends the response for `path` to c.out.
-void respond(Client& c, std::string_view path) {
+void respond(accepted_connection& c, std::string_view path) {
   if (path == "/hang") {
     c.hung = true;
   } else if (path == "/chunked") {
@@ -78,7 +78,7 @@ void respond(Client& c, std::string_view path) {
 
 }  // namespace
 
-TinyHttpServer::TinyHttpServer(std::uint16_t port) {
+tiny_http_server::tiny_http_server(std::uint16_t port) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw_errno("socket");
   const int one = 1;
@@ -105,7 +105,7 @@ TinyHttpServer::TinyHttpServer(std::uint16_t port) {
   thread_ = std::thread([this] { loop(); });
 }
 
-TinyHttpServer::~TinyHttpServer() {
+tiny_http_server::~tiny_http_server() {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t r = ::write(stop_fd_, &one, sizeof one);
   thread_.join();
@@ -114,14 +114,14 @@ TinyHttpServer::~TinyHttpServer() {
   ::close(listen_fd_);
 }
 
-void TinyHttpServer::loop() {
-  std::map<int, std::unique_ptr<Client>> clients;
+void tiny_http_server::loop() {
+  std::map<int, std::unique_ptr<accepted_connection>> clients;
   auto drop = [&](int fd) {
     ::close(fd);
     clients.erase(fd);
   };
   // Writes what is pending; returns false when the client is gone.
-  auto flush = [&](Client& c) {
+  auto flush = [&](accepted_connection& c) {
     while (c.out_pos < c.out.size()) {
       const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
@@ -173,7 +173,7 @@ void TinyHttpServer::loop() {
           ev.events = EPOLLIN;
           ev.data.fd = cfd;
           ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, cfd, &ev);
-          auto c = std::make_unique<Client>();
+          auto c = std::make_unique<accepted_connection>();
           c->fd = cfd;
           clients[cfd] = std::move(c);
         }
@@ -181,7 +181,7 @@ void TinyHttpServer::loop() {
       }
       auto it = clients.find(fd);
       if (it == clients.end()) continue;
-      Client& c = *it->second;
+      accepted_connection& c = *it->second;
       if ((events[i].events & EPOLLOUT) != 0 && !flush(c)) {
         drop(fd);
         continue;

@@ -14,13 +14,13 @@ namespace knit_load_test {
 //   /hang         reads the request and never answers
 //   anything else 200 "Hello, World!" (content-length)
 // Pipelined requests are answered in order; request bodies (content-length) are skipped.
-class TinyHttpServer {
+class tiny_http_server {
  public:
   // port 0 picks a free ephemeral port. Throws std::system_error on socket failures.
-  explicit TinyHttpServer(std::uint16_t port = 0);
-  ~TinyHttpServer();
-  TinyHttpServer(const TinyHttpServer&) = delete;
-  TinyHttpServer& operator=(const TinyHttpServer&) = delete;
+  explicit tiny_http_server(std::uint16_t port = 0);
+  ~tiny_http_server();
+  tiny_http_server(const tiny_http_server&) = delete;
+  tiny_http_server& operator=(const tiny_http_server&) = delete;
 
   std::uint16_t port() const { return port_; }
   std::uint64_t requests_served() const { return served_.load(); }

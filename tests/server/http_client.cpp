@@ -1,4 +1,5 @@
-// The test client: send raw bytes, parse Content-Length framed responses, tell a clean close from a lost response.
+// The test client: send raw bytes, parse Content-Length framed responses, tell a clean close
+// from a lost response.
 #include "http_client.hpp"
 
 #include <netinet/in.h>
@@ -149,12 +150,16 @@ read_outcome connection::read_response(http_response& out, bool head_request) {
   return read_outcome::complete;
 }
 
+std::optional<http_response> connection::exchange(std::string_view raw, bool head_request) {
+  if (!send(raw)) return std::nullopt;
+  http_response res;
+  if (read_response(res, head_request) != read_outcome::complete) return std::nullopt;
+  return res;
+}
+
 std::optional<http_response> connection::request(std::string_view method, std::string_view target,
                                                  std::string_view body) {
-  if (!send(make_request(method, target, body))) return std::nullopt;
-  http_response res;
-  if (read_response(res, method == "HEAD") != read_outcome::complete) return std::nullopt;
-  return res;
+  return exchange(make_request(method, target, body), method == "HEAD");
 }
 
 std::optional<std::string> connection::read_until(std::string_view delimiter) {

@@ -1,4 +1,5 @@
-// A small blocking HTTP/1.1 client over a raw socket: the tests control every byte sent and see every byte received.
+// A small blocking HTTP/1.1 client over a raw socket: the tests control every byte sent and
+// see every byte received.
 #pragma once
 
 #include <chrono>
@@ -62,7 +63,11 @@ class connection {
   // the connection ends or the timeout passes first.
   std::optional<std::string> read_until(std::string_view delimiter);
 
-  // Convenience: send one request, read its response; the outcome must be complete.
+  // Sends `raw` (any bytes, well-formed or not) and reads one response: nullopt unless the
+  // bytes went out and a complete response came back.
+  std::optional<http_response> exchange(std::string_view raw, bool head_request = false);
+
+  // Convenience: exchange(make_request(method, target, body)).
   std::optional<http_response> request(std::string_view method, std::string_view target,
                                        std::string_view body = {});
 

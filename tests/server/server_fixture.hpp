@@ -1,22 +1,49 @@
 // What the end-to-end server tests share: a knit-server per test in the suite's KNIT_MODE,
-// and reading its knit-stats lines.
+// reading its knit-stats lines, the request bodies, and the checks several tests make: a
+// request half sent, a connection closed without a byte, a load cut by SIGTERM.
 #pragma once
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "http_client.hpp"
 #include "server_process.hpp"
 
 namespace knit_test {
 
 using env_map = std::map<std::string, std::string>;
+
+// A profile for /ssr to render (the name must come back escaped) and a user for /jwt to
+// sign a token for.
+inline constexpr const char* kSsrBody =
+    R"({"name":"<Ari & Co>","plan":"pro","bio":"Building on Knitting","projects":17})";
+inline constexpr const char* kJwtBody =
+    R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
+
+// The requests a knit-stats line has counted for `route` ("ping", "ssr", "jwt", "other").
+inline std::int64_t requests_of(const boost::json::object& stats, const char* route) {
+  return stats.at("requests").at(route).as_int64();
+}
+
+// One of the pool's totals (pooled and auto mode), e.g. "calls_completed".
+inline std::int64_t pool_total(const boost::json::object& stats, const char* counter) {
+  return stats.at("pool").at("totals").at(counter).as_int64();
+}
 
 // Reads knit-stats lines (sending SIGUSR1 in every round, so a counter that is still
 // changing is read again) until `accept` takes one; fails the test after `tries` rounds of
@@ -40,6 +67,112 @@ boost::json::object stats_where(server_process& server, Accept accept, int tries
 // The next knit-stats line.
 inline boost::json::object read_stats(server_process& server) {
   return stats_where(server, [](const boost::json::object&) { return true; });
+}
+
+// Waits until the server has counted a request to `route`: the request has been taken (and,
+// for a pooled route, submitted by the same handler). Returns that stats line.
+inline boost::json::object wait_until_counted(
+    server_process& server, const char* route, int tries = 20,
+    std::chrono::milliseconds wait = std::chrono::milliseconds(500)) {
+  return stats_where(
+      server, [route](const boost::json::object& s) { return requests_of(s, route) >= 1; },
+      tries, wait);
+}
+
+// Waits until the pool holds a call submitted and not completed: its worker is busy.
+inline void wait_until_pool_busy(server_process& server) {
+  stats_where(server, [](const boost::json::object& s) {
+    return pool_total(s, "calls_submitted") > pool_total(s, "calls_completed");
+  });
+}
+
+// Sends `slow` the start of a request, never the rest. A round trip on another connection
+// then gives the server time to read those bytes (had it not, the connection counts as idle,
+// which the tests that use this allow too). Call through ASSERT_NO_FATAL_FAILURE.
+inline void send_half_a_request(connection& slow, std::uint16_t port) {
+  ASSERT_TRUE(slow.send("POST /jwt HTTP/1.1\r\nContent-Le"));
+  ASSERT_TRUE(connection(port).request("GET", "/ping"));
+}
+
+// Expects `res` to have come back, with `status`; `context` goes into the failure message.
+// Call through ASSERT_NO_FATAL_FAILURE: without a response the test cannot go on.
+inline void expect_status(const std::optional<http_response>& res, int status,
+                          std::string_view context = {}) {
+  ASSERT_TRUE(res) << context;
+  EXPECT_EQ(res->status, status) << context;
+}
+
+// Expects the server to close `c` without sending it a byte.
+inline void expect_closed_silently(connection& c) {
+  std::string received;
+  EXPECT_TRUE(c.wait_closed(&received));
+  EXPECT_EQ(received, "");
+}
+
+// Sends `raw`, expects a complete response with `status` (copied to `out` when given), then
+// the server's close. Call through ASSERT_NO_FATAL_FAILURE.
+inline void expect_answer_then_close(connection& c, std::string_view raw, int status,
+                                     http_response* out = nullptr) {
+  auto res = c.exchange(raw);
+  ASSERT_TRUE(res) << raw;
+  EXPECT_EQ(res->status, status) << raw;
+  if (out) *out = *res;
+  EXPECT_TRUE(c.wait_closed()) << raw;
+}
+
+// A load that SIGTERM cuts short: `clients` threads send request(t, i), client t's i-th
+// request, reconnecting after each close, until connecting fails (the server has stopped
+// listening) or a client has sent max_requests_per_client.
+struct interrupted_load {
+  int clients = 16;
+  int answered_before_stop = 300;  // SIGTERM once this many responses have come back
+  int max_requests_per_client = INT_MAX;
+  std::function<std::string(int client, int i)> request;
+  // Whether `res` is the right answer to request(client, i), not merely a response.
+  std::function<bool(const http_response& res, int client, int i)> answers;
+};
+
+// Runs `load`, sends SIGTERM in the middle of it, waits for every client, and returns how
+// many responses were lost: cut short, garbled or wrong (each one also fails the test). A
+// connection closed before any byte of a response is allowed: that request was not started.
+inline int lost_under_sigterm(server_process& server, const interrupted_load& load) {
+  std::atomic<int> answered{0};
+  std::atomic<int> lost{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < load.clients; ++t) {
+    clients.emplace_back([&, t] {
+      int sent = 0;
+      while (sent < load.max_requests_per_client) {
+        connection c(server.port());
+        if (!c.connected()) return;
+        for (; sent < load.max_requests_per_client; ++sent) {
+          if (!c.send(load.request(t, sent))) break;  // the server closed first
+          http_response res;
+          const read_outcome outcome = c.read_response(res);
+          if (outcome == read_outcome::closed_cleanly) break;
+          if (outcome != read_outcome::complete || !load.answers(res, t, sent)) {
+            ADD_FAILURE() << "client " << t << ": " << to_string(outcome) << " status "
+                          << res.status;
+            ++lost;
+            return;
+          }
+          ++answered;
+          if (res.header("connection") == "close") {
+            ++sent;
+            break;
+          }
+        }
+      }
+    });
+  }
+  // Let the load run (bounded: 20 s), then stop the server in the middle of it.
+  for (int i = 0; i < 2000 && answered.load() < load.answered_before_stop; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(answered.load(), 1);
+  server.signal(SIGTERM);
+  for (auto& t : clients) t.join();
+  return lost.load();
 }
 
 // A suite that runs once per KNIT_MODE (instantiate it with ::testing::Values("inline",

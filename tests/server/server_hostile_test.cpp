@@ -1,7 +1,7 @@
 // End-to-end tests against hostile or careless clients: bounded buffering, released buffers,
 // a dead or full stdout, the Host rule, and admission control, over real sockets.
 //
-// Like server_e2e_test.cpp, every test runs its own knit-server, and no test asserts on
+// Like the other end-to-end tests, every test runs its own knit-server, and no test asserts on
 // timing: deadlines only stop a broken server from hanging the suite.
 #include <signal.h>
 
@@ -34,9 +34,20 @@ constexpr std::size_t kSlack = 4 * 1024;
 // buffers of session::release_large_buffers at 4 KiB each, plus the parser's body).
 constexpr std::int64_t kIdleConnectionBytes = 16 * 1024;
 
-using HostileTest = server_mode_test;
+// The head of a chunked /ssr request: the body follows in chunks.
+const std::string kChunkedHead =
+    "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
 
-INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::Values("inline", "pooled", "multi"),
+// `n` header (or trailer) fields, each as short as a field can be: "a:" and no value.
+std::string empty_fields(int n) {
+  std::string fields;
+  for (int i = 0; i < n; ++i) fields += "a:\r\n";
+  return fields;
+}
+
+using hostile_clients = server_mode_test;
+
+INSTANTIATE_TEST_SUITE_P(modes, hostile_clients, ::testing::Values("inline", "pooled", "multi"),
                          [](const auto& info) { return info.param; });
 
 // ---- Bounded buffering ------------------------------------------------------------------
@@ -51,89 +62,73 @@ struct unending_shape {
 };
 
 void expect_refused_within_the_limit(std::uint16_t port, const unending_shape& shape) {
-  const std::string head =
-      "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-  std::string request = head + shape.start;
+  std::string request = kChunkedHead + shape.start;
   request.append(kReadBufferLimit + kSlack - request.size(), shape.fill);
 
   connection c(port, std::chrono::seconds(20));
-  ASSERT_TRUE(c.send(request)) << shape.name;
   // Nothing more is sent: the server must decide on these bytes alone, so it accepted at
   // most request.size() bytes (limit + 4 KiB) before refusing.
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete) << shape.name;
-  EXPECT_TRUE(res.status == 400 || res.status == 413 || res.status == 431)
-      << shape.name << ": " << res.status;
-  EXPECT_EQ(res.header("connection"), "close") << shape.name;
+  auto res = c.exchange(request);
+  ASSERT_TRUE(res) << shape.name;
+  EXPECT_TRUE(res->status == 400 || res->status == 413 || res->status == 431)
+      << shape.name << ": " << res->status;
+  EXPECT_EQ(res->header("connection"), "close") << shape.name;
   EXPECT_TRUE(c.wait_closed()) << shape.name;
 }
 
-TEST_P(HostileTest, UnendingChunkSizeLineIsRefusedWithinTheLimit) {
+TEST_P(hostile_clients, UnendingChunkSizeLineIsRefusedWithinTheLimit) {
   ASSERT_NO_FATAL_FAILURE(start());
   expect_refused_within_the_limit(port(), {"chunk-size", "1", 'a'});
 }
 
-TEST_P(HostileTest, UnendingChunkExtensionIsRefusedWithinTheLimit) {
+TEST_P(hostile_clients, UnendingChunkExtensionIsRefusedWithinTheLimit) {
   ASSERT_NO_FATAL_FAILURE(start());
   expect_refused_within_the_limit(port(), {"extension", "1;", 'a'});
 }
 
-TEST_P(HostileTest, UnendingTrailerIsRefusedWithinTheLimit) {
+TEST_P(hostile_clients, UnendingTrailerIsRefusedWithinTheLimit) {
   ASSERT_NO_FATAL_FAILURE(start());
   expect_refused_within_the_limit(port(), {"trailer", "0\r\nX: ", 'a'});
 }
 
-TEST_P(HostileTest, EndlessZeroDigitsAreRefusedWithinTheLimit) {
+TEST_P(hostile_clients, EndlessZeroDigitsAreRefusedWithinTheLimit) {
   ASSERT_NO_FATAL_FAILURE(start());
   expect_refused_within_the_limit(port(), {"zeros", "", '0'});
 }
 
-TEST_P(HostileTest, TooManyHeaderFieldsAre431ThenClose) {
-  // 129 empty one-letter fields: 516 bytes, far under the 8 KiB header limit, but each field
-  // costs Beast a node of about 80 bytes, so the count is capped at 128.
+TEST_P(hostile_clients, TooManyHeaderFieldsAre431ThenClose) {
+  // 129 empty one-letter fields (128 and Host): 516 bytes, far under the 8 KiB header limit,
+  // but each field costs Beast a node of about 80 bytes, so the count is capped at 128.
   ASSERT_NO_FATAL_FAILURE(start());
-  std::string extra;
-  for (int i = 0; i < 128; ++i) extra += "a:\r\n";  // + Host = 129
   connection c(port());
-  ASSERT_TRUE(c.send(make_request("GET", "/ping", {}, extra)));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 431);
-  EXPECT_TRUE(c.wait_closed());
+  ASSERT_NO_FATAL_FAILURE(
+      expect_answer_then_close(c, make_request("GET", "/ping", {}, empty_fields(128)), 431));
 }
 
-TEST_P(HostileTest, FieldsUpToTheCapAreServed) {
+TEST_P(hostile_clients, FieldsUpToTheCapAreServed) {
   ASSERT_NO_FATAL_FAILURE(start());
-  std::string extra;
-  for (int i = 0; i < 127; ++i) extra += "a:\r\n";  // + Host = 128
   connection c(port());
-  ASSERT_TRUE(c.send(make_request("GET", "/ping", {}, extra)));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 200);
+  auto res = c.exchange(make_request("GET", "/ping", {}, empty_fields(127)));  // + Host = 128
+  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
 }
 
-TEST_P(HostileTest, TooManyTrailerFieldsAreRefused) {
+TEST_P(hostile_clients, TooManyTrailerFieldsAreRefused) {
   // Trailer fields are stored like header fields and count towards the same cap.
   ASSERT_NO_FATAL_FAILURE(start());
-  std::string request =
-      "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n";
-  for (int i = 0; i < 200; ++i) request += "a:\r\n";
-  request += "\r\n";
+  const std::string request = kChunkedHead + "2\r\n{}\r\n0\r\n" + empty_fields(200) + "\r\n";
   connection c(port());
-  ASSERT_TRUE(c.send(request));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_TRUE(res.status == 400 || res.status == 431) << res.status;
+  auto res = c.exchange(request);
+  ASSERT_TRUE(res);
+  EXPECT_TRUE(res->status == 400 || res->status == 431) << res->status;
   EXPECT_TRUE(c.wait_closed());
 }
 
-TEST_P(HostileTest, ChunkedBodyWithinTheLimitsIsStillServed) {
+TEST_P(hostile_clients, ChunkedBodyWithinTheLimitsIsStillServed) {
   // The bounded buffer must not refuse honest chunked bodies, even ones larger than the
   // buffer itself: body bytes pass through it.
   ASSERT_NO_FATAL_FAILURE(start());
   std::string body = R"({"name":")" + std::string(40 * 1024, 'x') + R"("})";
-  std::string request = "POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string request = kChunkedHead;
   for (std::size_t at = 0; at < body.size(); at += 10000) {
     const std::string piece = body.substr(at, 10000);
     char size[16];
@@ -142,14 +137,12 @@ TEST_P(HostileTest, ChunkedBodyWithinTheLimitsIsStillServed) {
   }
   request += "0\r\nX-Trailer: fine\r\n\r\n";
   connection c(port());
-  ASSERT_TRUE(c.send(request));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 200);
-  EXPECT_NE(res.body.find(std::string(1000, 'x')), std::string::npos);
+  auto res = c.exchange(request);
+  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
+  EXPECT_NE(res->body.find(std::string(1000, 'x')), std::string::npos);
 }
 
-TEST_P(HostileTest, BigResponseBuffersAreReleasedOnAnIdleConnection) {
+TEST_P(hostile_clients, BigResponseBuffersAreReleasedOnAnIdleConnection) {
   ASSERT_NO_FATAL_FAILURE(start());
   // A 64 KiB body whose name is all apostrophes: each one renders as an escape, several
   // times over, so the page is far larger than the request.
@@ -173,20 +166,18 @@ TEST_P(HostileTest, BigResponseBuffersAreReleasedOnAnIdleConnection) {
 
 // ---- stdout: a reader that has gone, a reader that never reads --------------------------
 
-TEST_P(HostileTest, StatsToAClosedStdoutDoNotKillTheServer) {
+TEST_P(hostile_clients, StatsToAClosedStdoutDoNotKillTheServer) {
   ASSERT_NO_FATAL_FAILURE(start());
   server_->close_stdout();
   for (int i = 0; i < 3; ++i) server_->signal(SIGUSR1);
   connection c(port());
-  auto res = c.request("GET", "/ping");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.request("GET", "/ping"), 200));
   // SIGUSR1 (10) is delivered and handled before SIGTERM (15): had a stats write raised
   // SIGPIPE, the server would be dead by then and stop() would not see exit code 0.
   EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
 }
 
-TEST_P(HostileTest, AFullStdoutNeitherBlocksNorKills) {
+TEST_P(hostile_clients, AFullStdoutNeitherBlocksNorKills) {
   ASSERT_NO_FATAL_FAILURE(start());
   // Nobody reads stdout from here on. Each knit-stats line is a few hundred bytes; 1000 of
   // them overflow a 64 KiB pipe several times over. A blocking write would stop the event
@@ -199,44 +190,35 @@ TEST_P(HostileTest, AFullStdoutNeitherBlocksNorKills) {
     ASSERT_EQ(res->status, 200);
   }
   // Now read again: a later line reports the lines that could not be written.
-  const json::object stats =
-      stats_where(*server_, [](const json::object& s) { return s.at("log_dropped").as_int64() > 0; });
+  const json::object stats = stats_where(
+      *server_, [](const json::object& s) { return s.at("log_dropped").as_int64() > 0; });
   EXPECT_GT(stats.at("log_dropped").as_int64(), 0);
 }
 
 // ---- Protocol ------------------------------------------------------------------------------
 
-TEST_P(HostileTest, Http11WithoutHostIs400ThenClose) {
+TEST_P(hostile_clients, Http11WithoutHostIs400ThenClose) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
-  ASSERT_TRUE(c.send("GET /ping HTTP/1.1\r\n\r\n"));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 400);
-  EXPECT_TRUE(c.wait_closed());
+  ASSERT_NO_FATAL_FAILURE(expect_answer_then_close(c, "GET /ping HTTP/1.1\r\n\r\n", 400));
 }
 
-TEST_P(HostileTest, TwoHostFieldsAre400) {
+TEST_P(hostile_clients, TwoHostFieldsAre400) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
-  ASSERT_TRUE(c.send("GET /ping HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 400);
+  ASSERT_NO_FATAL_FAILURE(
+      expect_status(c.exchange("GET /ping HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400));
 }
 
-TEST_P(HostileTest, Http10WithoutHostIsServed) {
+TEST_P(hostile_clients, Http10WithoutHostIsServed) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
-  ASSERT_TRUE(c.send("GET /ping HTTP/1.0\r\n\r\n"));
-  http_response res;
-  ASSERT_EQ(c.read_response(res), read_outcome::complete);
-  EXPECT_EQ(res.status, 200);
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.exchange("GET /ping HTTP/1.0\r\n\r\n"), 200));
 }
 
 // ---- Admission control (pooled mode) ------------------------------------------------------
 
-TEST(HostileAdmissionTest, ALongQueueIsRefusedWith503AndRetryAfter) {
+TEST(admission_control, ALongQueueIsRefusedWith503AndRetryAfter) {
   // One worker. /jwt costs 50 ms, /ssr 3 s; a call may wait at most 1 ms.
   server_process server({{"KNIT_MODE", "pooled"},
                          {"KNIT_THREADS", "1"},
@@ -256,30 +238,22 @@ TEST(HostileAdmissionTest, ALongQueueIsRefusedWith503AndRetryAfter) {
   //    pool has it (submitted, not completed) before going on.
   connection slow(server.port(), std::chrono::seconds(30));
   ASSERT_TRUE(slow.send(make_request("POST", "/ssr", "{}")));
-  stats_where(server, [](const json::object& s) {
-    const auto& totals = s.at("pool").at("totals").as_object();
-    return totals.at("calls_submitted").as_int64() > totals.at("calls_completed").as_int64();
-  });
+  wait_until_pool_busy(server);
 
   // 3. Now a call has one call ahead: expected wait 1 x ~50 ms > 1 ms. Refused at once.
   connection refused(server.port());
   auto busy = refused.request("POST", "/jwt", kJwt);
-  ASSERT_TRUE(busy);
-  EXPECT_EQ(busy->status, 503);
+  ASSERT_NO_FATAL_FAILURE(expect_status(busy, 503));
   EXPECT_EQ(busy->header("retry-after"), "1");
 
   // /ping never queues behind the pool.
-  auto ping = refused.request("GET", "/ping");
-  ASSERT_TRUE(ping);
-  EXPECT_EQ(ping->status, 200);
+  ASSERT_NO_FATAL_FAILURE(expect_status(refused.request("GET", "/ping"), 200));
 
   // 4. Once the slow call is done, calls are accepted again.
   http_response slow_res;
   ASSERT_EQ(slow.read_response(slow_res), read_outcome::complete);
   EXPECT_EQ(slow_res.status, 200);
-  auto again = refused.request("POST", "/jwt", kJwt);
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->status, 200);
+  ASSERT_NO_FATAL_FAILURE(expect_status(refused.request("POST", "/jwt", kJwt), 200));
 
   // (Waits for a line that counts it: a line answering an earlier SIGUSR1 may come first.)
   const json::object stats = stats_where(server, [](const json::object& s) {
@@ -289,7 +263,7 @@ TEST(HostileAdmissionTest, ALongQueueIsRefusedWith503AndRetryAfter) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(HostileAdmissionTest, TheCountCapRefusesBeforeAnyEstimateExists) {
+TEST(admission_control, TheCountCapRefusesBeforeAnyEstimateExists) {
   // No call has come back yet (estimate 0), so only KNIT_MAX_QUEUED=1 can refuse.
   server_process server({{"KNIT_MODE", "pooled"},
                          {"KNIT_THREADS", "1"},
@@ -298,14 +272,10 @@ TEST(HostileAdmissionTest, TheCountCapRefusesBeforeAnyEstimateExists) {
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection slow(server.port(), std::chrono::seconds(30));
   ASSERT_TRUE(slow.send(make_request("POST", "/ssr", "{}")));
-  stats_where(server, [](const json::object& s) {
-    const auto& totals = s.at("pool").at("totals").as_object();
-    return totals.at("calls_submitted").as_int64() > totals.at("calls_completed").as_int64();
-  });
+  wait_until_pool_busy(server);
   connection second(server.port());
   auto busy = second.request("POST", "/ssr", "{}");
-  ASSERT_TRUE(busy);
-  EXPECT_EQ(busy->status, 503);
+  ASSERT_NO_FATAL_FAILURE(expect_status(busy, 503));
   EXPECT_EQ(busy->header("retry-after"), "1");
   http_response slow_res;
   ASSERT_EQ(slow.read_response(slow_res), read_outcome::complete);

@@ -23,17 +23,10 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr const char* kSsrBody = R"({"name":"<Ari & Co>","plan":"pro","bio":"Building on Knitting","projects":17})";
-constexpr const char* kJwtBody = R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
-
 // How often the tests ask for knit-stats while waiting for the server to take a request: a
 // line that still says 0 is followed by the next SIGUSR1 after this long, not 500 ms.
 constexpr std::chrono::milliseconds kPoll{20};
 constexpr std::chrono::seconds kSlowJobWait{120};
-
-std::int64_t requests_of(const json::object& stats, const char* route) {
-  return stats.at("requests").at(route).as_int64();
-}
 
 // The parts of a response that do not depend on the clock: the status, the content type, and
 // the body with its timestamps replaced. /ssr stamps the page (ISO 8601, milliseconds); /jwt
@@ -67,13 +60,11 @@ const exchange kExchanges[] = {
 
 // ---- asio -----------------------------------------------------------------------------
 
-TEST(AsioModeTest, BannerNamesTheThreadPool) {
-  server_process server(env_map{{"KNIT_MODE", "asio"}, {"KNIT_THREADS", "3"}});
+// Starts a server with `env` and expects `banner` in what it printed before listening.
+void expect_banner(const env_map& env, const std::string& banner) {
+  server_process server(env);
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  EXPECT_NE(server.stdout_seen().find("mode: asio (/ssr and /jwt on boost::asio::thread_pool(3), "
-                                      "results posted back)"),
-            std::string::npos)
-      << server.stdout_seen();
+  EXPECT_NE(server.stdout_seen().find(banner), std::string::npos) << server.stdout_seen();
   // A request before the stop, as in every other test: under ThreadSanitizer a SIGTERM sent
   // the instant "listening on" appears is, about 1 time in 40, never handled, in every mode
   // (inline included); release and ASan builds handle it every time.
@@ -82,7 +73,12 @@ TEST(AsioModeTest, BannerNamesTheThreadPool) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(AsioModeTest, SsrAndJwtAnswerExactlyAsPooledModeDoes) {
+TEST(asio_mode, BannerNamesTheThreadPool) {
+  expect_banner({{"KNIT_MODE", "asio"}, {"KNIT_THREADS", "3"}},
+                "mode: asio (/ssr and /jwt on boost::asio::thread_pool(3), results posted back)");
+}
+
+TEST(asio_mode, SsrAndJwtAnswerExactlyAsPooledModeDoes) {
   server_process pooled(env_map{{"KNIT_MODE", "pooled"}});
   server_process asio(env_map{{"KNIT_MODE", "asio"}, {"KNIT_THREADS", "2"}});
   ASSERT_TRUE(pooled.wait_listening()) << pooled.stderr_text();
@@ -131,7 +127,7 @@ void expect_ping_answered_while_a_slow_ssr_runs(env_map env) {
   connection slow(server.port(), kSlowJobWait);
   ASSERT_TRUE(slow.send(make_request("POST", "/ssr", kSsrBody)));
   // The host has taken the request and started the job (counted by the same handler).
-  stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
+  wait_until_counted(server, "ssr", 500, kPoll);
   std::thread reader([&] {
     ssr_outcome = slow.read_response(ssr);
     ssr_done_at = sequence.fetch_add(1);
@@ -148,18 +144,18 @@ void expect_ping_answered_while_a_slow_ssr_runs(env_map env) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(AsioModeTest, PingIsAnsweredWhileASlowSsrRuns) {
+TEST(asio_mode, PingIsAnsweredWhileASlowSsrRuns) {
   expect_ping_answered_while_a_slow_ssr_runs(env_map{{"KNIT_MODE", "asio"}, {"KNIT_THREADS", "1"}});
 }
 
-TEST(AsioModeTest, SigtermWaitsForTheJobInFlightAndExitsZero) {
+TEST(asio_mode, SigtermWaitsForTheJobInFlightAndExitsZero) {
   // A 1 s job, usually still running when SIGTERM arrives (the test holds either way: the
   // request is answered whole and the exit is clean).
   server_process server(env_map{{"KNIT_MODE", "asio"}, {"KNIT_SSR_COST_US", "1000000"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   auto busy = std::make_unique<connection>(server.port(), kSlowJobWait);
   ASSERT_TRUE(busy->send(make_request("POST", "/ssr", kSsrBody)));
-  stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
+  wait_until_counted(server, "ssr", 500, kPoll);
   server.signal(SIGTERM);
 
   http_response res;
@@ -171,7 +167,7 @@ TEST(AsioModeTest, SigtermWaitsForTheJobInFlightAndExitsZero) {
   EXPECT_EQ(server.wait_exit(), 0) << server.stderr_text();
 }
 
-TEST(AsioModeTest, StopDeadlineWithAJobThatWillNotFinishExitsWithCode3) {
+TEST(asio_mode, StopDeadlineWithAJobThatWillNotFinishExitsWithCode3) {
   // A 10 s job and a 300 ms stop timeout: asio has no way to cancel the job, so the server
   // gives the connection up at the deadline and exits 3 without joining the thread.
   server_process server(env_map{{"KNIT_MODE", "asio"}, {"KNIT_SSR_COST_US", "10000000"},
@@ -179,7 +175,7 @@ TEST(AsioModeTest, StopDeadlineWithAJobThatWillNotFinishExitsWithCode3) {
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection busy(server.port());
   ASSERT_TRUE(busy.send(make_request("POST", "/ssr", kSsrBody)));
-  stats_where(server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 500, kPoll);
+  wait_until_counted(server, "ssr", 500, kPoll);
   server.signal(SIGTERM);
   // Returns well before the job could end: the deadline, not the job, ends the process
   // (wait_exit's 8 s limit is below the job's 10 s, so a join would fail this).
@@ -195,22 +191,13 @@ const json::object& auto_route(const json::object& stats, const char* route) {
   return stats.at("auto").at(route).as_object();
 }
 
-TEST(AutoModeTest, BannerNamesTheThreshold) {
-  server_process server(env_map{{"KNIT_MODE", "auto"}, {"KNIT_AUTO_INLINE_US", "9"}});
-  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  EXPECT_NE(server.stdout_seen().find("mode: auto (/ssr and /jwt each inline while its average "
-                                      "cost is under 9 us, else on knit workers) pool: "),
-            std::string::npos)
-      << server.stdout_seen();
-  // A request before the stop, as in every other test: under ThreadSanitizer a SIGTERM sent
-  // the instant "listening on" appears is, about 1 time in 40, never handled, in every mode
-  // (inline included); release and ASan builds handle it every time.
-  connection c(server.port());
-  EXPECT_TRUE(c.request("GET", "/ping"));
-  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+TEST(auto_mode, BannerNamesTheThreshold) {
+  expect_banner({{"KNIT_MODE", "auto"}, {"KNIT_AUTO_INLINE_US", "9"}},
+                "mode: auto (/ssr and /jwt each inline while its average cost is under 9 us, "
+                "else on knit workers) pool: ");
 }
 
-TEST(AutoModeTest, BadThresholdExitsWith2AndNamesIt) {
+TEST(auto_mode, BadThresholdExitsWith2AndNamesIt) {
   server_process server(env_map{{"KNIT_MODE", "auto"}, {"KNIT_AUTO_INLINE_US", "0"}});
   EXPECT_EQ(server.wait_exit(), 2);
   EXPECT_NE(server.stderr_text().find("KNIT_AUTO_INLINE_US=\"0\""), std::string::npos)
@@ -242,7 +229,7 @@ json::object run_against_pooled(server_process& server, int rounds) {
   });
 }
 
-TEST(AutoModeTest, CheapRoutesEndUpInline) {
+TEST(auto_mode, CheapRoutesEndUpInline) {
   // Native cost: a few microseconds per call in a release build, but up to about 1 ms under
   // ThreadSanitizer (measured: /jwt 0.7 ms, /ssr 0.27 ms). The threshold is raised to 20 ms
   // so that every build calls them cheap; the default (6 µs) is covered by the unit tests
@@ -268,7 +255,7 @@ TEST(AutoModeTest, CheapRoutesEndUpInline) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(AutoModeTest, An2msRouteStaysOnThePool) {
+TEST(auto_mode, An2msRouteStaysOnThePool) {
   // /ssr costs 2 ms, far above the default threshold (6 µs): every call goes to the pool,
   // and its answers are still those of pooled mode.
   server_process server(env_map{{"KNIT_MODE", "auto"}, {"KNIT_SSR_COST_US", "2000"}});
@@ -283,7 +270,7 @@ TEST(AutoModeTest, An2msRouteStaysOnThePool) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(AutoModeTest, PingIsAnsweredWhileAnExpensiveSsrRunsOnThePool) {
+TEST(auto_mode, PingIsAnsweredWhileAnExpensiveSsrRunsOnThePool) {
   // The first call of a route goes to the pool (an unknown cost counts as expensive), so
   // even the very first slow /ssr does not hold the host thread.
   expect_ping_answered_while_a_slow_ssr_runs(env_map{{"KNIT_MODE", "auto"}});

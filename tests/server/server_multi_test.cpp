@@ -3,9 +3,9 @@
 // from several threads at once, a slow route on one thread while the others serve, the
 // stop, the sweep and SIGUSR1 reaching sessions that other threads are running.
 //
-// The whole ServerTest and HostileTest suites run in multi mode too (server_fixture.hpp);
-// these tests add the concurrency. No test asserts on timing: deadlines only keep a broken
-// server from hanging the suite.
+// The server_mode_test suites (routes, limits, connections, stop, hostile clients) run in
+// multi mode too (server_fixture.hpp); these tests add the concurrency. No test asserts on
+// timing: deadlines only keep a broken server from hanging the suite.
 #include <signal.h>
 
 #include <atomic>
@@ -29,13 +29,6 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr const char* kSsrBody = R"({"name":"<Ari & Co>","plan":"pro"})";
-constexpr const char* kJwtBody = R"({"user":{"id":"u_42","role":"admin"},"ttlSec":900})";
-
-std::int64_t requests_of(const json::object& stats, const char* route) {
-  return stats.at("requests").at(route).as_int64();
-}
-
 std::int64_t total_requests(const json::object& stats) {
   return requests_of(stats, "ping") + requests_of(stats, "ssr") + requests_of(stats, "jwt") +
          requests_of(stats, "other");
@@ -51,13 +44,13 @@ server_process start_multi(env_map env) {
 enum class kind { ping, ssr, jwt };
 kind kind_of(int t, int i) { return static_cast<kind>((t + i) % 3); }
 
-std::optional<http_response> send_kind(connection& c, kind k) {
+std::string request_for(kind k) {
   switch (k) {
-    case kind::ping: return c.request("GET", "/ping");
-    case kind::ssr: return c.request("POST", "/ssr", kSsrBody);
-    case kind::jwt: return c.request("POST", "/jwt", kJwtBody);
+    case kind::ping: return make_request("GET", "/ping");
+    case kind::ssr: return make_request("POST", "/ssr", kSsrBody);
+    case kind::jwt: return make_request("POST", "/jwt", kJwtBody);
   }
-  return std::nullopt;
+  return {};
 }
 
 // The answer is the route's own, not merely a 200: a response crossed between two
@@ -72,7 +65,7 @@ bool answers(const http_response& res, kind k) {
   return false;
 }
 
-TEST(MultiModeTest, ConcurrentKeepAliveClientsAreAnsweredAndCountedExactly) {
+TEST(multi_mode, ConcurrentKeepAliveClientsAreAnsweredAndCountedExactly) {
   server_process server = start_multi({{"KNIT_THREADS", "4"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   EXPECT_NE(server.stdout_seen().find("mode: multi (one io_context run by 4 threads"),
@@ -91,7 +84,7 @@ TEST(MultiModeTest, ConcurrentKeepAliveClientsAreAnsweredAndCountedExactly) {
       go.arrive_and_wait();
       for (int i = 0; i < kRequests; ++i) {
         const kind k = kind_of(t, i);
-        auto res = send_kind(c, k);
+        auto res = c.exchange(request_for(k));
         if (!res || !answers(*res, k)) {
           ADD_FAILURE() << "client " << t << " request " << i << ": "
                         << (res ? std::to_string(res->status) + " " + res->body : "no response");
@@ -130,59 +123,20 @@ TEST(MultiModeTest, ConcurrentKeepAliveClientsAreAnsweredAndCountedExactly) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(MultiModeTest, SigtermUnderLoadAnswersEveryStartedRequest) {
+TEST(multi_mode, SigtermUnderLoadAnswersEveryStartedRequest) {
   server_process server = start_multi({{"KNIT_THREADS", "4"}, {"KNIT_SSR_COST_US", "2000"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-
-  constexpr int kClients = 32;
-  constexpr int kMaxRequestsPerClient = 2000;  // bounds the loop if the stop never comes
-  std::atomic<int> answered{0};
-  std::atomic<int> lost{0};  // a response cut short, garbled or wrong: must stay 0
-  std::vector<std::thread> clients;
-  for (int t = 0; t < kClients; ++t) {
-    clients.emplace_back([&, t] {
-      // Keep requesting, reconnecting after each close, until connecting fails (the server
-      // has stopped listening) or the bound is reached.
-      int sent = 0;
-      while (sent < kMaxRequestsPerClient) {
-        connection c(server.port());
-        if (!c.connected()) return;
-        for (; sent < kMaxRequestsPerClient; ++sent) {
-          const kind k = kind_of(t, sent);
-          const std::string request = k == kind::ping  ? make_request("GET", "/ping")
-                                      : k == kind::ssr ? make_request("POST", "/ssr", kSsrBody)
-                                                       : make_request("POST", "/jwt", kJwtBody);
-          if (!c.send(request)) break;  // the server closed first: nothing was started
-          http_response res;
-          const read_outcome outcome = c.read_response(res);
-          if (outcome == read_outcome::closed_cleanly) break;  // closed before answering: allowed
-          if (outcome != read_outcome::complete || !answers(res, k)) {
-            ADD_FAILURE() << "client " << t << ": " << to_string(outcome) << " status "
-                          << res.status;
-            ++lost;
-            return;
-          }
-          ++answered;
-          if (res.header("connection") == "close") {
-            ++sent;
-            break;
-          }
-        }
-      }
-    });
-  }
-  // Let the load run, then stop the server in the middle of it.
-  for (int i = 0; i < 2000 && answered.load() < 500; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_GE(answered.load(), 1);
-  server.signal(SIGTERM);
-  for (auto& t : clients) t.join();
-  EXPECT_EQ(lost.load(), 0);
+  interrupted_load load;
+  load.clients = 32;
+  load.answered_before_stop = 500;
+  load.max_requests_per_client = 2000;  // bounds the loop if the stop never comes
+  load.request = [](int t, int i) { return request_for(kind_of(t, i)); };
+  load.answers = [](const http_response& res, int t, int i) { return answers(res, kind_of(t, i)); };
+  EXPECT_EQ(lost_under_sigterm(server, load), 0);
   EXPECT_EQ(server.wait_exit(), 0) << server.stderr_text();
 }
 
-TEST(MultiModeTest, IdleTimeoutClosesIdleConnections) {
+TEST(multi_mode, IdleTimeoutClosesIdleConnections) {
   server_process server = start_multi({{"KNIT_THREADS", "4"}, {"KNIT_IDLE_TIMEOUT_MS", "300"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   // One connection idle after a request (keep-alive), one that never sends a byte. The
@@ -192,11 +146,8 @@ TEST(MultiModeTest, IdleTimeoutClosesIdleConnections) {
   connection silent(server.port());
   ASSERT_TRUE(silent.connected());
 
-  std::string received;
-  EXPECT_TRUE(after_request.wait_closed(&received));
-  EXPECT_EQ(received, "");
-  EXPECT_TRUE(silent.wait_closed(&received));
-  EXPECT_EQ(received, "");
+  expect_closed_silently(after_request);
+  expect_closed_silently(silent);
   // Both sessions are gone from the server's set too.
   const json::object stats =
       stats_where(server, [](const json::object& s) {
@@ -206,7 +157,7 @@ TEST(MultiModeTest, IdleTimeoutClosesIdleConnections) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(MultiModeTest, ASlowSsrDoesNotHoldUpPing) {
+TEST(multi_mode, ASlowSsrDoesNotHoldUpPing) {
   // 200 ms of CPU for each /ssr: in inline mode every other connection would wait for it.
   server_process server = start_multi({{"KNIT_THREADS", "2"}, {"KNIT_SSR_COST_US", "200000"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
@@ -217,17 +168,15 @@ TEST(MultiModeTest, ASlowSsrDoesNotHoldUpPing) {
   // the line itself comes from the other thread, while the route holds this one.
   // Short rounds: a round waits out its whole `wait` for a matching line, which a long
   // wait would spend on the /ssr's own run time.
-  const json::object started = stats_where(
-      server, [](const json::object& s) { return requests_of(s, "ssr") >= 1; }, 400,
-      std::chrono::milliseconds(10));
+  const json::object started =
+      wait_until_counted(server, "ssr", 400, std::chrono::milliseconds(10));
   ASSERT_EQ(requests_of(started, "ssr"), 1);
 
   // The other thread answers /ping while the /ssr is still running: its response has not
   // arrived when the ping's has.
   connection fast(server.port());
   auto ping = fast.request("GET", "/ping");
-  ASSERT_TRUE(ping);
-  EXPECT_EQ(ping->status, 200);
+  ASSERT_NO_FATAL_FAILURE(expect_status(ping, 200));
   EXPECT_FALSE(slow.readable_now()) << "the /ssr finished before the /ping was answered";
 
   http_response res;
@@ -236,7 +185,7 @@ TEST(MultiModeTest, ASlowSsrDoesNotHoldUpPing) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(MultiModeTest, TheStopDeadlineCutsASlowClient) {
+TEST(multi_mode, TheStopDeadlineCutsASlowClient) {
   // A minute of idle timeout and a half-sent request: the stop grace, or at the latest the
   // stop deadline (cut_slow_clients, posted into the session's strand), ends it. Nothing
   // was answered or lost: exit 0.
@@ -245,14 +194,10 @@ TEST(MultiModeTest, TheStopDeadlineCutsASlowClient) {
                                        {"KNIT_STOP_TIMEOUT_MS", "300"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection slow(server.port(), std::chrono::seconds(30));
-  ASSERT_TRUE(slow.send("POST /jwt HTTP/1.1\r\nContent-Le"));
-  // A round trip on another connection gives the server time to read those bytes.
-  ASSERT_TRUE(connection(server.port()).request("GET", "/ping"));
+  ASSERT_NO_FATAL_FAILURE(send_half_a_request(slow, server.port()));
 
   server.signal(SIGTERM);
-  std::string received;
-  EXPECT_TRUE(slow.wait_closed(&received));
-  EXPECT_EQ(received, "");
+  expect_closed_silently(slow);
   EXPECT_EQ(server.wait_exit(), 0) << server.stderr_text();
 }
 
