@@ -1,4 +1,4 @@
-// Parses the server's environment variables; every bad value becomes a config_error naming it.
+// Parses the server's environment variables; every bad value becomes a server_config_error naming it.
 #include "config.hpp"
 
 #include <openssl/rand.h>
@@ -19,7 +19,7 @@ namespace {
   message += value;
   message += "\": ";
   message += expected;
-  throw config_error(message);
+  throw server_config_error(message);
 }
 
 // Unset and empty both mean "use the default".

@@ -88,7 +88,7 @@ constexpr std::chrono::milliseconds stop_grace_for(std::chrono::milliseconds sto
 
 // A bad setting. what() names the variable and quotes the value, e.g.
 //   PORT="70000": must be an integer from 0 to 65535
-class config_error : public std::invalid_argument {
+class server_config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
@@ -98,7 +98,7 @@ using env_lookup = std::function<std::optional<std::string>(const char* name)>;
 
 // Builds the configuration. Unset or empty variables take their defaults (the seed's
 // harness passes KNIT_SPIN="" to mean "default"); anything else that does not parse
-// throws config_error, never a silent default. May call RAND_bytes for the secret.
+// throws server_config_error, never a silent default. May call RAND_bytes for the secret.
 server_config config_from_env(const env_lookup& getenv);
 
 // config_from_env over the real process environment.

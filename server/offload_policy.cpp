@@ -18,7 +18,7 @@ offload_options offload_options_from_env(const env_lookup& getenv) {
   const char* last = text->data() + text->size();
   const auto [end, ec] = std::from_chars(text->data(), last, value);
   if (ec != std::errc{} || end != last || value < 1 || value > offload_options::kMaxInlineUs) {
-    throw config_error(std::string(kName) + "=\"" + *text + "\": must be an integer from 1 to " +
+    throw server_config_error(std::string(kName) + "=\"" + *text + "\": must be an integer from 1 to " +
                        std::to_string(offload_options::kMaxInlineUs));
   }
   options.inline_below_us = static_cast<std::uint32_t>(value);

@@ -17,11 +17,11 @@ server_config parse(std::map<std::string, std::string> env) {
   });
 }
 
-// The config_error message for `env`, or "" if it parsed.
+// The server_config_error message for `env`, or "" if it parsed.
 std::string error_of(std::map<std::string, std::string> env) {
   try {
     parse(std::move(env));
-  } catch (const config_error& e) {
+  } catch (const server_config_error& e) {
     return e.what();
   }
   return "";
@@ -162,7 +162,7 @@ TEST(Config, EveryModeParsesFromItsName) {
   try {
     parse({{"KNIT_MODE", "threads"}});
     ADD_FAILURE() << "KNIT_MODE=threads was accepted";
-  } catch (const config_error& e) {
+  } catch (const server_config_error& e) {
     EXPECT_NE(std::string(e.what()).find("inline, pooled, asio, multi or auto"), std::string::npos)
         << e.what();
   }

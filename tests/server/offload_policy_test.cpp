@@ -189,7 +189,7 @@ TEST(OffloadOptionsTest, RejectsBadValuesNamingTheVariable) {
     try {
       offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", bad}}));
       ADD_FAILURE() << "accepted " << bad;
-    } catch (const config_error& e) {
+    } catch (const server_config_error& e) {
       EXPECT_EQ(std::string(e.what()), std::string("KNIT_AUTO_INLINE_US=\"") + bad +
                                            "\": must be an integer from 1 to 1000000");
     }
