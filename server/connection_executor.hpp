@@ -1,4 +1,5 @@
-// Where a connection's handlers run: on the one host thread, or (KNIT_MODE=multi) on a strand of its own.
+// Where a connection's handlers run: on the one host thread, or (KNIT_MODE=multi) on a strand of
+// its own.
 #pragma once
 
 #include <memory>

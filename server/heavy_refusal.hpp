@@ -1,4 +1,5 @@
-// Why a heavy call was not started: the placement's verdict, which the session turns into a 503 or 500.
+// Why a heavy call was not started: the placement's verdict, which the session turns into a 503 or
+// 500.
 #pragma once
 
 #include <boost/beast/http/status.hpp>

@@ -1,4 +1,5 @@
-// KNIT_MODE=auto's per-route rule: run a heavy route inline while its measured cost is small, on the pool once it is not.
+// KNIT_MODE=auto's per-route rule: run a heavy route inline while its measured cost is small, on
+// the pool once it is not.
 //
 // The rule (one offload_policy per route, host thread only; no clock, no pool: the caller
 // measures and reports):

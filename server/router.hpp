@@ -1,4 +1,4 @@
-// Maps a request's method and target to one of the seed's routes, matching the way Hono does.
+// Maps a request's method and target to one of the reference routes, matching the way Hono does.
 #pragma once
 
 #include <ostream>  // Boost 1.81's verb.hpp uses operator<< on string_view without including it

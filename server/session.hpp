@@ -20,7 +20,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "connection_executor.hpp"
-#include "heavy_placement.hpp"
+#include "heavy_refusal.hpp"
 #include "request_arena.hpp"
 #include "request_parser.hpp"
 #include "responses.hpp"

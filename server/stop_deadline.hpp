@@ -1,4 +1,5 @@
-// The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the deadline, flush the 503s.
+// The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the
+// deadline, flush the 503s.
 //
 // Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout):
 //   1. server::stop(): no new connections; every session finishes its request and closes

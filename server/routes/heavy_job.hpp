@@ -1,4 +1,5 @@
-// One heavy call (/ssr or /jwt) as a self-contained task: the route's work plus the emulated CPU cost.
+// One heavy call (/ssr or /jwt) as a self-contained task: the route's work plus the emulated CPU
+// cost.
 #pragma once
 
 #include <cstdint>
