@@ -43,7 +43,7 @@ using socket_type =
 //
 //   handle_request --(/ping, 404: answered at once)--------------------> send_response
 //                  --(/ssr, /jwt: heavy_placement, inline or pool)-> on_heavy_done --^
-//                  --(/ssr, /jwt refused by the placement: 503)------------------^
+//                  --(/ssr, /jwt the placement refuses)-> on_heavy_refused (503) --^
 //
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
@@ -51,8 +51,8 @@ using socket_type =
 // A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
 // 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
 // buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
-// ends the chain, and with it the session. A heavy request that admission control refuses
-// gets 503 + Retry-After and the connection stays open.
+// ends the chain, and with it the session. A heavy request that the placement refuses
+// (admission control, a full pool) gets 503 + Retry-After and the connection stays open.
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.

@@ -14,7 +14,7 @@ namespace {
 constexpr std::uint32_t kThresholdUs = 6;
 constexpr std::uint64_t kUs = 1000;  // ns
 
-// Runs `calls` calls through the policy as heavy_dispatch does: ask, then report the cost of
+// Runs `calls` calls through the policy as auto_placement does: ask, then report the cost of
 // the measured ones. Returns how many calls it took until the route was on `want_pooled`
 // (0 if it already was), or nullopt if it never got there.
 std::optional<int> drive(offload_policy& p, std::uint64_t cost_ns, int calls,
