@@ -1,5 +1,5 @@
-// knit-server: the reference server's Hono example on Boost.Beast; /ssr and /jwt run inline, on
-// a knit pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
+// knit-server: the reference Hono server on Boost.Beast; /ssr and /jwt run inline, on a knit
+// pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
 //
 // Usage (everything comes from the environment; a bad value exits 2 naming it):
 //   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
