@@ -37,7 +37,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "config.hpp"
-#include "heavy_dispatch.hpp"
+#include "heavy_placement.hpp"
 #include "server.hpp"
 
 namespace {
@@ -58,7 +58,7 @@ constexpr std::chrono::seconds kDeadline{5};
 struct server_fixture {
   knit_server::server_config cfg;
   net::io_context io{1};
-  std::optional<knit_server::heavy_dispatch> dispatch;
+  std::optional<knit_server::heavy_placement> placement;
   std::optional<knit_server::server> srv;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   sockaddr_in address{};
@@ -71,8 +71,8 @@ struct server_fixture {
     cfg.jwt_secret = "fuzz-secret-fuzz-secret-fuzz-sec";  // fixed: runs are reproducible
     cfg.ssr_cost_us = 0;
     cfg.jwt_cost_us = 0;
-    dispatch.emplace(cfg, nullptr);
-    srv.emplace(io, cfg, *dispatch);
+    placement.emplace(std::in_place_type<knit_server::inline_placement>, cfg);
+    srv.emplace(io, cfg, *placement);
     const auto bound = srv->listen();
     srv->start();
     work.emplace(io.get_executor());

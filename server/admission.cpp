@@ -1,4 +1,5 @@
-// The admission rule: refuse a heavy call when too many calls are ahead of it, or when they would make it wait too long.
+// The admission rule: refuse a heavy call when too many calls are ahead of it, or when they would
+// make it wait too long.
 #include "admission.hpp"
 
 #include <algorithm>
@@ -29,8 +30,8 @@ std::chrono::nanoseconds service_meter::interval() const noexcept {
 
 std::chrono::nanoseconds expected_wait(const queue_state& q) noexcept {
   const auto threads = static_cast<std::int64_t>(std::max<std::size_t>(q.threads, 1));
-  const auto ahead = static_cast<std::int64_t>(
-      std::min<std::size_t>(q.ahead, static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())));
+  constexpr auto kAheadCap = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
+  const auto ahead = static_cast<std::int64_t>(std::min<std::size_t>(q.ahead, kAheadCap));
   if (ahead < threads) return std::chrono::nanoseconds{0};  // a worker is free
   const std::int64_t completions = ahead - threads + 1;     // before a worker frees up for us
 
@@ -43,7 +44,8 @@ std::chrono::nanoseconds expected_wait(const queue_state& q) noexcept {
   }
   // completions < 2^31 and an interval is far below 2^32 ns (4 s) in any sane run; saturate
   // anyway rather than overflow on a pathological estimate.
-  if (per_completion != 0 && completions > std::numeric_limits<std::int64_t>::max() / per_completion) {
+  if (per_completion != 0 &&
+      completions > std::numeric_limits<std::int64_t>::max() / per_completion) {
     return std::chrono::nanoseconds::max();
   }
   return std::chrono::nanoseconds(completions * per_completion / divisor);

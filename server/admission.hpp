@@ -1,4 +1,5 @@
-// Admission control for the heavy routes: accept a call, or answer 503 at once because it would wait too long.
+// Admission control for the heavy routes: accept a call, or answer 503 at once because it would
+// wait too long.
 #pragma once
 
 #include <array>
@@ -37,7 +38,8 @@ class service_meter {
 
   // A call completed at `now`, leaving `pending_after` calls accepted and not completed in
   // a pool of `threads` workers. `now` must not go backwards.
-  void on_completion(clock::time_point now, std::size_t pending_after, std::size_t threads) noexcept;
+  void on_completion(clock::time_point now, std::size_t pending_after,
+                     std::size_t threads) noexcept;
 
   // Mean of the saturated intervals in the window; 0 until the first one.
   std::chrono::nanoseconds interval() const noexcept;

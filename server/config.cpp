@@ -1,4 +1,5 @@
-// Parses the server's environment variables; every bad value becomes a config_error naming it.
+// Parses the server's environment variables; every bad value becomes a server_config_error naming
+// it.
 #include "config.hpp"
 
 #include <openssl/rand.h>
@@ -19,7 +20,7 @@ namespace {
   message += value;
   message += "\": ";
   message += expected;
-  throw config_error(message);
+  throw server_config_error(message);
 }
 
 // Unset and empty both mean "use the default".
@@ -103,7 +104,7 @@ server_config config_from_env(const env_lookup& getenv) {
 
   if (auto profile = lookup(getenv, "KNIT_COST_PROFILE")) {
     if (*profile == "bun") {
-      // The seed's Bun server spends about this much CPU per call in each route.
+      // The reference server's Bun routes spend about this much CPU per call in each route.
       cfg.ssr_cost_us = 76;
       cfg.jwt_cost_us = 72;
     } else if (*profile != "native") {

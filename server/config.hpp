@@ -1,4 +1,5 @@
-// Server settings from the environment (PORT, HOST, KNIT_MODE, costs, limits, JWT_SECRET), checked strictly.
+// Server settings from the environment (PORT, HOST, KNIT_MODE, costs, limits, JWT_SECRET), checked
+// strictly.
 #pragma once
 
 #include <chrono>
@@ -12,11 +13,12 @@
 
 namespace knit_server {
 
-// Where /ssr and /jwt run. The first two are the seed's two servers; the next two are what a
-// C++ user would write instead of knit (the peers knit is measured against); the last is
+// Where /ssr and /jwt run. The first two are the reference server's two variants; the next two are
+// what a C++ user would write instead of knit (the peers knit is measured against); the last is
 // knit deciding per route.
 enum class exec_mode {
-  inline_host,   // "inline": on the host thread (the seed's hono_only); /ping waits behind them
+  inline_host,   // "inline": on the host thread (the reference server's hono_only); /ping
+                 //   waits behind them
   pooled,        // "pooled": on a knit pool worker (hono_knitting)
   asio_pool,     // "asio": boost::asio::thread_pool of KNIT_THREADS threads, the result
                  //   posted back to the host's io_context (the five-line alternative)
@@ -40,8 +42,8 @@ struct server_config {
   exec_mode mode = exec_mode::pooled;  // KNIT_MODE
 
   // KNIT_COST_PROFILE names the per-route CPU cost to emulate; KNIT_SSR_COST_US and
-  // KNIT_JWT_COST_US override it per route. "bun" is the seed's measured cost of the Bun
-  // routes, so a C++ server can stand in for the JS one; "native" adds nothing.
+  // KNIT_JWT_COST_US override it per route. "bun" is the reference server's measured cost of the
+  // Bun routes, so a C++ server can stand in for the JS one; "native" adds nothing.
   std::string cost_profile = "native";
   std::uint32_t ssr_cost_us = 0;
   std::uint32_t jwt_cost_us = 0;
@@ -80,7 +82,8 @@ struct server_config {
 };
 
 // min(kMaxStopGrace, stop_timeout); kMaxStopGrace when stop_timeout is 0 (no bound).
-constexpr std::chrono::milliseconds stop_grace_for(std::chrono::milliseconds stop_timeout) noexcept {
+constexpr std::chrono::milliseconds stop_grace_for(
+    std::chrono::milliseconds stop_timeout) noexcept {
   return stop_timeout.count() > 0 && stop_timeout < server_config::kMaxStopGrace
              ? stop_timeout
              : server_config::kMaxStopGrace;
@@ -88,7 +91,7 @@ constexpr std::chrono::milliseconds stop_grace_for(std::chrono::milliseconds sto
 
 // A bad setting. what() names the variable and quotes the value, e.g.
 //   PORT="70000": must be an integer from 0 to 65535
-class config_error : public std::invalid_argument {
+class server_config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
@@ -96,9 +99,9 @@ class config_error : public std::invalid_argument {
 // Looks a variable up; nullopt when unset. The seam that lets tests feed a fake environment.
 using env_lookup = std::function<std::optional<std::string>(const char* name)>;
 
-// Builds the configuration. Unset or empty variables take their defaults (the seed's
-// harness passes KNIT_SPIN="" to mean "default"); anything else that does not parse
-// throws config_error, never a silent default. May call RAND_bytes for the secret.
+// Builds the configuration. Unset or empty variables take their defaults (the reference
+// benchmark passes KNIT_SPIN="" to mean "default"); anything else that does not parse
+// throws server_config_error, never a silent default. May call RAND_bytes for the secret.
 server_config config_from_env(const env_lookup& getenv);
 
 // config_from_env over the real process environment.

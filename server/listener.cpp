@@ -1,12 +1,11 @@
-// The accept loop: do_accept -> on_accept -> (session) -> do_accept, with a connection cap and an EMFILE back-off.
+// The accept loop: do_accept -> on_accept -> (session) -> do_accept, with a connection cap and
+// an EMFILE back-off.
 #include "listener.hpp"
 
 #include <chrono>
 #include <iostream>
 #include <memory>
-
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/post.hpp>
+#include <utility>
 
 #include "server.hpp"
 #include "session.hpp"
@@ -17,9 +16,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 listener::listener(net::io_context& io, server& srv)
-    : io_(io), server_(srv), acceptor_(io.get_executor()), backoff_(io) {
-  if (srv.multi_thread()) strand_.emplace(net::make_strand(io));
-}
+    : server_(srv),
+      acceptor_(io.get_executor()),
+      backoff_(io),
+      exec_(srv.threading().executor_for(io.get_executor())) {}
 
 tcp::endpoint listener::open(const tcp::endpoint& endpoint) {
   acceptor_.open(endpoint.protocol());
@@ -34,11 +34,7 @@ tcp::endpoint listener::open(const tcp::endpoint& endpoint) {
 void listener::run() { do_accept(); }
 
 void listener::stop() {
-  if (strand_) {
-    net::post(*strand_, [this] { close(); });
-  } else {
-    close();
-  }
+  exec_.post([this] { close(); });
 }
 
 void listener::close() {
@@ -50,14 +46,11 @@ void listener::close() {
 void listener::do_accept() {
   // The new connection gets its own socket on the same io_context. With one host thread
   // no strand is needed anywhere; in multi mode the session makes its own.
-  auto handler = [this](boost::beast::error_code ec, socket_type socket) {
+  exec_.start([this](auto&& handler) {
+    acceptor_.async_accept(std::forward<decltype(handler)>(handler));
+  }, [this](boost::beast::error_code ec, socket_type socket) {
     on_accept(ec, std::move(socket));
-  };
-  if (strand_) {
-    acceptor_.async_accept(net::bind_executor(*strand_, std::move(handler)));
-  } else {
-    acceptor_.async_accept(std::move(handler));
-  }
+  });
 }
 
 void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
@@ -70,14 +63,11 @@ void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
     // spin the host thread on the same error, so wait for some connections to close.
     std::cerr << "knit-server: accept: " << ec.message() << " (retrying in 50 ms)\n";
     backoff_.expires_after(std::chrono::milliseconds(50));
-    auto retry = [this](boost::beast::error_code wait_ec) {
+    exec_.start([this](auto&& handler) {
+      backoff_.async_wait(std::forward<decltype(handler)>(handler));
+    }, [this](boost::beast::error_code wait_ec) {
       if (!wait_ec) do_accept();
-    };
-    if (strand_) {
-      backoff_.async_wait(net::bind_executor(*strand_, std::move(retry)));
-    } else {
-      backoff_.async_wait(std::move(retry));
-    }
+    });
     return;
   }
 

@@ -1,21 +1,20 @@
 // Accepts connections and starts one session per connection, up to KNIT_MAX_CONNECTIONS.
 #pragma once
 
-#include <optional>
-
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
+
+#include "connection_executor.hpp"
 
 namespace knit_server {
 
 class server;
 
-// Threads: one accept is pending at a time, so its handlers never overlap. In KNIT_MODE=multi
-// they run on strand_, and stop() (called from another thread) posts the close there too;
-// in the other modes everything runs on the host thread.
+// Threads: one accept is pending at a time, so its handlers never overlap. They run on exec_
+// (connection_executor.hpp): in KNIT_MODE=multi a strand, where stop(), called from another
+// thread, posts the close too; in the other modes the host thread.
 class listener {
  public:
   listener(boost::asio::io_context& io, server& srv);
@@ -28,7 +27,7 @@ class listener {
 
   // Closes the acceptor: the pending accept completes with operation_aborted and the loop
   // ends. Connections already accepted are the server's business. Multi mode: may be
-  // called from any thread; the close happens on strand_, shortly after.
+  // called from any thread; the close happens on the loop's strand, shortly after.
   void stop();
 
  private:
@@ -38,14 +37,13 @@ class listener {
   void on_accept(boost::beast::error_code ec, socket_type socket);
   void close();
 
-  boost::asio::io_context& io_;
   server& server_;
   // The listening socket, typed on the io_context's executor so accepted sockets are too.
   boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, boost::asio::io_context::executor_type>
       acceptor_;
   boost::asio::steady_timer backoff_;         // pauses the loop when accept fails (EMFILE)
-  // Multi mode only: the accept loop's handlers and close() run here.
-  std::optional<boost::asio::strand<boost::asio::io_context::executor_type>> strand_;
+  // Where the accept loop's handlers and close() run.
+  connection_executor exec_;
 };
 
 }  // namespace knit_server

@@ -1,4 +1,5 @@
-// The non-blocking line writer: chooses a way to write per kind of file, then writes, keeps one line's remainder, or drops.
+// The non-blocking line writer: chooses a way to write per kind of file, then writes, keeps one
+// line's remainder, or drops.
 #include "log_writer.hpp"
 
 #include <fcntl.h>

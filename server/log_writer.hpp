@@ -1,4 +1,5 @@
-// Writes whole lines to stdout or stderr without ever blocking the event loop; what cannot be written now is dropped and counted.
+// Writes whole lines to stdout or stderr without ever blocking the event loop; what cannot be
+// written now is dropped and counted.
 #pragma once
 
 #include <atomic>

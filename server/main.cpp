@@ -1,4 +1,5 @@
-// knit-server: the seed's Hono example on Boost.Beast; /ssr and /jwt run inline, on a knit pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
+// knit-server: the reference Hono server on Boost.Beast; /ssr and /jwt run inline, on a knit
+// pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
 //
 // Usage (everything comes from the environment; a bad value exits 2 naming it):
 //   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
@@ -52,6 +53,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -61,7 +63,7 @@
 #include <knit/knit.hpp>
 
 #include "config.hpp"
-#include "heavy_dispatch.hpp"
+#include "heavy_placement.hpp"
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
 #include "server.hpp"
@@ -110,7 +112,7 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
 
 void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
                   const offload_options& auto_options, log_writer& out) {
-  // The route list exactly as the seed's server prints it.
+  // The route list exactly as the reference server prints it.
   out.write_line("GET  /ping");
   out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
   out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
@@ -163,7 +165,7 @@ int main() {
     // A client that is slow to send or read while stopping gets no longer than the stop
     // itself may take.
     cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
-  } catch (const std::invalid_argument& e) {  // config_error and knit::config_error
+  } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitConfig;
   } catch (const std::exception& e) {
@@ -211,14 +213,24 @@ int main() {
     }
     host.emplace(io, *pool);
   }
-  std::optional<heavy_dispatch> dispatch_storage;
-  if (asio_threads) {
-    dispatch_storage.emplace(cfg, *asio_threads, io);
-  } else {
-    dispatch_storage.emplace(cfg, host ? &*host : nullptr, auto_options);
+  // Where /ssr and /jwt run, chosen here once (heavy_placement.hpp).
+  std::optional<heavy_placement> placement;
+  switch (cfg.mode) {
+    case exec_mode::pooled:
+      placement.emplace(std::in_place_type<pool_placement>, cfg, *host);
+      break;
+    case exec_mode::auto_offload:
+      placement.emplace(std::in_place_type<auto_placement>, cfg, *host, auto_options);
+      break;
+    case exec_mode::asio_pool:
+      placement.emplace(std::in_place_type<asio_pool_placement>, cfg, *asio_threads, io);
+      break;
+    case exec_mode::inline_host:
+    case exec_mode::multi_thread:
+      placement.emplace(std::in_place_type<inline_placement>, cfg);
+      break;
   }
-  heavy_dispatch& dispatch = *dispatch_storage;
-  server srv(io, cfg, dispatch);
+  server srv(io, cfg, *placement);
   stop_deadline stopper(io, srv, pool ? &*pool : nullptr, pool_options.stop_timeout);
 
   // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
@@ -242,7 +254,7 @@ int main() {
       if (pool) pool_json = knit::to_json(pool->stats());
       const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
                                  out.dropped() + err.dropped()};
-      const std::optional<std::string> auto_json = dispatch.auto_json();
+      const std::optional<std::string> auto_json = placement->auto_json();
       out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges,
                                        pool_json, auto_json));
     } else if (++stop_requests == 1) {

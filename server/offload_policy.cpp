@@ -18,8 +18,9 @@ offload_options offload_options_from_env(const env_lookup& getenv) {
   const char* last = text->data() + text->size();
   const auto [end, ec] = std::from_chars(text->data(), last, value);
   if (ec != std::errc{} || end != last || value < 1 || value > offload_options::kMaxInlineUs) {
-    throw config_error(std::string(kName) + "=\"" + *text + "\": must be an integer from 1 to " +
-                       std::to_string(offload_options::kMaxInlineUs));
+    throw server_config_error(std::string(kName) + "=\"" + *text +
+                              "\": must be an integer from 1 to " +
+                              std::to_string(offload_options::kMaxInlineUs));
   }
   options.inline_below_us = static_cast<std::uint32_t>(value);
   return options;
@@ -39,7 +40,8 @@ void offload_policy::record(std::uint64_t cpu_ns) noexcept {
   // One sample can move the average by at most (4 T - avg) / 8 < T/2: a single slow call
   // (a page fault, a cold cache, the clock's own syscall) cannot push a cheap route over T,
   // while a route that really costs more than T still crosses within a few samples.
-  const auto sample = static_cast<std::int64_t>(std::min(cpu_ns, kSampleCapFactor * enter_pool_ns_));
+  const auto sample =
+      static_cast<std::int64_t>(std::min(cpu_ns, kSampleCapFactor * enter_pool_ns_));
   average_ns_ = samples_ == 0 ? sample : average_ns_ + (sample - average_ns_) / kEwmaDivisor;
   ++samples_;
 

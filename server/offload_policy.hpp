@@ -1,4 +1,5 @@
-// KNIT_MODE=auto's per-route rule: run a heavy route inline while its measured cost is small, on the pool once it is not.
+// KNIT_MODE=auto's per-route rule: run a heavy route inline while its measured cost is small, on
+// the pool once it is not.
 //
 // The rule (one offload_policy per route, host thread only; no clock, no pool: the caller
 // measures and reports):
@@ -39,7 +40,7 @@ struct offload_options {
 };
 
 // Reads KNIT_AUTO_INLINE_US (an integer from 1 to kMaxInlineUs; unset or empty = default)
-// through the same seam as config_from_env; a bad value throws config_error naming it.
+// through the same seam as config_from_env; a bad value throws server_config_error naming it.
 offload_options offload_options_from_env(const env_lookup& getenv);
 
 class offload_policy {

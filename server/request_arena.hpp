@@ -1,4 +1,5 @@
-// A per-session bump allocator for the request parser's header fields, so parsing a request allocates nothing.
+// A per-session bump allocator for the request parser's header fields, so parsing a request
+// allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +61,9 @@ class arena_allocator {
   template <class U>
   arena_allocator(const arena_allocator<U>& other) noexcept : arena_(other.arena_) {}
 
-  T* allocate(std::size_t n) { return static_cast<T*>(arena_->allocate(n * sizeof(T), alignof(T))); }
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(arena_->allocate(n * sizeof(T), alignof(T)));
+  }
   void deallocate(T* p, std::size_t) noexcept { arena_->deallocate(p); }
 
   template <class U>

@@ -1,4 +1,5 @@
-// The session's request parser: Beast's request_parser with a cap on how many header and trailer fields one request may carry.
+// The session's request parser: Beast's request_parser with a cap on how many header and trailer
+// fields one request may carry.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,5 @@
-// Responses as the session writes them: status, content type and body, serialized from pre-built header chunks.
+// Responses as the session writes them: status, content type and body, serialized from pre-built
+// header chunks.
 #pragma once
 
 #include <cstddef>
@@ -10,12 +11,14 @@
 
 namespace knit_server {
 
-// The exact Content-Type values the seed's Hono server sends.
+// The exact Content-Type values the reference Hono server sends.
 namespace content_type {
 inline constexpr std::string_view json = "application/json";                      // c.json (/ping)
-inline constexpr std::string_view json_utf8 = "application/json; charset=utf-8";  // /jwt, set by hand in the seed
+// /jwt: set by hand in the reference route, for its 200 and its 400 alike.
+inline constexpr std::string_view json_utf8 = "application/json; charset=utf-8";
 inline constexpr std::string_view html = "text/html; charset=UTF-8";              // c.html (/ssr)
-inline constexpr std::string_view text = "text/plain; charset=UTF-8";             // c.text and Hono's notFound
+// c.text and Hono's notFound.
+inline constexpr std::string_view text = "text/plain; charset=UTF-8";
 }  // namespace content_type
 
 // One response. The session keeps one and reuses it; a route's body string is moved in.

@@ -1,4 +1,4 @@
-// Maps a request's method and target to one of the seed's routes, matching the way Hono does.
+// Maps a request's method and target to one of the reference routes, matching the way Hono does.
 #pragma once
 
 #include <ostream>  // Boost 1.81's verb.hpp uses operator<< on string_view without including it
@@ -20,7 +20,7 @@ enum class route {
 // does, and the session then drops the body.
 route match_route(boost::beast::http::verb method, std::string_view target) noexcept;
 
-// True for the routes whose work runs through heavy_dispatch.
+// True for the routes whose work runs through heavy_placement.
 constexpr bool is_heavy(route r) noexcept { return r == route::ssr || r == route::jwt; }
 
 }  // namespace knit_server

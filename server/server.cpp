@@ -1,4 +1,5 @@
-// The shared server state and the graceful stop: close the acceptor, stop every session, report when drained.
+// The shared server state and the graceful stop: close the acceptor, stop every session,
+// report when drained.
 #include "server.hpp"
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
-#include "routes/routes.hpp"
 #include "session.hpp"
 
 namespace knit_server {
@@ -15,12 +15,12 @@ namespace knit_server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-server::server(net::io_context& io, const server_config& cfg, heavy_dispatch& dispatch)
+server::server(net::io_context& io, const server_config& cfg, heavy_placement& placement)
     : io_(io),
       cfg_(cfg),
-      multi_(cfg.mode == exec_mode::multi_thread),
-      dispatch_(dispatch),
-      admission_{cfg.max_queue_delay, cfg.max_queued},
+      threading_(cfg.mode),
+      placement_(placement),
+      ping_cache_(threading_.multi()),
       listener_(io, *this),
       sweep_timer_(io),
       sweep_period_(std::clamp<std::chrono::milliseconds>(cfg.idle_timeout / 8,
@@ -36,11 +36,6 @@ tcp::endpoint server::listen() {
 
 void server::start() { listener_.run(); }
 
-std::unique_lock<std::mutex> server::lock() const {
-  return multi_ ? std::unique_lock(sessions_mutex_)
-                : std::unique_lock(sessions_mutex_, std::defer_lock);
-}
-
 void server::stop(std::function<void()> drained) {
   auto guard = lock();
   if (stopping()) return;
@@ -51,7 +46,7 @@ void server::stop(std::function<void()> drained) {
   listener_.stop();
 
   // 2. Every session closes as soon as it has nothing in progress. session::stop() may
-  //    cancel a read (in multi mode: posts that to the session's strand) but never destroys
+  //    cancel a read (in multi mode: on the session's strand) but never destroys
   //    the session here, so iterating the set is safe.
   for (session* s : sessions_) s->stop();
 
@@ -64,32 +59,6 @@ void server::cut_slow_clients() {
   // session (the cancelled handler runs later), so iterating the set is safe.
   auto guard = lock();
   for (session* s : sessions_) s->check_deadline(std::chrono::steady_clock::time_point::max());
-}
-
-namespace {
-
-// Multi mode's /ping cache: one per io thread, so no thread waits for another's render.
-struct ping_cache {
-  std::chrono::sys_time<std::chrono::milliseconds> ms{};
-  std::string body;
-};
-thread_local ping_cache t_ping_cache;
-
-const std::string& cached_ping_body(std::chrono::sys_time<std::chrono::milliseconds>& cached_ms,
-                                    std::string& body, std::chrono::system_clock::time_point now) {
-  const auto ms = std::chrono::floor<std::chrono::milliseconds>(now);
-  if (ms != cached_ms || body.empty()) {
-    body = routes::ping_body("knit", now);
-    cached_ms = ms;
-  }
-  return body;
-}
-
-}  // namespace
-
-const std::string& server::ping_body(std::chrono::system_clock::time_point now) {
-  if (multi_) return cached_ping_body(t_ping_cache.ms, t_ping_cache.body, now);
-  return cached_ping_body(ping_ms_, ping_body_, now);
 }
 
 std::size_t server::connections() const {
@@ -134,11 +103,11 @@ void server::start_sweep() {
 void server::on_sweep(boost::system::error_code ec) {
   auto guard = lock();
   sweeping_ = false;
-  // No connections, no timer: an idle server wakes up for nothing (the seed measures idle
-  // CPU). The next attach() starts the sweep again.
+  // No connections, no timer: an idle server wakes up for nothing (the reference benchmark
+  // measures idle CPU). The next attach() starts the sweep again.
   if (ec || sessions_.empty()) return;
 
-  // check_deadline() may cancel a socket (multi mode: posts that), never destroy a session
+  // check_deadline() may cancel a socket (multi mode: on its strand), never destroy a session
   // (the cancelled handler runs later), so iterating the set is safe.
   const auto now = std::chrono::steady_clock::now();
   for (session* s : sessions_) s->check_deadline(now);

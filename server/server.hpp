@@ -1,9 +1,10 @@
-// What every connection shares (configuration, counters, heavy-route dispatch, the session list) and the stop protocol.
+// What every connection shares (configuration, counters, the heavy routes' placement, the
+// session list) and the stop protocol.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <atomic>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -13,29 +14,30 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "admission.hpp"
 #include "config.hpp"
-#include "heavy_dispatch.hpp"
+#include "heavy_placement.hpp"
+#include "io_threading.hpp"
 #include "listener.hpp"
+#include "ping_cache.hpp"
 #include "stats.hpp"
 
 namespace knit_server {
 
 class session;
 
-// Threads. In KNIT_MODE inline and pooled (and every mode but multi) one host thread runs
-// the io_context and touches every member; nothing here takes a lock on a request's path.
-// In KNIT_MODE=multi (exec_mode::multi_thread) N threads run the same io_context, and:
-//   - each session's own state is touched only from its strand (session.hpp);
+// Threads: threading_ (io_threading.hpp) is the policy chosen at start-up. With one host
+// thread (every mode but multi) that thread touches every member and no lock is taken. With
+// KNIT_MODE=multi's N io threads the same code holds, because:
+//   - each session's own state is touched only on its connection_executor's strand;
 //   - sessions_, sweeping_, sweep_timer_ and drained_ are guarded by sessions_mutex_, which
-//     is taken only in multi mode (lock()), and only when a connection opens or closes, at
-//     a sweep, and at stop: never per request;
+//     threading_.lock() takes in multi mode only, and only when a connection opens or
+//     closes, at a sweep, and at stop: never per request;
 //   - stopping_ and the counters are relaxed atomics, each naming its partner;
-//   - ping_body() keeps one cache per thread (thread_local) instead of ping_body_;
+//   - the /ping cache is one per thread (ping_cache.hpp);
 //   - stop(), the sweep and cut_slow_clients() reach each session through session::stop()
-//     and session::check_deadline(), which post into the session's strand; the sweep reads
-//     only the session's atomic deadline to decide whether to post at all;
-//   - the listener runs its accept loop on its own strand (listener.hpp).
+//     and session::check_deadline(), which run on the session's thread; the sweep reads
+//     only the session's atomic deadline to decide whether to go there at all;
+//   - the listener runs its accept loop on its own executor (listener.hpp).
 //
 // Stop protocol (stop()):
 //   1. close the acceptor: no new connections;
@@ -54,9 +56,9 @@ class session;
 // A deadline is therefore enforced up to one sweep period late.
 class server {
  public:
-  // `cfg` and `dispatch` must outlive the server; the server must outlive every session,
+  // `cfg` and `placement` must outlive the server; the server must outlive every session,
   // which the stop protocol guarantees when the io_context is stopped only from `drained`.
-  server(boost::asio::io_context& io, const server_config& cfg, heavy_dispatch& dispatch);
+  server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement);
 
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -81,14 +83,14 @@ class server {
   // is told again through session::stop(), posted after the store (the post orders it).
   bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
   // KNIT_MODE=multi: N threads run the io_context (see the header comment).
-  bool multi_thread() const noexcept { return multi_; }
+  bool multi_thread() const noexcept { return threading_.multi(); }
+  const io_threading& threading() const noexcept { return threading_; }
   const server_config& config() const noexcept { return cfg_; }
-  heavy_dispatch& dispatch() noexcept { return dispatch_; }
+  heavy_placement& placement() noexcept { return placement_; }
   request_counters& counters() noexcept { return counters_; }
   const request_counters& counters() const noexcept { return counters_; }
   rejection_counters& rejected() noexcept { return rejected_; }
   const rejection_counters& rejected() const noexcept { return rejected_; }
-  const admission_policy& admission() const noexcept { return admission_; }
   std::size_t connections() const;
 
   // The bytes every open connection holds in its buffers (see session::buffered_bytes):
@@ -97,12 +99,11 @@ class server {
   // (session::buffered_bytes).
   std::size_t buffered_bytes() const;
 
-  // GET /ping's body at `now`, i.e. routes::ping_body("knit", now). The body changes only
-  // when its millisecond timestamp does, so it is rendered once per millisecond and reused
-  // by every other /ping within it (under load, most of them): the same bytes, without the
-  // four allocations and the date formatting of a fresh render. In multi mode each thread
-  // has its own cache, valid until that thread's next call.
-  const std::string& ping_body(std::chrono::system_clock::time_point now);
+  // GET /ping's body at `now`, i.e. routes::ping_body("knit", now), from the cache
+  // (ping_cache.hpp). Valid until the calling thread's next call.
+  const std::string& ping_body(std::chrono::system_clock::time_point now) {
+    return ping_cache_.body(now);
+  }
 
   // Called by session::run() and session's destructor. attach() returns false, and keeps
   // nothing, once the server is stopping: that session closes without a response.
@@ -111,17 +112,17 @@ class server {
 
  private:
   // sessions_mutex_ held in multi mode, nothing in the others.
-  std::unique_lock<std::mutex> lock() const;
+  std::unique_lock<std::mutex> lock() const { return threading_.lock(sessions_mutex_); }
   void start_sweep();
   void on_sweep(boost::system::error_code ec);
 
   boost::asio::io_context& io_;
   const server_config& cfg_;
-  const bool multi_;
-  heavy_dispatch& dispatch_;
+  const io_threading threading_;
+  heavy_placement& placement_;
   request_counters counters_;
   rejection_counters rejected_;
-  admission_policy admission_;
+  ping_cache ping_cache_;
   listener listener_;
   mutable std::mutex sessions_mutex_;      // multi mode: guards the four members below
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
@@ -132,9 +133,6 @@ class server {
   // Set once by stop(), under sessions_mutex_ in multi mode, so that attach() cannot miss it.
   // Partner: the relaxed load in stopping().
   std::atomic<bool> stopping_{false};
-  // The single-threaded modes' /ping cache (multi mode: a thread_local one in server.cpp).
-  std::chrono::sys_time<std::chrono::milliseconds> ping_ms_{};  // timestamp of ping_body_
-  std::string ping_body_;                                         // empty until the first /ping
 };
 
 }  // namespace knit_server

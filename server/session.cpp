@@ -1,4 +1,5 @@
-// The session's read -> route -> write chain, narrated step by step in the manner of Beast's examples.
+// The session's read -> route -> write chain, narrated step by step in the manner of Beast's
+// examples.
 #include "session.hpp"
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/string.hpp>
@@ -38,7 +37,6 @@ constexpr std::size_t kLingerChunk = 16 * 1024;
 static_assert(kLingerChunk <= server_config::kReadBufferLimit,
               "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
-
 // True when the parser rejected the bytes (as opposed to the connection failing).
 bool is_parse_error(const beast::error_code& ec) {
   static const std::error_category& http_category =
@@ -56,9 +54,10 @@ bool has_valid_host(const Request& req) {
 
 }  // namespace
 
-session::session(socket_type&& socket, server& srv) : socket_(std::move(socket)), server_(srv) {
-  if (server_.multi_thread()) strand_.emplace(boost::asio::make_strand(socket_.get_executor()));
-}
+session::session(socket_type&& socket, server& srv)
+    : socket_(std::move(socket)),
+      exec_(srv.threading().executor_for(socket_.get_executor())),
+      server_(srv) {}
 
 session::~session() {
   // The socket closes with socket_. Telling the server last lets it report "drained" only
@@ -70,27 +69,20 @@ void session::run() {
   // Registered only now that a shared_ptr owns the session: from here on the server's
   // stop() and sweep may reach it, and in multi mode they need weak_from_this().
   if (!server_.attach(*this)) return;  // stopping: the connection closes unanswered
-  if (!strand_) return do_read();
-  // Multi mode: this is the listener's strand; the chain starts on the session's own.
-  net::dispatch(*strand_, [self = shared_from_this()] { self->do_read(); });
+  // We are on the accept loop's thread; the chain starts on the session's own.
+  exec_.enter([self = shared_from_this()] { self->do_read(); });
 }
 
 void session::stop() {
-  if (!strand_) return stop_here();
-  // Multi mode, from another thread. lock() fails only for a session already being
-  // destroyed (its destructor waits in server::detach): nothing is left to stop.
-  if (auto self = weak_from_this().lock()) {
-    net::post(*strand_, [self = std::move(self)] { self->stop_here(); });
-  }
+  // A session already being destroyed (its destructor waits in server::detach) has nothing
+  // left to stop: from_any_thread() then does nothing.
+  exec_.from_any_thread(*this, [](session& s) { s.stop_here(); });
 }
 
 void session::check_deadline(clock_type::time_point now) {
+  // Overdue as seen from here; expire() looks again on the session's thread.
   if (now < deadline_.load(std::memory_order_relaxed)) return;
-  if (!strand_) return expire(now);
-  // Multi mode: overdue as seen from here; expire() looks again on the strand.
-  if (auto self = weak_from_this().lock()) {
-    net::post(*strand_, [self = std::move(self), now] { self->expire(now); });
-  }
+  exec_.from_any_thread(*this, [now](session& s) { s.expire(now); });
 }
 
 void session::stop_here() {
@@ -148,7 +140,7 @@ void session::do_read() {
 
   // Read the request's header. A pipelined request already in buffer_ is parsed from the
   // buffer without touching the socket.
-  start_op([this](auto&& handler) {
+  exec_.start([this](auto&& handler) {
     http::async_read_header(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
   }, beast::bind_front_handler(&session::on_read_header, shared_from_this()));
 }
@@ -161,12 +153,12 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   if (parser_->is_done()) return handle_request();
 
   // A body follows. A client that sent "Expect: 100-continue" waits for a go-ahead before
-  // sending it; Node's server, and so the seed's Hono server, gives it automatically. (A
+  // sending it; Node's server, and so the reference Hono server, gives it automatically. (A
   // body over the limit never gets here: the parser refuses its Content-Length already.)
   const auto& req = parser_->get();
   if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    start_op([this](auto&& handler) {
+    exec_.start([this](auto&& handler) {
       net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                        std::forward<decltype(handler)>(handler));
     }, beast::bind_front_handler(&session::on_continue, shared_from_this()));
@@ -183,7 +175,7 @@ void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
 void session::do_read_body() {
   // Read the rest of the message into the parser's string body. Bytes already in buffer_
   // (usually the whole body, sent with the header) are used first.
-  start_op([this](auto&& handler) {
+  exec_.start([this](auto&& handler) {
     http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
   }, beast::bind_front_handler(&session::on_read, shared_from_this()));
 }
@@ -229,40 +221,15 @@ void session::handle_request() {
   server_.counters().count(route_);
 
   if (is_heavy(route_)) {
-    if (server_.dispatch().to_pool(route_)) {
-      // Admission control: a call that would wait too long for a worker is refused now,
-      // with 503 and Retry-After, rather than queued to answer late (admission.hpp). A call
-      // run inline has no queue (the host runs it itself), nor has asio mode's thread_pool.
-      const admission verdict = decide_admission(server_.dispatch().queue(), server_.admission());
-      if (verdict != admission::accept) {
-        bump(verdict == admission::reject_delay ? server_.rejected().queue_delay
-                                                : server_.rejected().queue_count);
-        fill_overloaded(res_);
-        return send_response();
-      }
-    }
-
-    // Hand the body over to the heavy route: moved, never copied. In inline mode the route
-    // runs right here and on_heavy_done is called before start() returns; in pooled mode a
+    // Hand the body over to the heavy route's placement: moved, never copied. Inline, the
+    // route runs right here and on_heavy_done is called before start() returns; on a pool, a
     // worker runs it and on_heavy_done is called later from the event loop. This session
-    // stays alive meanwhile because the completion holds a shared_ptr to it.
-    std::error_code ec;
-    try {
-      ec = server_.dispatch().start(
-          route_, std::move(req.body()),
-          [self = shared_from_this()](heavy_output&& out) { self->on_heavy_done(std::move(out)); });
-    } catch (const std::exception&) {
-      // submit() could not allocate the call: answer, do not crash.
-      fill_error(res_, http::status::internal_server_error);
-      return send_response();
-    }
-    if (ec) {
-      // The pool refused the call (its max_pending is reached, or it is shutting down).
-      // Say so at once instead of queueing without bound: 503 with Retry-After.
-      bump(server_.rejected().pool_full);
-      fill_overloaded(res_);
-      send_response();
-    }
+    // stays alive meanwhile because the completion holds a shared_ptr to it. A call the
+    // placement will not start (admission control, a full pool) is answered at once.
+    const std::optional<heavy_refusal> refused = server_.placement().start(
+        route_, std::move(req.body()),
+        [self = shared_from_this()](heavy_output&& out) { self->on_heavy_done(std::move(out)); });
+    if (refused) on_heavy_refused(*refused);
     return;
   }
 
@@ -292,8 +259,8 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
       fill(res_, out.status, content_type::text, std::move(out.body));
       res_.retry_after = out.status == http::status::service_unavailable;
     } else {
-      // /ssr answers HTML; /jwt answers JSON, its 400 "Bad request" included (the seed sets
-      // the content type for both outcomes).
+      // /ssr answers HTML; /jwt answers JSON, its 400 "Bad request" included (the reference
+      // route sets the content type for both outcomes).
       fill(res_, out.status, route_ == route::ssr ? content_type::html : content_type::json_utf8,
            std::move(out.body));
     }
@@ -303,6 +270,18 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
     beast::error_code ignored;
     socket_.close(ignored);
   }
+}
+
+void session::on_heavy_refused(const heavy_refusal& refusal) {
+  // Refused rather than queued to answer late: 503 with Retry-After, so the client backs
+  // off; or 500 when the call could not even be handed over. The connection stays open.
+  server_.rejected().count(refusal.reason);
+  if (refusal.status == http::status::service_unavailable) {
+    fill_overloaded(res_);
+  } else {
+    fill_error(res_, refusal.status);
+  }
+  send_response();
 }
 
 void session::refuse(http::status status) {
@@ -334,7 +313,7 @@ void session::send_response() {
   // head, Content-Length included, and no body.
   const std::array<net::const_buffer, 2> buffers{
       net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
-  start_op([this, &buffers](auto&& handler) {
+  exec_.start([this, &buffers](auto&& handler) {
     net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
   }, beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
 }
@@ -363,11 +342,11 @@ void session::release_large_buffers() noexcept {
 }
 
 std::size_t session::buffered_bytes() const noexcept {
-  return strand_ ? published_bytes_.load(std::memory_order_relaxed) : measure_buffers();
+  return exec_.shared() ? published_bytes_.load(std::memory_order_relaxed) : measure_buffers();
 }
 
 void session::publish_buffered_bytes() noexcept {
-  if (strand_) published_bytes_.store(measure_buffers(), std::memory_order_relaxed);
+  if (exec_.shared()) published_bytes_.store(measure_buffers(), std::memory_order_relaxed);
 }
 
 std::size_t session::measure_buffers() const noexcept {
@@ -397,7 +376,7 @@ void session::do_close() {
 void session::do_linger() {
   // prepare() without commit() hands out the same bytes every time: discarding costs no
   // memory beyond one chunk.
-  start_op([this](auto&& handler) {
+  exec_.start([this](auto&& handler) {
     socket_.async_read_some(buffer_.prepare(kLingerChunk),
                             std::forward<decltype(handler)>(handler));
   }, beast::bind_front_handler(&session::on_linger, shared_from_this()));

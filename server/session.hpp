@@ -1,4 +1,5 @@
-// One HTTP/1.1 connection: read a request, route it, run it (inline or pooled), write the response, repeat.
+// One HTTP/1.1 connection: read a request, route it, run it (inline or pooled), write the
+// response, repeat.
 #pragma once
 
 #include <atomic>
@@ -11,20 +12,20 @@
 #include <chrono>
 #include <string>
 
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "heavy_dispatch.hpp"
+#include "connection_executor.hpp"
+#include "heavy_refusal.hpp"
 #include "request_arena.hpp"
 #include "request_parser.hpp"
 #include "responses.hpp"
 #include "router.hpp"
+#include "routes/heavy_job.hpp"
 
 namespace knit_server {
 
@@ -41,7 +42,8 @@ using socket_type =
 //                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
 //
 //   handle_request --(/ping, 404: answered at once)--------------------> send_response
-//                  --(/ssr, /jwt: heavy_dispatch, inline or pool)-> on_heavy_done --^
+//                  --(/ssr, /jwt: heavy_placement, inline or pool)-> on_heavy_done --^
+//                  --(/ssr, /jwt the placement refuses)-> on_heavy_refused (503) --^
 //
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
@@ -49,19 +51,18 @@ using socket_type =
 // A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
 // 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
 // buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
-// ends the chain, and with it the session. A heavy request that admission control refuses
-// gets 503 + Retry-After and the connection stays open.
+// ends the chain, and with it the session. A heavy request that the placement refuses
+// (admission control, a full pool) gets 503 + Retry-After and the connection stays open.
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //
-// Threads. In every mode but multi, everything runs on the host thread. In KNIT_MODE=multi
-// N threads run the io_context: the chain's handlers are bound to strand_ (start_op), as in
-// the classic multi-threaded Beast server, and so are the actions other threads ask for
-// (stop(), check_deadline() and run(), which post into it). Only deadline_ and
-// published_bytes_ are read from outside the strand, and they are atomics.
+// Threads: exec_ (connection_executor.hpp) runs every handler of the chain, and the actions
+// other threads ask for (stop(), check_deadline()), on the connection's thread: the host
+// thread, or in KNIT_MODE=multi the connection's own strand. Only deadline_ and
+// published_bytes_ are read from elsewhere, and they are atomics.
 class session : public std::enable_shared_from_this<session> {
  public:
   // Takes ownership of an accepted socket.
@@ -118,17 +119,6 @@ class session : public std::enable_shared_from_this<session> {
   void stop_here();
   void expire(std::chrono::steady_clock::time_point now);
 
-  // Starts an operation: initiate(handler), the handler bound to strand_ in multi mode.
-  template <class Initiate, class Handler>
-  void start_op(Initiate&& initiate, Handler&& handler) {
-    if (strand_) {
-      std::forward<Initiate>(initiate)(
-          boost::asio::bind_executor(*strand_, std::forward<Handler>(handler)));
-    } else {
-      std::forward<Initiate>(initiate)(std::forward<Handler>(handler));
-    }
-  }
-
   std::size_t measure_buffers() const noexcept;
   void publish_buffered_bytes() noexcept;
 
@@ -139,6 +129,7 @@ class session : public std::enable_shared_from_this<session> {
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void handle_request();
   void on_heavy_done(heavy_output&& out) noexcept;
+  void on_heavy_refused(const heavy_refusal& refusal);
   void refuse(boost::beast::http::status status);
   void send_response();
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
@@ -152,8 +143,8 @@ class session : public std::enable_shared_from_this<session> {
   using parser_type = request_parser;
 
   socket_type socket_;
-  // Multi mode only: every handler of this connection runs here, one at a time.
-  std::optional<boost::asio::strand<boost::asio::io_context::executor_type>> strand_;
+  // Where every handler of this connection runs, one at a time.
+  connection_executor exec_;
   // The read buffer, reused for every request on the connection, never larger than
   // kReadBufferLimit: a request that would need more is refused (on_read).
   boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};

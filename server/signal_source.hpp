@@ -1,4 +1,5 @@
-// signal_source: SIGINT, SIGTERM and SIGUSR1 as reads on the event loop (signalfd), never as an asynchronous handler.
+// signal_source: SIGINT, SIGTERM and SIGUSR1 as reads on the event loop (signalfd), never as an
+// asynchronous handler.
 //
 // Protocol:
 //   1. block_in_this_thread() is the first thing main() does, before any thread exists. Every

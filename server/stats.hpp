@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "config.hpp"
+#include "heavy_refusal.hpp"
 #include "router.hpp"
 
 namespace knit_server {
@@ -16,17 +17,17 @@ namespace knit_server {
 // is counted exactly once (an atomic read-modify-write), and nothing else is ordered by it.
 // Partner: the reader is format_stats_line, on SIGUSR1, which wants totals, not an order.
 // In the single-threaded modes the increment is uncontended: no lock, no waiting.
-using counter = std::atomic<std::uint64_t>;
+using relaxed_counter = std::atomic<std::uint64_t>;
 
-inline void bump(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+inline void bump(relaxed_counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
 
 // Requests answered, by route. In KNIT_MODE=multi every io thread counts here, so each field
 // is a relaxed atomic (above); the other modes count from the host thread alone.
 struct request_counters {
-  counter ping = 0;
-  counter ssr = 0;   // includes /ssr answered 503 (pool full) or 500
-  counter jwt = 0;   // includes /jwt answered 400, 503 or 500
-  counter other = 0; // 404s, plus requests refused before routing (400, 413, 431)
+  relaxed_counter ping = 0;
+  relaxed_counter ssr = 0;   // includes /ssr answered 503 (pool full) or 500
+  relaxed_counter jwt = 0;   // includes /jwt answered 400, 503 or 500
+  relaxed_counter other = 0; // 404s, plus requests refused before routing (400, 413, 431)
 
   void count(route r) noexcept {
     switch (r) {
@@ -41,9 +42,19 @@ struct request_counters {
 // Heavy requests answered 503 + Retry-After instead of being run, by reason. Counted like
 // request_counters (they are also counted there, under their route).
 struct rejection_counters {
-  counter queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
-  counter queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
-  counter pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+  relaxed_counter queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
+  relaxed_counter queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
+  relaxed_counter pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+
+  // One refusal, under its reason; internal_error (a 500, not a 503) is not counted here.
+  void count(refusal_reason reason) noexcept {
+    switch (reason) {
+      case refusal_reason::queue_delay: bump(queue_delay); break;
+      case refusal_reason::queue_count: bump(queue_count); break;
+      case refusal_reason::pool_full: bump(pool_full); break;
+      case refusal_reason::internal_error: break;
+    }
+  }
 };
 
 // Figures read when the line is printed.
@@ -58,7 +69,7 @@ struct server_gauges {
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N},
 //               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}[,"auto":{...}]}
 // (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline and asio mode
-// ("pool":null). `auto_json` (heavy_dispatch::auto_json, auto mode only) adds the "auto"
+// ("pool":null). `auto_json` (heavy_placement::auto_json, auto mode only) adds the "auto"
 // field, absent otherwise. The benchmark driver parses this line: change it only together with the
 // driver (it reads "requests" by name, so fields may be added).
 std::string format_stats_line(exec_mode mode, const request_counters& counters,

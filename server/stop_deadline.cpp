@@ -1,4 +1,5 @@
-// The bounded stop: server::stop, then at the deadline the pool's shutdown and a short window to flush the 503s.
+// The bounded stop: server::stop, then at the deadline the pool's shutdown and a short window to
+// flush the 503s.
 #include "stop_deadline.hpp"
 
 #include <utility>

@@ -1,4 +1,5 @@
-// The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the deadline, flush the 503s.
+// The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the
+// deadline, flush the 503s.
 //
 // Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout):
 //   1. server::stop(): no new connections; every session finishes its request and closes
@@ -7,7 +8,7 @@
 //      (server::cut_slow_clients: the stop grace ends now), then pool::shutdown(drain,
 //      deadline): every call still pending fails at once with errc::cancelled, the running
 //      ones included (results dropped, threads detached if the task does not return), so
-//      every session still waiting on the pool answers 503 + Retry-After (heavy_dispatch).
+//      every session still waiting on the pool answers 503 + Retry-After (pool_placement).
 //   3. The loop keeps running for at most kFlushWindow more, to write those 503s and let the
 //      connections close; then `done`, whether or not they have.
 // `done` runs exactly once, on executor(); the caller stops the loop and exits, with code 3

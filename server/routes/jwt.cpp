@@ -1,5 +1,5 @@
-// POST /jwt: the seed's zod schema for {user:{id,email?,role?}, ttlSec?}, then hono/jwt's
-// sign() (HS256) and the JSON.stringify of the 200 body.
+// POST /jwt: the reference route's zod schema for {user:{id,email?,role?}, ttlSec?}, then
+// hono/jwt's sign() (HS256) and the JSON.stringify of the 200 body.
 #include "base64url.hpp"
 #include "email.hpp"
 #include "hmac_sha256.hpp"
@@ -70,7 +70,7 @@ std::optional<std::string> issue_jwt(std::string_view body, std::string_view sec
   const std::optional<jwt_claims> claims = validate(*doc);
   if (!claims) return std::nullopt;
   // crypto.subtle.importKey("raw", ...) rejects an empty HMAC key with a DataError, so the
-  // seed's sign() throws for every request when secret is "".
+  // reference route's sign() throws for every request when secret is "".
   if (secret.empty()) throw js_error("DataError: HMAC key data must not be empty");
 
   const std::int64_t exp = now_sec + claims->ttl_sec;

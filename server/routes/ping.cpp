@@ -1,4 +1,4 @@
-// GET /ping: Hono's c.json of the seed's object literal, keys in source order.
+// GET /ping: Hono's c.json of the reference route's object literal, keys in source order.
 #include "js_string.hpp"
 #include "routes.hpp"
 

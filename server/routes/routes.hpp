@@ -1,5 +1,5 @@
-// The seed's three routes (Appendix B) as pure functions: no sockets, no pool, no globals
-// except a per-thread HMAC context. The server calls them inline or from a pool worker.
+// The reference routes (docs/reference-server.md) as pure functions: no sockets, no pool, no
+// globals except a per-thread HMAC context. The server calls them inline or from a pool worker.
 #pragma once
 
 #include <chrono>
@@ -11,10 +11,10 @@
 
 namespace knit_server::routes {
 
-// Thrown by render_ssr_page and issue_jwt where the seed's JS itself throws, so the caller can
-// answer what Hono's default error handler answers: 500, "Internal Server Error", text/plain.
-// It happens only for hostile bodies: Number() of an object that has an own "toString" key
-// (e.g. {"projects":{"toString":1}}) is a TypeError in JS, and WebCrypto refuses an empty
+// Thrown by render_ssr_page and issue_jwt where the reference route's JS itself throws, so the
+// caller can answer what Hono's default error handler answers: 500, "Internal Server Error",
+// text/plain. It happens only for hostile bodies: Number() of an object that has an own "toString"
+// key (e.g. {"projects":{"toString":1}}) is a TypeError in JS, and WebCrypto refuses an empty
 // HMAC secret (DataError). Every other input gets a normal 200/400 answer.
 class js_error : public std::runtime_error {
  public:
@@ -25,19 +25,19 @@ class js_error : public std::runtime_error {
 std::string iso8601_ms(std::chrono::system_clock::time_point t);
 
 // GET /ping body: {"ok":true,"pong":true,"runtime":"<runtime>","ts":"<iso8601_ms(now)>"}
-// (the key order and spelling of Hono's c.json of the seed's object literal).
+// (the key order and spelling of Hono's c.json of the reference route's object literal).
 std::string ping_body(std::string_view runtime, std::chrono::system_clock::time_point now);
 
 // POST /ssr: the whole response body, "<!doctype html>" + React's renderToString of UserCard,
 // for the raw request body bytes (strict UTF-8; invalid UTF-8 or non-object JSON -> {}).
-// `rendered_at` is the already formatted ISO-8601 timestamp. Throws js_error where the seed
-// throws (see js_error).
+// `rendered_at` is the already formatted ISO-8601 timestamp. Throws js_error where the reference
+// route throws (see js_error).
 std::string render_ssr_page(std::string_view body, std::string_view rendered_at);
 
 // POST /jwt: the 200 response body {"ok":true,"token":...,"sub":...,"exp":...}, or nullopt
-// when the seed answers 400 "Bad request". `now_sec` = Math.floor(Date.now()/1000).
-// Thread-safe: each thread keeps its own pre-keyed HMAC context. Throws js_error where the seed
-// throws (see js_error), std::runtime_error if OpenSSL itself fails.
+// when the reference route answers 400 "Bad request". `now_sec` = Math.floor(Date.now()/1000).
+// Thread-safe: each thread keeps its own pre-keyed HMAC context. Throws js_error where the
+// reference route throws (see js_error), std::runtime_error if OpenSSL itself fails.
 std::optional<std::string> issue_jwt(std::string_view body, std::string_view secret,
                                      std::int64_t now_sec);
 

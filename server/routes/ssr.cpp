@@ -1,11 +1,12 @@
-// POST /ssr: the seed's zod normalisation of the body, then React 18.3's renderToString of
-// UserCard, byte for byte, written as fixed chunks around the escaped user text.
+// POST /ssr: the reference route's zod normalisation of the body, then React 18.3's renderToString
+// of UserCard, byte for byte, written as fixed chunks around the escaped user text.
 //
 // How React 18.3.1 (react-dom-server-legacy, the renderer behind renderToString) writes this
 // tree, and so why each chunk below looks the way it does:
 // - No "<!DOCTYPE html>" from React: renderToString starts in HTML_MODE rather than
 //   ROOT_HTML_MODE precisely so that <html> emits no doctype; the "<!doctype html>" comes from
-//   the seed's template string. No data-reactroot, no preload links, nothing after </html>.
+//   the reference route's template string. No data-reactroot, no preload links, nothing after
+// </html>.
 // - Attributes keep their JSX order. className becomes class (DOMProperty's alias table), but
 //   charSet has no alias and is written as "charSet" (the same <meta charSet="utf-8"/> that
 //   Next.js pages show). Void elements close with "/>", others with an explicit end tag.
@@ -54,7 +55,7 @@ std::int64_t normalised_projects(const js::document& doc, const js::node* v) {
 
 ssr_input normalise(const std::optional<js::document>& doc) {
   ssr_input in{"Anonymous", "free", "No bio yet.", 0};
-  // The seed validates {} when the body is not a JSON object, which yields the defaults.
+  // The reference route validates {} when the body is not a JSON object, which yields the defaults.
   if (!doc || doc->root().type != js::kind::object) return in;
   const js::node& root = doc->root();
   in.name = trimmed_or(*doc, doc->member(root, "name"), "Anonymous");

@@ -1,5 +1,6 @@
-// knit_routes against the seed's JS (Appendix B): /ping, /ssr and /jwt bodies byte for byte,
-// and the JS semantics underneath them (TextDecoder, JSON.parse, Number(), trim, zod, React).
+// knit_routes against the reference routes' JS (docs/reference-server.md): /ping, /ssr and /jwt
+// bodies byte for byte, and the JS semantics underneath them (TextDecoder, JSON.parse, Number(),
+// trim, zod, React).
 #include "routes/routes.hpp"
 
 #include <gtest/gtest.h>
@@ -33,7 +34,7 @@ std::chrono::system_clock::time_point at_ms(std::int64_t ms) {
 
 // ---------------------------------------------------------------- /ping and toISOString
 
-TEST(Iso8601, MatchesToIsoString) {
+TEST(iso8601, matches_to_iso_string) {
   EXPECT_EQ(routes::iso8601_ms(at_ms(0)), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(routes::iso8601_ms(at_ms(1764407739123)), "2025-11-29T09:15:39.123Z");
   EXPECT_EQ(routes::iso8601_ms(at_ms(951782400000)), "2000-02-29T00:00:00.000Z");
@@ -42,7 +43,7 @@ TEST(Iso8601, MatchesToIsoString) {
   EXPECT_EQ(routes::iso8601_ms(at_ms(-1)), "1969-12-31T23:59:59.999Z");
 }
 
-TEST(Iso8601, TruncatesSubMillisecondsTowardMinusInfinity) {
+TEST(iso8601, truncates_sub_milliseconds_toward_minus_infinity) {
   using namespace std::chrono;
   const auto t = system_clock::time_point(duration_cast<system_clock::duration>(
       milliseconds(1764407739123) + microseconds(999)));
@@ -52,12 +53,12 @@ TEST(Iso8601, TruncatesSubMillisecondsTowardMinusInfinity) {
   EXPECT_EQ(routes::iso8601_ms(before_epoch), "1969-12-31T23:59:59.999Z");
 }
 
-TEST(PingBody, HonoJsonOfTheSeedLiteral) {
+TEST(ping_body, hono_json_of_the_reference_literal) {
   EXPECT_EQ(routes::ping_body("bun", at_ms(1764407739123)),
             R"({"ok":true,"pong":true,"runtime":"bun","ts":"2025-11-29T09:15:39.123Z"})");
 }
 
-TEST(PingBody, RuntimeIsJsonStringifyEscaped) {
+TEST(ping_body, runtime_is_json_stringify_escaped) {
   EXPECT_EQ(routes::ping_body("a\"b\\c\n\x01\x1f\x7f\xE2\x80\xA8", at_ms(0)),
             "{\"ok\":true,\"pong\":true,\"runtime\":\"a\\\"b\\\\c\\n\\u0001\\u001f\x7f\xE2\x80\xA8\","
             "\"ts\":\"1970-01-01T00:00:00.000Z\"}");
@@ -65,7 +66,7 @@ TEST(PingBody, RuntimeIsJsonStringifyEscaped) {
 
 // ---------------------------------------------------------------- TextDecoder (fatal)
 
-TEST(Utf8, AcceptsWellFormedAndStripsOneBom) {
+TEST(utf8, accepts_well_formed_and_strips_one_bom) {
   EXPECT_EQ(routes::utf8::decode_fatal("abc"), "abc");
   EXPECT_EQ(routes::utf8::decode_fatal(""), "");
   EXPECT_EQ(routes::utf8::decode_fatal("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"),
@@ -78,7 +79,7 @@ TEST(Utf8, AcceptsWellFormedAndStripsOneBom) {
   EXPECT_EQ(routes::utf8::decode_fatal("\0"s), "\0"s);
 }
 
-TEST(Utf8, RejectsWhatFatalTextDecoderRejects) {
+TEST(utf8, rejects_what_fatal_text_decoder_rejects) {
   for (const std::string& bad : {
            "\xC0\x80"s,              // overlong NUL
            "\xC1\xBF"s,              // overlong
@@ -101,7 +102,7 @@ TEST(Utf8, RejectsWhatFatalTextDecoderRejects) {
 
 bool parses(std::string_view text) { return js::document::parse(text).has_value(); }
 
-TEST(JsonParse, AcceptsWhatJsonParseAccepts) {
+TEST(json_parse, accepts_what_json_parse_accepts) {
   for (const std::string_view ok : {
            R"({})", " \t\r\n{} \t\r\n", R"([])", "5", "-0", R"("s")", "null", "true",
            R"({"a":[1,2.5e3,-0.0,1E+2,1e-2,{"b":null}],"c":"\u0000\"\\\/\b\f\n\r\t"})",
@@ -112,7 +113,7 @@ TEST(JsonParse, AcceptsWhatJsonParseAccepts) {
   }
 }
 
-TEST(JsonParse, RejectsWhatJsonParseRejects) {
+TEST(json_parse, rejects_what_json_parse_rejects) {
   for (const std::string_view bad : {
            "", " ", R"({"a":1,})", R"([1,])", R"({"a":1}/**/)", "//\n{}", R"({"a":NaN})",
            "{'a':1}", R"({"a":01})", R"({"a":1.})", R"({"a":.5})", R"({"a":+1})", R"({"a":-})",
@@ -125,13 +126,13 @@ TEST(JsonParse, RejectsWhatJsonParseRejects) {
   }
 }
 
-TEST(JsonParse, DeepNestingHasNoDepthLimit) {
+TEST(json_parse, deep_nesting_has_no_depth_limit) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
   EXPECT_TRUE(parses(deep));
   EXPECT_FALSE(parses(std::string(200000, '[') + std::string(199999, ']')));
 }
 
-TEST(JsonParse, DuplicateKeysLastWins) {
+TEST(json_parse, duplicate_keys_last_wins) {
   const auto doc = js::document::parse(R"({"a":1,"b":2,"a":3})");
   ASSERT_TRUE(doc);
   const js::node* a = doc->member(doc->root(), "a");
@@ -140,7 +141,7 @@ TEST(JsonParse, DuplicateKeysLastWins) {
   EXPECT_EQ(doc->member(doc->root(), "missing"), nullptr);
 }
 
-TEST(JsonParse, NumbersAreCorrectlyRoundedDoubles) {
+TEST(json_parse, numbers_are_correctly_rounded_doubles) {
   const auto value = [](std::string_view literal) {
     const auto doc = js::document::parse(literal);
     EXPECT_TRUE(doc) << literal;
@@ -156,7 +157,7 @@ TEST(JsonParse, NumbersAreCorrectlyRoundedDoubles) {
   EXPECT_EQ(value("9007199254740993"), 9007199254740992.0);  // ties to even
 }
 
-TEST(JsonParse, StringEscapesBecomeWtf8) {
+TEST(json_parse, string_escapes_become_wtf8) {
   const auto text = [](std::string_view json) {
     const auto doc = js::document::parse(json);
     EXPECT_TRUE(doc) << json;
@@ -174,7 +175,7 @@ TEST(JsonParse, StringEscapesBecomeWtf8) {
 
 // ---------------------------------------------------------------- trim, JSON.stringify
 
-TEST(JsString, TrimUsesJsWhitespace) {
+TEST(js_string, trim_uses_js_whitespace) {
   EXPECT_EQ(js::trim(" \t\n\v\f\r x y \r\n"), "x y");
   // NBSP, U+1680, U+2000, U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF
   EXPECT_EQ(js::trim("\xC2\xA0\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8x"
@@ -186,7 +187,7 @@ TEST(JsString, TrimUsesJsWhitespace) {
   EXPECT_EQ(js::trim(" \xC2\xA0 "), "");
 }
 
-TEST(JsString, JsonQuoteIsWellFormedStringify) {
+TEST(js_string, json_quote_is_well_formed_stringify) {
   const auto quote = [](std::string_view s) {
     std::string out;
     js::append_json_quoted(out, s);
@@ -202,7 +203,7 @@ TEST(JsString, JsonQuoteIsWellFormedStringify) {
 
 // ---------------------------------------------------------------- Number()
 
-TEST(JsNumber, StringToNumber) {
+TEST(js_number, string_to_number) {
   struct row {
     std::string_view in;
     double out;
@@ -234,7 +235,7 @@ double number_of(std::string_view json_value) {
   return doc ? js::to_number(*doc, doc->member(doc->root(), "v")) : std::nan("");
 }
 
-TEST(JsNumber, NumberOfJsonValues) {
+TEST(js_number, number_of_json_values) {
   EXPECT_EQ(number_of("5.5"), 5.5);
   EXPECT_EQ(number_of("null"), 0);
   EXPECT_EQ(number_of("true"), 1);
@@ -262,7 +263,7 @@ TEST(JsNumber, NumberOfJsonValues) {
   EXPECT_TRUE(std::isnan(js::to_number(*doc, nullptr)));  // undefined
 }
 
-TEST(JsNumber, NumberThrowsWhereToPrimitiveThrows) {
+TEST(js_number, number_throws_where_to_primitive_throws) {
   EXPECT_THROW(number_of(R"({"toString":1})"), routes::js_error);
   EXPECT_THROW(number_of(R"({"toString":null,"valueOf":2})"), routes::js_error);
   EXPECT_THROW(number_of(R"([{"toString":"x"}])"), routes::js_error);
@@ -270,7 +271,7 @@ TEST(JsNumber, NumberThrowsWhereToPrimitiveThrows) {
   EXPECT_NO_THROW(number_of(R"([{"a":{"toString":0}}])"));  // not reached by join
 }
 
-TEST(JsNumber, ToLocaleStringEnUs) {
+TEST(js_number, to_locale_string_en_us) {
   EXPECT_EQ(js::to_locale_string(0), "0");
   EXPECT_EQ(js::to_locale_string(999), "999");
   EXPECT_EQ(js::to_locale_string(1000), "1,000");
@@ -282,7 +283,7 @@ TEST(JsNumber, ToLocaleStringEnUs) {
 
 // ---------------------------------------------------------------- zod email
 
-TEST(ZodEmail, MatchesTheZod323Regex) {
+TEST(zod_email, matches_the_zod323_regex) {
   for (const std::string_view ok : {
            "ari@example.com", "A.B-C_d+e'f@sub.Example.CO", "x@y.zz", "1@2.ab", "a-@b-.cd",
            "'a@b.cd", "a@1.2.3.ab", "_@a.bc", "+@a.bc", "-@a.bc",
@@ -304,8 +305,9 @@ TEST(ZodEmail, MatchesTheZod323Regex) {
 
 // ---------------------------------------------------------------- /ssr
 
-// The whole page for the seed's load-test body, written out by hand from React 18.3's rules.
-const std::string kSeedPage =
+// The whole page for the reference benchmark's load-test body, written out by hand from React
+// 18.3's rules.
+const std::string kReferencePage =
     R"html(<!doctype html><html lang="en"><head><meta charSet="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/><title>Ari - SSR Card</title><style>
           body { margin: 0; font-family: ui-sans-serif, system-ui, sans-serif; background: #f7f8fa; color: #111827; }
           main { min-height: 100vh; display: grid; place-items: center; padding: 24px; }
@@ -316,10 +318,10 @@ const std::string kSeedPage =
           .pill { display: inline-block; background: #eef2ff; color: #4338ca; border-radius: 999px; padding: 4px 10px; font-weight: 600; }
         </style></head><body><main><article><h1>Ari</h1><p>Building on Knitting</p><div class="meta"><span class="pill">PRO<!-- --> plan</span><span>17<!-- --> projects</span><span>Rendered at <!-- -->2026-01-02T03:04:05.678Z</span></div></article></main></body></html>)html";
 
-// The page for arbitrary field values, built from the seed page so only the fields differ.
+// The page for arbitrary field values, built from the reference page so only the fields differ.
 std::string page(std::string_view title, std::string_view h1, std::string_view bio,
                  std::string_view pill, std::string_view projects) {
-  std::string p = kSeedPage;
+  std::string p = kReferencePage;
   const auto swap = [&](std::string_view from, std::string_view to) {
     const std::size_t at = p.find(from);
     EXPECT_NE(at, std::string::npos);
@@ -352,18 +354,18 @@ std::string projects_of(std::string_view body) {
   return field(ssr(body), "</span><span>", "<!-- --> projects");
 }
 
-TEST(Ssr, SeedBodyRendersTheExactPage) {
+TEST(ssr, reference_body_renders_the_exact_page) {
   EXPECT_EQ(ssr(R"({"name":"Ari","plan":"pro","bio":"Building on Knitting","projects":17})"),
-            kSeedPage);
+            kReferencePage);
 }
 
-TEST(Ssr, RenderedAtIsTheLastTextNode) {
+TEST(ssr, rendered_at_is_the_last_text_node) {
   EXPECT_NE(routes::render_ssr_page("{}", "1999-12-31T23:59:59.999Z")
                 .find("<span>Rendered at <!-- -->1999-12-31T23:59:59.999Z</span></div>"),
             std::string::npos);
 }
 
-TEST(Ssr, UnusableBodiesRenderTheDefaults) {
+TEST(ssr, unusable_bodies_render_the_defaults) {
   for (const std::string& body : {
            ""s, "{}"s, "[]"s, "null"s, "5"s, R"("str")"s, "true"s, "{"s, R"({"name":"Ari",})"s,
            "\xC0\x80"s, "{\"name\":\"\xED\xA0\x80\"}"s, "{\"name\":\"Ari\xE2\x82\"}"s,
@@ -373,11 +375,11 @@ TEST(Ssr, UnusableBodiesRenderTheDefaults) {
   }
 }
 
-TEST(Ssr, LeadingBomIsStripped) {
+TEST(ssr, leading_bom_is_stripped) {
   EXPECT_EQ(h1_of("\xEF\xBB\xBF{\"name\":\"Ari\"}"), "Ari");
 }
 
-TEST(Ssr, NameAndBioAreTrimmedStringsOrDefaults) {
+TEST(ssr, name_and_bio_are_trimmed_strings_or_defaults) {
   EXPECT_EQ(h1_of(R"({"name":"  Ari  "})"), "Ari");
   EXPECT_EQ(h1_of(R"({"name":"\u00a0\u3000Ari\ufeff\u2028"})"), "Ari");
   EXPECT_EQ(h1_of(R"({"name":"\t\n\r\u000b\f "})"), "Anonymous");
@@ -394,7 +396,7 @@ TEST(Ssr, NameAndBioAreTrimmedStringsOrDefaults) {
   EXPECT_EQ(field(ssr(R"({"name":" Ari "})"), "<title>", "</title>"), "Ari - SSR Card");
 }
 
-TEST(Ssr, PlanIsExactlyFreeOrPro) {
+TEST(ssr, plan_is_exactly_free_or_pro) {
   EXPECT_EQ(plan_of(R"({"plan":"pro"})"), "PRO");
   EXPECT_EQ(plan_of(R"({"plan":"free"})"), "FREE");
   EXPECT_EQ(plan_of(R"({"plan":"PRO"})"), "FREE");
@@ -406,7 +408,7 @@ TEST(Ssr, PlanIsExactlyFreeOrPro) {
   EXPECT_EQ(plan_of(R"({})"), "FREE");
 }
 
-TEST(Ssr, ProjectsFollowNumberFloorAndClamp) {
+TEST(ssr, projects_follow_number_floor_and_clamp) {
   struct row {
     std::string_view json;
     std::string_view shown;
@@ -431,7 +433,7 @@ TEST(Ssr, ProjectsFollowNumberFloorAndClamp) {
   EXPECT_EQ(projects_of("{}"), "0");  // undefined -> NaN -> default
 }
 
-TEST(Ssr, HostileTextIsEscapedLikeReact) {
+TEST(ssr, hostile_text_is_escaped_like_react) {
   const std::string hostile = R"(<script>alert('x')&"</script>)";
   const std::string escaped = "&lt;script&gt;alert(&#x27;x&#x27;)&amp;&quot;&lt;/script&gt;";
   const std::string body = R"({"name":"<script>alert('x')&\"</script>","bio":)"
@@ -440,30 +442,30 @@ TEST(Ssr, HostileTextIsEscapedLikeReact) {
   EXPECT_EQ(ssr(body).find(hostile), std::string::npos);
 }
 
-TEST(Ssr, OtherCharactersPassThroughUnescaped) {
+TEST(ssr, other_characters_pass_through_unescaped) {
   EXPECT_EQ(h1_of(R"({"name":"a/b\\c`d=e{f}"})"), "a/b\\c`d=e{f}");
   EXPECT_EQ(h1_of(R"({"name":"x\u0000y"})"), "x\0y"s);
   EXPECT_EQ(h1_of(R"({"name":"\u00e9 \ud83d\ude00"})"), "\xC3\xA9 \xF0\x9F\x98\x80");
 }
 
-TEST(Ssr, LoneSurrogatesAreWrittenAsReplacementCharacters) {
+TEST(ssr, lone_surrogates_are_written_as_replacement_characters) {
   EXPECT_EQ(h1_of(R"({"name":"a\ud800b"})"), "a\xEF\xBF\xBD" "b");
   EXPECT_EQ(bio_of(R"({"bio":"\udfff\ud83d"})"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(field(ssr(R"({"name":"\ud800"})"), "<title>", "</title>"),
             "\xEF\xBF\xBD - SSR Card");
 }
 
-TEST(Ssr, DuplicateKeysLastWins) {
+TEST(ssr, duplicate_keys_last_wins) {
   EXPECT_EQ(h1_of(R"({"name":"A","name":"B"})"), "B");
   EXPECT_EQ(projects_of(R"({"projects":5,"projects":"x"})"), "0");
 }
 
-TEST(Ssr, UnknownKeysAndDeepValuesAreIgnored) {
+TEST(ssr, unknown_keys_and_deep_values_are_ignored) {
   const std::string deep = std::string(50000, '[') + std::string(50000, ']');
   EXPECT_EQ(h1_of(R"({"other":)" + deep + R"(,"name":"Ari","__proto__":{"name":"x"}})"), "Ari");
 }
 
-TEST(Ssr, ThrowsWhereTheSeedThrows) {
+TEST(ssr, throws_where_the_reference_throws) {
   EXPECT_THROW(ssr(R"({"projects":{"toString":1}})"), routes::js_error);
   EXPECT_THROW(ssr(R"({"projects":[1,{"toString":0}]})"), routes::js_error);
   EXPECT_NO_THROW(ssr(R"({"projects":{"valueOf":1}})"));
@@ -474,7 +476,7 @@ TEST(Ssr, ThrowsWhereTheSeedThrows) {
 
 constexpr std::int64_t kNow = 1700000000;
 constexpr std::string_view kSecret = "hello";
-constexpr std::string_view kSeedJwtBody =
+constexpr std::string_view kReferenceJwtBody =
     R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
 
 std::string base64url_decode(std::string_view in) {
@@ -555,8 +557,8 @@ std::string payload_of(std::string_view body) {
   return response ? decode(*response, kSecret).payload : std::string();
 }
 
-TEST(Jwt, SeedBodyGivesTheExactResponse) {
-  const auto response = jwt(kSeedJwtBody);
+TEST(jwt, reference_body_gives_the_exact_response) {
+  const auto response = jwt(kReferenceJwtBody);
   ASSERT_TRUE(response);
   // Token computed independently (Python hmac/base64) for secret "hello", iat 1700000000.
   EXPECT_EQ(*response,
@@ -570,7 +572,7 @@ TEST(Jwt, SeedBodyGivesTheExactResponse) {
   EXPECT_TRUE(d.signature_ok);
 }
 
-TEST(Jwt, EmailDroppedWhenAbsentAndRoleDefaultsToMember) {
+TEST(jwt, email_dropped_when_absent_and_role_defaults_to_member) {
   EXPECT_EQ(payload_of(R"({"user":{"id":"u1"}})"),
             R"({"sub":"u1","role":"member","iat":1700000000,"exp":1700000900})");
   EXPECT_EQ(payload_of(R"({"user":{"id":"u1","email":"a@b.co"}})"),
@@ -579,12 +581,12 @@ TEST(Jwt, EmailDroppedWhenAbsentAndRoleDefaultsToMember) {
             R"({"sub":"u1","role":"r","iat":1700000000,"exp":1700000900})");
 }
 
-TEST(Jwt, UnknownKeysAreStripped) {
+TEST(jwt, unknown_keys_are_stripped) {
   EXPECT_EQ(payload_of(R"({"x":1,"user":{"id":"u1","admin":true,"role":"r"},"extra":[1]})"),
             R"({"sub":"u1","role":"r","iat":1700000000,"exp":1700000900})");
 }
 
-TEST(Jwt, TtlFollowsNumberFloorAndClamp) {
+TEST(jwt, ttl_follows_number_floor_and_clamp) {
   struct row {
     std::string_view ttl;  // JSON value, or empty for absent
     std::int64_t seconds;
@@ -610,7 +612,7 @@ TEST(Jwt, TtlFollowsNumberFloorAndClamp) {
   }
 }
 
-TEST(Jwt, BadRequestsGiveNullopt) {
+TEST(jwt, bad_requests_give_nullopt) {
   for (const std::string& body : {
            ""s, "{"s, "[]"s, "null"s, "5"s, R"("str")"s, "{}"s, R"({"user":null})"s,
            R"({"user":[]})"s, R"({"user":"u_42"})"s, R"({"user":{}})"s, R"({"user":{"id":""}})"s,
@@ -628,7 +630,7 @@ TEST(Jwt, BadRequestsGiveNullopt) {
   EXPECT_TRUE(jwt(R"({"user":{"id":" "}})").has_value());  // min(1) does not trim
 }
 
-TEST(Jwt, StringsAreJsonStringifyEscaped) {
+TEST(jwt, strings_are_json_stringify_escaped) {
   const auto response = jwt(R"({"user":{"id":"a\"b\\c\n\u0001\u2028\ud800\ud83d\ude00","role":"<&>"}})");
   ASSERT_TRUE(response);
   const std::string sub = "\"a\\\"b\\\\c\\n\\u0001\xE2\x80\xA8\\ud800\xF0\x9F\x98\x80\"";
@@ -639,10 +641,10 @@ TEST(Jwt, StringsAreJsonStringifyEscaped) {
   EXPECT_TRUE(d.signature_ok);
 }
 
-TEST(Jwt, SecretsAreKeptPerThreadAndReKeyed) {
+TEST(jwt, secrets_are_kept_per_thread_and_re_keyed) {
   for (const std::string_view secret : {"hello", "other", "hello", "a much longer secret "
                                         "that exceeds the sixty-four byte SHA-256 block size!!"}) {
-    const auto response = routes::issue_jwt(kSeedJwtBody, secret, kNow);
+    const auto response = routes::issue_jwt(kReferenceJwtBody, secret, kNow);
     ASSERT_TRUE(response);
     EXPECT_TRUE(decode(*response, secret).signature_ok) << secret;
   }
@@ -653,7 +655,7 @@ TEST(Jwt, SecretsAreKeptPerThreadAndReKeyed) {
       const std::string secret = "secret-" + std::to_string(t % 2);
       int good = 0;
       for (int i = 0; i < 200; ++i) {
-        const auto response = routes::issue_jwt(kSeedJwtBody, secret, kNow + i);
+        const auto response = routes::issue_jwt(kReferenceJwtBody, secret, kNow + i);
         if (response && decode(*response, secret).signature_ok) ++good;
       }
       ok[t] = good;
@@ -663,9 +665,9 @@ TEST(Jwt, SecretsAreKeptPerThreadAndReKeyed) {
   for (const int good : ok) EXPECT_EQ(good, 200);
 }
 
-TEST(Jwt, ThrowsWhereTheSeedThrows) {
+TEST(jwt, throws_where_the_reference_throws) {
   // WebCrypto refuses an empty HMAC key, but only valid bodies get as far as signing.
-  EXPECT_THROW(routes::issue_jwt(kSeedJwtBody, "", kNow), routes::js_error);
+  EXPECT_THROW(routes::issue_jwt(kReferenceJwtBody, "", kNow), routes::js_error);
   EXPECT_FALSE(routes::issue_jwt("{}", "", kNow).has_value());
   // zod runs ttlSec's preprocess even when user already failed.
   EXPECT_THROW(jwt(R"({"user":{"id":"u"},"ttlSec":{"toString":1}})"), routes::js_error);
@@ -675,14 +677,14 @@ TEST(Jwt, ThrowsWhereTheSeedThrows) {
 
 // ---------------------------------------------------------------- cost emulation
 
-TEST(Cost, BurnsAtLeastTheRequestedThreadCpuTime) {
+TEST(cost, burns_at_least_the_requested_thread_cpu_time) {
   const std::uint64_t start = routes::thread_cpu_ns();
   EXPECT_GT(start, 0u);
   static_cast<void>(routes::burn_cpu_until(start, 2000));
   EXPECT_GE(routes::thread_cpu_ns() - start, 2'000'000u);
 }
 
-TEST(Cost, ZeroCostReturnsAtOnceAndResultDependsOnTheWork) {
+TEST(cost, zero_cost_returns_at_once_and_result_depends_on_the_work) {
   const std::uint64_t now = routes::thread_cpu_ns();
   EXPECT_EQ(routes::burn_cpu_until(now, 0), routes::burn_cpu_until(now, 0));
   EXPECT_NE(routes::burn_cpu_until(routes::thread_cpu_ns(), 50), now ^ 0x9E3779B97F4A7C15ULL);

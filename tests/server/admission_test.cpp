@@ -20,13 +20,13 @@ queue_state measured(std::size_t ahead, std::size_t threads, std::chrono::nanose
 
 // ---- expected_wait -------------------------------------------------------------------------
 
-TEST(Admission, NothingWaitsWhileAWorkerIsFree) {
+TEST(admission, nothing_waits_while_a_worker_is_free) {
   EXPECT_EQ(expected_wait({0, 1, 1s, 1s}), 0ns);
   EXPECT_EQ(expected_wait({1, 2, 1s, 1s}), 0ns);
   EXPECT_EQ(expected_wait({3, 4, 1s, 0ns}), 0ns);
 }
 
-TEST(Admission, ASaturatedPoolMakesTheCallWaitOneIntervalPerCompletionItNeeds) {
+TEST(admission, a_saturated_pool_makes_the_call_wait_one_interval_per_completion_it_needs) {
   // With `threads` calls ahead, the first completion frees a worker: one interval.
   EXPECT_EQ(expected_wait(measured(2, 2, 1ms)), 1ms);
   EXPECT_EQ(expected_wait(measured(11, 2, 1ms)), 10ms);
@@ -35,14 +35,14 @@ TEST(Admission, ASaturatedPoolMakesTheCallWaitOneIntervalPerCompletionItNeeds) {
   EXPECT_EQ(expected_wait({11, 2, 1s, 1ms}), 10ms);
 }
 
-TEST(Admission, BeforeAnyMeasurementTheCallTimeIsSharedByTheWorkers) {
+TEST(admission, before_any_measurement_the_call_time_is_shared_by_the_workers) {
   EXPECT_EQ(expected_wait({5, 1, 10ms, 0ns}), 50ms);
   EXPECT_EQ(expected_wait({5, 2, 10ms, 0ns}), 20ms);   // 4 completions x 10 ms / 2 workers
   EXPECT_EQ(expected_wait({100, 4, 0ns, 0ns}), 0ns);   // no estimate at all yet
   EXPECT_EQ(expected_wait({3, 0, 10ms, 0ns}), 30ms);   // zero threads read as one
 }
 
-TEST(Admission, ExpectedWaitSaturatesInsteadOfOverflowing) {
+TEST(admission, expected_wait_saturates_instead_of_overflowing) {
   EXPECT_EQ(expected_wait({1'000'000, 1, std::chrono::nanoseconds::max(), 0ns}),
             std::chrono::nanoseconds::max());
   EXPECT_EQ(expected_wait(measured(1'000'000, 1, std::chrono::nanoseconds::max())),
@@ -51,28 +51,28 @@ TEST(Admission, ExpectedWaitSaturatesInsteadOfOverflowing) {
 
 // ---- decide_admission ----------------------------------------------------------------------
 
-TEST(Admission, AcceptsWhileTheWaitIsWithinTheLimit) {
+TEST(admission, accepts_while_the_wait_is_within_the_limit) {
   const admission_policy policy{250ms, 4096};
   EXPECT_EQ(decide_admission({0, 1, 1s, 0ns}, policy), admission::accept);        // idle pool
   EXPECT_EQ(decide_admission({1, 2, 1s, 1s}, policy), admission::accept);         // a free worker
   EXPECT_EQ(decide_admission(measured(26, 2, 10ms), policy), admission::accept);  // exactly 250 ms
 }
 
-TEST(Admission, RefusesAWaitOverTheLimit) {
+TEST(admission, refuses_a_wait_over_the_limit) {
   const admission_policy policy{250ms, 4096};
   EXPECT_EQ(decide_admission(measured(27, 2, 10ms), policy), admission::reject_delay);
   EXPECT_EQ(decide_admission({1, 1, 300ms, 0ns}, policy), admission::reject_delay);
   EXPECT_EQ(decide_admission({2, 2, 300ms, 0ns}, policy), admission::accept);  // 150 ms
 }
 
-TEST(Admission, TheCountCapIsABackstopWhenThereIsNoEstimate) {
+TEST(admission, the_count_cap_is_a_backstop_when_there_is_no_estimate) {
   const admission_policy policy{250ms, 8};
   EXPECT_EQ(decide_admission({7, 1, 0ns, 0ns}, policy), admission::accept);
   EXPECT_EQ(decide_admission({8, 1, 0ns, 0ns}, policy), admission::reject_count);
   EXPECT_EQ(decide_admission({8, 1, 1us, 1us}, policy), admission::reject_count);
 }
 
-TEST(Admission, ZeroTurnsEachRuleOff) {
+TEST(admission, zero_turns_each_rule_off) {
   EXPECT_EQ(decide_admission({1000, 1, 1s, 1s}, {0ms, 0}), admission::accept);
   EXPECT_EQ(decide_admission({1000, 1, 1s, 1s}, {0ms, 2000}), admission::accept);
   EXPECT_EQ(decide_admission({1000, 1, 0ns, 0ns}, {1ms, 0}), admission::accept);
@@ -81,7 +81,7 @@ TEST(Admission, ZeroTurnsEachRuleOff) {
 
 // ---- service_meter -------------------------------------------------------------------------
 
-TEST(ServiceMeter, HasNoEstimateUntilASaturatedInterval) {
+TEST(service_meter, has_no_estimate_until_a_saturated_interval) {
   service_meter m;
   EXPECT_EQ(m.interval(), 0ns);
   m.on_completion(t0, 2, 2);  // the first completion: no interval before it
@@ -91,7 +91,7 @@ TEST(ServiceMeter, HasNoEstimateUntilASaturatedInterval) {
   EXPECT_EQ(m.interval(), 100us);
 }
 
-TEST(ServiceMeter, IgnoresAnIntervalThatBeganWithAnIdleWorker) {
+TEST(service_meter, ignores_an_interval_that_began_with_an_idle_worker) {
   service_meter m;
   m.on_completion(t0, 1, 2);  // one worker idle afterwards: the gap measures arrivals, not service
   m.on_completion(t0 + 50ms, 5, 2);
@@ -102,7 +102,7 @@ TEST(ServiceMeter, IgnoresAnIntervalThatBeganWithAnIdleWorker) {
   EXPECT_EQ(m.interval(), 200us);
 }
 
-TEST(ServiceMeter, BatchedCompletionsAverageToTimePerCompletion) {
+TEST(service_meter, batched_completions_average_to_time_per_completion) {
   // The host, busy for 800 us, sees 8 completions at once: one long gap, seven near 0.
   service_meter m;
   time_point now = t0;
@@ -115,7 +115,7 @@ TEST(ServiceMeter, BatchedCompletionsAverageToTimePerCompletion) {
   EXPECT_EQ(m.interval(), 100us);  // 3.2 ms / 32
 }
 
-TEST(ServiceMeter, OnlyTheLastWindowCounts) {
+TEST(service_meter, only_the_last_window_counts) {
   service_meter m;
   time_point now = t0;
   m.on_completion(now, 4, 2);
@@ -135,7 +135,7 @@ TEST(ServiceMeter, OnlyTheLastWindowCounts) {
 // to 5 ms; 120 calls ahead. The old rule, ahead / threads x call time, said 300 ms and
 // refused. The pool was in fact finishing a call every 90 us, which the meter sees even
 // though the host, sharing the CPU, collects the completions in bursts.
-TEST(Admission, OversubscribedWorkersAreJudgedByTheirThroughput) {
+TEST(admission, oversubscribed_workers_are_judged_by_their_throughput) {
   const admission_policy policy{250ms, 4096};
   const auto inflated_call_time = 5ms;
   EXPECT_EQ(decide_admission({120, 2, inflated_call_time, 0ns}, policy), admission::reject_delay);
@@ -156,7 +156,7 @@ TEST(Admission, OversubscribedWorkersAreJudgedByTheirThroughput) {
 // A flood at 3x the pool's capacity: a completion every 340 us (the host answering refusals
 // takes CPU from the workers), and the queue keeps growing. The meter must still let the
 // rule refuse once the wait passes 250 ms, i.e. beyond 736 calls ahead with 2 workers.
-TEST(Admission, AFloodIsRefusedOnceTheMeasuredWaitPassesTheLimit) {
+TEST(admission, a_flood_is_refused_once_the_measured_wait_passes_the_limit) {
   const admission_policy policy{250ms, 4096};
   service_meter m;
   time_point now = t0;

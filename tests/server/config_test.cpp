@@ -17,17 +17,17 @@ server_config parse(std::map<std::string, std::string> env) {
   });
 }
 
-// The config_error message for `env`, or "" if it parsed.
+// The server_config_error message for `env`, or "" if it parsed.
 std::string error_of(std::map<std::string, std::string> env) {
   try {
     parse(std::move(env));
-  } catch (const config_error& e) {
+  } catch (const server_config_error& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(Config, Defaults) {
+TEST(config, defaults) {
   const server_config cfg = parse({});
   EXPECT_EQ(cfg.host, "127.0.0.1");
   EXPECT_EQ(cfg.port, 3000);
@@ -39,7 +39,7 @@ TEST(Config, Defaults) {
   EXPECT_EQ(cfg.idle_timeout, std::chrono::milliseconds(30000));
 }
 
-TEST(Config, UnsetSecretIsRandomAndFlagged) {
+TEST(config, unset_secret_is_random_and_flagged) {
   const server_config a = parse({});
   const server_config b = parse({});
   EXPECT_TRUE(a.jwt_secret_generated);
@@ -50,14 +50,14 @@ TEST(Config, UnsetSecretIsRandomAndFlagged) {
   EXPECT_EQ(given.jwt_secret, "s3cret");
 }
 
-TEST(Config, EmptyMeansDefault) {
+TEST(config, empty_means_default) {
   const server_config cfg = parse({{"PORT", ""}, {"KNIT_MODE", ""}, {"KNIT_SSR_COST_US", ""}});
   EXPECT_EQ(cfg.port, 3000);
   EXPECT_EQ(cfg.mode, exec_mode::pooled);
   EXPECT_EQ(cfg.ssr_cost_us, 0u);
 }
 
-TEST(Config, ReadsEveryVariable) {
+TEST(config, reads_every_variable) {
   const server_config cfg = parse({{"HOST", "0.0.0.0"},
                                    {"PORT", "8080"},
                                    {"KNIT_MODE", "inline"},
@@ -74,7 +74,7 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(parse({{"PORT", "65535"}}).port, 65535);
 }
 
-TEST(Config, BunProfileAndOverrides) {
+TEST(config, bun_profile_and_overrides) {
   const server_config bun = parse({{"KNIT_COST_PROFILE", "bun"}});
   EXPECT_EQ(bun.ssr_cost_us, 76u);
   EXPECT_EQ(bun.jwt_cost_us, 72u);
@@ -87,7 +87,7 @@ TEST(Config, BunProfileAndOverrides) {
   EXPECT_EQ(native.jwt_cost_us, 0u);
 }
 
-TEST(Config, BadValuesNameTheVariableAndTheValue) {
+TEST(config, bad_values_name_the_variable_and_the_value) {
   const std::map<std::string, std::string> bad = {
       {"PORT", "abc"},          {"PORT", "65536"},
       {"HOST", "example.com"},  {"KNIT_MODE", "Pooled"},
@@ -104,13 +104,13 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
   }
 }
 
-TEST(Config, AdmissionIsOnByDefault) {
+TEST(config, admission_is_on_by_default) {
   const server_config cfg = parse({});
   EXPECT_EQ(cfg.max_queue_delay, std::chrono::milliseconds(250));
   EXPECT_EQ(cfg.max_queued, 4096u);
 }
 
-TEST(Config, AdmissionSettingsAndZeroMeansOff) {
+TEST(config, admission_settings_and_zero_means_off) {
   const server_config set = parse({{"KNIT_MAX_QUEUE_MS", "40"}, {"KNIT_MAX_QUEUED", "12"}});
   EXPECT_EQ(set.max_queue_delay, std::chrono::milliseconds(40));
   EXPECT_EQ(set.max_queued, 12u);
@@ -122,7 +122,7 @@ TEST(Config, AdmissionSettingsAndZeroMeansOff) {
   EXPECT_EQ(empty.max_queued, 4096u);
 }
 
-TEST(Config, BadAdmissionValuesNameTheVariable) {
+TEST(config, bad_admission_values_name_the_variable) {
   for (const char* value : {"-1", "0.5", "250ms", "3600001", " 1"}) {
     const std::string message = error_of({{"KNIT_MAX_QUEUE_MS", value}});
     EXPECT_NE(message.find("KNIT_MAX_QUEUE_MS"), std::string::npos) << value << ": " << message;
@@ -133,7 +133,7 @@ TEST(Config, BadAdmissionValuesNameTheVariable) {
   }
 }
 
-TEST(Config, StopGraceNeverExceedsTheStopTimeout) {
+TEST(config, stop_grace_never_exceeds_the_stop_timeout) {
   using std::chrono::milliseconds;
   EXPECT_EQ(server_config{}.stop_grace, milliseconds(5000));
   EXPECT_EQ(stop_grace_for(milliseconds(10'000)), milliseconds(5000));  // the default timeout
@@ -141,7 +141,7 @@ TEST(Config, StopGraceNeverExceedsTheStopTimeout) {
   EXPECT_EQ(stop_grace_for(milliseconds(0)), milliseconds(5000));       // 0: no bound
 }
 
-TEST(Config, ModeNames) {
+TEST(config, mode_names) {
   EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
   EXPECT_EQ(to_string(exec_mode::pooled), "pooled");
   EXPECT_EQ(to_string(exec_mode::asio_pool), "asio");
@@ -149,7 +149,7 @@ TEST(Config, ModeNames) {
   EXPECT_EQ(to_string(exec_mode::auto_offload), "auto");
 }
 
-TEST(Config, EveryModeParsesFromItsName) {
+TEST(config, every_mode_parses_from_its_name) {
   for (exec_mode m : {exec_mode::inline_host, exec_mode::pooled, exec_mode::asio_pool,
                       exec_mode::multi_thread, exec_mode::auto_offload}) {
     EXPECT_EQ(parse({{"KNIT_MODE", std::string(to_string(m))}}).mode, m) << to_string(m);
@@ -162,7 +162,7 @@ TEST(Config, EveryModeParsesFromItsName) {
   try {
     parse({{"KNIT_MODE", "threads"}});
     ADD_FAILURE() << "KNIT_MODE=threads was accepted";
-  } catch (const config_error& e) {
+  } catch (const server_config_error& e) {
     EXPECT_NE(std::string(e.what()).find("inline, pooled, asio, multi or auto"), std::string::npos)
         << e.what();
   }

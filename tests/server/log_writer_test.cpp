@@ -41,7 +41,7 @@ struct pipe_fds {
   }
 };
 
-TEST(LogWriter, WritesWholeLinesToAPipe) {
+TEST(log_writer, writes_whole_lines_to_a_pipe) {
   pipe_fds p;
   ASSERT_GE(p.write, 0);
   log_writer out(p.write);
@@ -51,7 +51,7 @@ TEST(LogWriter, WritesWholeLinesToAPipe) {
   EXPECT_EQ(out.dropped(), 0u);
 }
 
-TEST(LogWriter, LeavesTheInheritedDescriptionBlocking) {
+TEST(log_writer, leaves_the_inherited_description_blocking) {
   // O_NONBLOCK on a shared pipe would make the other holders' writes fail with EAGAIN.
   pipe_fds p;
   log_writer out(p.write);
@@ -59,7 +59,7 @@ TEST(LogWriter, LeavesTheInheritedDescriptionBlocking) {
   EXPECT_EQ(::fcntl(p.write, F_GETFL) & O_NONBLOCK, 0);
 }
 
-TEST(LogWriter, AFullPipeDropsAndCountsInsteadOfBlocking) {
+TEST(log_writer, a_full_pipe_drops_and_counts_instead_of_blocking) {
   pipe_fds p;
   log_writer out(p.write);
   // 4,000 lines of 100 bytes: six times a default 64 KiB pipe. A blocking writer would hang
@@ -81,7 +81,7 @@ TEST(LogWriter, AFullPipeDropsAndCountsInsteadOfBlocking) {
   EXPECT_EQ(p.drain(), "after\n");
 }
 
-TEST(LogWriter, AReaderThatHasGoneIsADroppedLine) {
+TEST(log_writer, a_reader_that_has_gone_is_a_dropped_line) {
   // The server ignores SIGPIPE; so must this process, or EPIPE would arrive as a signal.
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
@@ -105,7 +105,7 @@ TEST(LogWriter, AReaderThatHasGoneIsADroppedLine) {
   ::sigaction(SIGPIPE, &old, nullptr);
 }
 
-TEST(LogWriter, WritesToARegularFile) {
+TEST(log_writer, writes_to_a_regular_file) {
   char path[] = "/tmp/knit-log-writer-test-XXXXXX";
   const int fd = ::mkostemp(path, O_CLOEXEC);
   ASSERT_GE(fd, 0);

@@ -14,7 +14,7 @@ namespace {
 constexpr std::uint32_t kThresholdUs = 6;
 constexpr std::uint64_t kUs = 1000;  // ns
 
-// Runs `calls` calls through the policy as heavy_dispatch does: ask, then report the cost of
+// Runs `calls` calls through the policy as auto_placement does: ask, then report the cost of
 // the measured ones. Returns how many calls it took until the route was on `want_pooled`
 // (0 if it already was), or nullopt if it never got there.
 std::optional<int> drive(offload_policy& p, std::uint64_t cost_ns, int calls,
@@ -29,7 +29,7 @@ std::optional<int> drive(offload_policy& p, std::uint64_t cost_ns, int calls,
   return reached;
 }
 
-TEST(OffloadPolicyTest, StartsOnThePoolAndMeasuresTheFirstCall) {
+TEST(offload_policy, starts_on_the_pool_and_measures_the_first_call) {
   offload_policy p(kThresholdUs);
   EXPECT_TRUE(p.pooled());
   EXPECT_FALSE(p.has_average());
@@ -40,13 +40,13 @@ TEST(OffloadPolicyTest, StartsOnThePoolAndMeasuresTheFirstCall) {
   EXPECT_EQ(p.inline_calls(), 0u);
 }
 
-TEST(OffloadPolicyTest, ThresholdsAreTAndThreeFifthsOfT) {
+TEST(offload_policy, thresholds_are_t_and_three_fifths_of_t) {
   offload_policy p(10);
   EXPECT_EQ(p.enter_pool_ns(), 10'000u);
   EXPECT_EQ(p.leave_pool_ns(), 6'000u);
 }
 
-TEST(OffloadPolicyTest, ACheapRouteConvergesToInline) {
+TEST(offload_policy, a_cheap_route_converges_to_inline) {
   offload_policy p(kThresholdUs);
   // 1 µs is below 3/5 T: the first sample brings the route inline.
   EXPECT_EQ(drive(p, 1 * kUs, 1000, false), 1);
@@ -57,7 +57,7 @@ TEST(OffloadPolicyTest, ACheapRouteConvergesToInline) {
   EXPECT_EQ(p.average_ns(), 1 * kUs);
 }
 
-TEST(OffloadPolicyTest, AnExpensiveRouteStaysOnThePool) {
+TEST(offload_policy, an_expensive_route_stays_on_the_pool) {
   offload_policy p(kThresholdUs);
   drive(p, 50 * kUs, 1000);
   EXPECT_TRUE(p.pooled());
@@ -66,7 +66,7 @@ TEST(OffloadPolicyTest, AnExpensiveRouteStaysOnThePool) {
   EXPECT_EQ(p.pooled_calls(), 1000u);
 }
 
-TEST(OffloadPolicyTest, InlineCallsAreSampledOneInSixteen) {
+TEST(offload_policy, inline_calls_are_sampled_one_in_sixteen) {
   offload_policy p(kThresholdUs);
   drive(p, 1 * kUs, 1);  // now inline; the first inline call is measured
   ASSERT_FALSE(p.pooled());
@@ -75,14 +75,14 @@ TEST(OffloadPolicyTest, InlineCallsAreSampledOneInSixteen) {
   EXPECT_EQ(measured, 10);
 }
 
-TEST(OffloadPolicyTest, PooledCallsAreSampledOneInFour) {
+TEST(offload_policy, pooled_calls_are_sampled_one_in_four) {
   offload_policy p(kThresholdUs);
   int measured = 0;
   for (int i = 0; i < 4 * 10; ++i) measured += p.next().measure ? 1 : 0;
   EXPECT_EQ(measured, 10);
 }
 
-TEST(OffloadPolicyTest, HysteresisStopsFlappingAroundTheThreshold) {
+TEST(offload_policy, hysteresis_stops_flapping_around_the_threshold) {
   // Measured costs straddling T (5 and 7 µs alternately, so the average sits near 6 µs and
   // crosses T both ways): once on the pool the route stays there, because coming back needs
   // the average under 3.6 µs.
@@ -102,7 +102,7 @@ TEST(OffloadPolicyTest, HysteresisStopsFlappingAroundTheThreshold) {
   EXPECT_EQ(q.switches(), 1u);
 }
 
-TEST(OffloadPolicyTest, ACheapRouteThatBecomesExpensiveMovesWithinTwoSamples) {
+TEST(offload_policy, a_cheap_route_that_becomes_expensive_moves_within_two_samples) {
   offload_policy p(kThresholdUs);
   drive(p, 1 * kUs, 1000);
   ASSERT_FALSE(p.pooled());
@@ -112,7 +112,7 @@ TEST(OffloadPolicyTest, ACheapRouteThatBecomesExpensiveMovesWithinTwoSamples) {
   EXPECT_LE(*calls, 2 * static_cast<int>(offload_policy::kInlineSamplePeriod));
 }
 
-TEST(OffloadPolicyTest, OneSlowSampleDoesNotMoveACheapRoute) {
+TEST(offload_policy, one_slow_sample_does_not_move_a_cheap_route) {
   // A 3 µs route with one 76 µs sample (seen on a loaded machine): capped at 24 µs it
   // lifts the average to 5.6 µs, still under T. (Uncapped: 12.1 µs, on the pool.)
   offload_policy p(kThresholdUs);
@@ -128,7 +128,7 @@ TEST(OffloadPolicyTest, OneSlowSampleDoesNotMoveACheapRoute) {
   EXPECT_EQ(p.switches(), switches);
 }
 
-TEST(OffloadPolicyTest, AModestCostRiseMovesWithinTheBoundedNumberOfSamples) {
+TEST(offload_policy, a_modest_cost_rise_moves_within_the_bounded_number_of_samples) {
   // 1 µs -> 10 µs: the average passes 6 µs after n samples with (7/8)^n < 4/9, n = 7.
   offload_policy p(kThresholdUs);
   drive(p, 1 * kUs, 1000);
@@ -140,7 +140,7 @@ TEST(OffloadPolicyTest, AModestCostRiseMovesWithinTheBoundedNumberOfSamples) {
       << "one 10 µs sample alone must not move a 1 µs route (weight 1/8)";
 }
 
-TEST(OffloadPolicyTest, AnExpensiveRouteThatBecomesCheapComesBackInline) {
+TEST(offload_policy, an_expensive_route_that_becomes_cheap_comes_back_inline) {
   // 2,000 µs (counted as 24 µs) -> 1 µs: the average falls under 3.6 µs after n samples
   // with 1 + 23 (7/8)^n < 3.6, n = 17 (integer steps round towards the old average: allow
   // 19), one in four pooled calls sampled.
@@ -153,7 +153,7 @@ TEST(OffloadPolicyTest, AnExpensiveRouteThatBecomesCheapComesBackInline) {
   EXPECT_LE(*calls, 19 * static_cast<int>(offload_policy::kPooledSamplePeriod));
 }
 
-TEST(OffloadPolicyTest, ASwitchMeasuresTheFirstCallOnTheNewPath) {
+TEST(offload_policy, a_switch_measures_the_first_call_on_the_new_path) {
   offload_policy p(kThresholdUs);
   p.next();
   p.record(1 * kUs);  // now inline
@@ -169,14 +169,14 @@ env_lookup fake_env(std::map<std::string, std::string> vars) {
   };
 }
 
-TEST(OffloadOptionsTest, DefaultsWhenUnsetOrEmpty) {
+TEST(offload_options, defaults_when_unset_or_empty) {
   EXPECT_EQ(offload_options_from_env(fake_env({})).inline_below_us,
             offload_options::kDefaultInlineUs);
   EXPECT_EQ(offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", ""}})).inline_below_us,
             offload_options::kDefaultInlineUs);
 }
 
-TEST(OffloadOptionsTest, ReadsAValueInRange) {
+TEST(offload_options, reads_a_value_in_range) {
   EXPECT_EQ(offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", "25"}})).inline_below_us,
             25u);
   EXPECT_EQ(offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", "1000000"}}))
@@ -184,12 +184,12 @@ TEST(OffloadOptionsTest, ReadsAValueInRange) {
             1'000'000u);
 }
 
-TEST(OffloadOptionsTest, RejectsBadValuesNamingTheVariable) {
+TEST(offload_options, rejects_bad_values_naming_the_variable) {
   for (const char* bad : {"0", "-1", "+5", "5us", " 5", "0x10", "1000001", "99999999999999999999"}) {
     try {
       offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", bad}}));
       ADD_FAILURE() << "accepted " << bad;
-    } catch (const config_error& e) {
+    } catch (const server_config_error& e) {
       EXPECT_EQ(std::string(e.what()), std::string("KNIT_AUTO_INLINE_US=\"") + bad +
                                            "\": must be an integer from 1 to 1000000");
     }

@@ -9,7 +9,7 @@
 namespace knit_server {
 namespace {
 
-TEST(RequestArena, ReusesTheBlockOnceEverythingIsFreed) {
+TEST(request_arena, reuses_the_block_once_everything_is_freed) {
   request_arena arena;
   void* a = arena.allocate(100, 8);
   void* b = arena.allocate(100, 8);
@@ -22,7 +22,7 @@ TEST(RequestArena, ReusesTheBlockOnceEverythingIsFreed) {
   EXPECT_EQ(arena.allocate(10, 8), a);  // empty again: back to the start
 }
 
-TEST(RequestArena, SpillsToTheHeapWhenFull) {
+TEST(request_arena, spills_to_the_heap_when_full) {
   request_arena arena;
   void* small = arena.allocate(16, 8);
   void* big = arena.allocate(request_arena::kSize, 8);  // cannot fit after `small`
@@ -33,7 +33,7 @@ TEST(RequestArena, SpillsToTheHeapWhenFull) {
   EXPECT_EQ(arena.allocate(16, 8), small);
 }
 
-TEST(RequestArena, CarriesBeastFieldsThroughManyRequests) {
+TEST(request_arena, carries_beast_fields_through_many_requests) {
   request_arena arena;
   using fields = boost::beast::http::basic_fields<arena_allocator<char>>;
   for (int request = 0; request < 100; ++request) {

@@ -8,7 +8,7 @@ namespace {
 
 namespace http = boost::beast::http;
 
-TEST(Responses, HeadForKeepAlive) {
+TEST(responses, head_for_keep_alive) {
   response res;
   fill(res, http::status::ok, content_type::json, std::string(R"({"ok":true})"));
   std::string head;
@@ -17,7 +17,7 @@ TEST(Responses, HeadForKeepAlive) {
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n");
 }
 
-TEST(Responses, NotFoundAndClose) {
+TEST(responses, not_found_and_close) {
   response res;
   fill_not_found(res);
   std::string head;
@@ -28,7 +28,7 @@ TEST(Responses, NotFoundAndClose) {
   EXPECT_EQ(res.body, "404 Not Found");
 }
 
-TEST(Responses, OverloadedCarriesRetryAfterOnlyOnce) {
+TEST(responses, overloaded_carries_retry_after_only_once) {
   response res;
   fill_overloaded(res);
   std::string head;
@@ -42,7 +42,7 @@ TEST(Responses, OverloadedCarriesRetryAfterOnlyOnce) {
   EXPECT_EQ(head.find("Retry-After"), std::string::npos);
 }
 
-TEST(Responses, ErrorBodiesAreTheReasonPhrase) {
+TEST(responses, error_bodies_are_the_reason_phrase) {
   response res;
   fill_error(res, http::status::payload_too_large);
   EXPECT_EQ(res.status, http::status::payload_too_large);

@@ -8,19 +8,19 @@ namespace {
 
 using boost::beast::http::verb;
 
-TEST(Router, MatchesTheSeedRoutes) {
+TEST(router, matches_the_reference_routes) {
   EXPECT_EQ(match_route(verb::get, "/ping"), route::ping);
   EXPECT_EQ(match_route(verb::head, "/ping"), route::ping);
   EXPECT_EQ(match_route(verb::post, "/ssr"), route::ssr);
   EXPECT_EQ(match_route(verb::post, "/jwt"), route::jwt);
 }
 
-TEST(Router, IgnoresTheQueryString) {
+TEST(router, ignores_the_query_string) {
   EXPECT_EQ(match_route(verb::get, "/ping?x=1"), route::ping);
   EXPECT_EQ(match_route(verb::post, "/ssr?"), route::ssr);
 }
 
-TEST(Router, EverythingElseIsNotFound) {
+TEST(router, everything_else_is_not_found) {
   EXPECT_EQ(match_route(verb::post, "/ping"), route::not_found);
   EXPECT_EQ(match_route(verb::get, "/ssr"), route::not_found);
   EXPECT_EQ(match_route(verb::put, "/jwt"), route::not_found);
@@ -30,7 +30,7 @@ TEST(Router, EverythingElseIsNotFound) {
   EXPECT_EQ(match_route(verb::get, "*"), route::not_found);
 }
 
-TEST(Router, HeavyRoutes) {
+TEST(router, heavy_routes) {
   EXPECT_TRUE(is_heavy(route::ssr));
   EXPECT_TRUE(is_heavy(route::jwt));
   EXPECT_FALSE(is_heavy(route::ping));

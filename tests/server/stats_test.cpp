@@ -6,7 +6,7 @@
 namespace knit_server {
 namespace {
 
-TEST(Stats, CountsByRoute) {
+TEST(stats, counts_by_route) {
   request_counters c;
   c.count(route::ping);
   c.count(route::ping);
@@ -19,7 +19,7 @@ TEST(Stats, CountsByRoute) {
   EXPECT_EQ(c.other.load(), 1u);
 }
 
-TEST(Stats, InlineLine) {
+TEST(stats, inline_line) {
   request_counters c{3, 2, 1, 0};
   EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, {}, {}, std::nullopt),
             R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
@@ -27,7 +27,7 @@ TEST(Stats, InlineLine) {
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"pool":null})");
 }
 
-TEST(Stats, PooledLineEmbedsThePoolJson) {
+TEST(stats, pooled_line_embeds_the_pool_json) {
   request_counters c{1, 0, 0, 7};
   EXPECT_EQ(format_stats_line(exec_mode::pooled, c, {}, {}, std::string_view(R"({"threads":1})")),
             R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
@@ -35,7 +35,7 @@ TEST(Stats, PooledLineEmbedsThePoolJson) {
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"pool":{"threads":1}})");
 }
 
-TEST(Stats, RejectionsAndGauges) {
+TEST(stats, rejections_and_gauges) {
   const std::string line = format_stats_line(exec_mode::pooled, {}, {4, 5, 6}, {7, 8192, 9},
                                              std::string_view("{}"));
   EXPECT_NE(line.find(R"("rejected":{"queue_delay":4,"queue_count":5,"pool_full":6})"),

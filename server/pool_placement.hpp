@@ -1,0 +1,108 @@
+// KNIT_MODE=pooled: the heavy routes on a knit pool worker, behind admission control.
+#pragma once
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <knit/asio.hpp>
+#include <knit/knit.hpp>
+
+#include "admission.hpp"
+#include "config.hpp"
+#include "heavy_refusal.hpp"
+#include "router.hpp"
+#include "routes/heavy_job.hpp"
+
+namespace knit_server {
+
+// The reference server's pooled variant. A call is first put to admission control (a call
+// that would wait too long for a worker is refused now, with 503 and Retry-After, rather
+// than queued to answer late: admission.hpp), then submitted; the pool itself may refuse it
+// too (its max_pending reached, or shutting down). The body string moves into the call
+// record and from there into the job; the rendered body comes back by move inside the
+// result. Nothing is copied either way.
+//
+// Host thread only: every member is touched from the thread that created the pool (knit
+// checks it), and the completions run there too, from the io_context.
+class pool_placement {
+ public:
+  // `host` and `cfg` must outlive the placement (the job views the secret).
+  pool_placement(const server_config& cfg, knit::asio_host& host) noexcept
+      : cfg_(cfg), host_(host), admission_{cfg.max_queue_delay, cfg.max_queued} {}
+
+  pool_placement(const pool_placement&) = delete;
+  pool_placement& operator=(const pool_placement&) = delete;
+
+  // Admits and submits route `r` on `body`. Either returns the refusal (then `done` is never
+  // called), or calls `done(heavy_output&&)` later, on the host thread, exactly once; a call
+  // that fails without a value gets its 5xx from from_error(). `done` must not throw (the
+  // pool would terminate): catch inside it.
+  template <class Done>
+  std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done) {
+    if (auto refused = admit()) return refused;
+    return submit(heavy_job_for(cfg_, r), std::move(body), std::forward<Done>(done),
+                  [](const heavy_output&) noexcept {});
+  }
+
+  // The two halves of start(), for auto_placement, which decides between them whether the
+  // call goes to the pool at all.
+  //
+  // Admission control's verdict on one more call now; nullopt = accept.
+  std::optional<heavy_refusal> admit() const noexcept;
+
+  // Submits `job` without asking admission control. `on_value(const heavy_output&)` sees a
+  // worker's result on the host thread before `done` does (not a call without a value).
+  template <class Done, class OnValue>
+  std::optional<heavy_refusal> submit(const heavy_job& job, std::string&& body, Done&& done,
+                                      OnValue on_value);
+
+  // The pool's load as admission control sees it (calls pending, workers, the pool's
+  // estimate of one call's run time, the measured service interval).
+  queue_state queue() const noexcept;
+
+ private:
+  // The answer for a call that came back without a value (pool_placement.cpp):
+  //   errc::stuck, errc::timed_out  504, the task ran too long and was abandoned;
+  //   errc::cancelled               503 (+ Retry-After), the server gave up at its stop deadline;
+  //   anything else (task_failed)   500, as failed_output().
+  static heavy_output from_error(std::error_code ec);
+
+  // Feeds one completion to meter_ (from the completion handler).
+  void on_completion() noexcept;
+
+  const server_config& cfg_;
+  knit::asio_host& host_;
+  admission_policy admission_;
+  service_meter meter_;  // completions of the pool's calls, for queue().service_interval
+};
+
+template <class Done, class OnValue>
+std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::string&& body,
+                                                    Done&& done, OnValue on_value) {
+  // `this` outlives every handler: main() shuts the pool down (every handler called) before
+  // the placement goes out of scope, which the sessions' handlers need of the server too.
+  std::error_code ec;
+  try {
+    ec = host_.submit(
+        job, std::move(body),
+        [this, on_value, done = std::forward<Done>(done)](
+            knit::result<heavy_output> result) mutable {
+          on_completion();
+          if (!result.ok()) return done(from_error(result.error()));
+          on_value(result.value());
+          done(std::move(result.value()));
+        },
+        knit::call_options{});
+  } catch (const std::exception&) {
+    // submit() could not allocate the call: the session answers 500, the server carries on.
+    return refuse_for(refusal_reason::internal_error);
+  }
+  // The pool refused the call: say so at once instead of queueing without bound.
+  if (ec) return refuse_for(refusal_reason::pool_full);
+  return std::nullopt;
+}
+
+}  // namespace knit_server
