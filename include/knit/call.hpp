@@ -1,4 +1,5 @@
-// call: one job's record, allocated by the host, carried through the rings by pointer.
+// call: the record of one submitted call, allocated by the host, carried through the
+// rings by pointer.
 // The task, its argument, its result and the completion handler all live in it, so the
 // rings move 8 bytes per call and nothing is copied.
 //
@@ -14,7 +15,7 @@
 //   stuck: the host CASes running -> stuck and delivers errc::stuck at once; the record
 //         then never comes back through a ring: the retired worker hands it over through
 //         its slot's handoff flag when run() returns, and whoever comes second of the host
-//         and that worker destroys it (pool.cpp, "Retiring a worker").
+//         and that worker destroys it (src/worker_seats.cpp, "Retiring a worker").
 #pragma once
 
 #include <atomic>
@@ -47,7 +48,7 @@ namespace detail {
 
 // stuck: the host gave up on a running call (stuck_after, or shutdown's deadline) and
 // retired its worker; the worker's CAS running -> done then fails, which tells it to hand
-// the record over (pool.cpp, "Retiring a worker") and exit.
+// the record over (src/worker_seats.cpp, "Retiring a worker") and exit.
 enum class call_state : std::uint8_t { queued, running, done, abandoned, stuck };
 
 class call_base {
