@@ -21,6 +21,7 @@ host_doorbell::~host_doorbell() {
 bool host_doorbell::notify() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with reset()'s fence
   if (signalled_.load(std::memory_order_relaxed)) return false;
+  // Partner: the other workers' exchanges (one of them writes) and reset()'s exchange.
   if (signalled_.exchange(true, std::memory_order_acq_rel)) return false;
   const std::uint64_t one = 1;
   // A full counter (2^64-2) cannot happen: the host resets it every round.
@@ -31,7 +32,7 @@ bool host_doorbell::notify() noexcept {
 void host_doorbell::reset() noexcept {
   std::uint64_t value = 0;
   [[maybe_unused]] const ssize_t n = ::read(fd_, &value, sizeof value);  // EAGAIN when not signalled
-  signalled_.exchange(false, std::memory_order_acq_rel);
+  signalled_.exchange(false, std::memory_order_acq_rel);  // partner: notify()'s exchange
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with notify()'s fence
 }
 

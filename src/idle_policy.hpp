@@ -65,7 +65,9 @@ class idle_policy {
   const unsigned max_spinners_;
   const bool gated_;
   const bool cpu_shared_;
-  alignas(kCacheLine) std::atomic<unsigned> spinners_{0};  // workers currently spinning
+  // Workers currently spinning. Writers: the workers (try_begin_spin, end_spin); partners:
+  // the other workers' relaxed loads (spinners(), the cap). A throttle, not a publication.
+  alignas(kCacheLine) std::atomic<unsigned> spinners_{0};
 };
 
 }  // namespace knit::detail

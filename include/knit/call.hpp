@@ -69,8 +69,10 @@ class call_base {
   // Host: destroy in place (memory is returned by the pool's allocator).
   virtual void destroy() noexcept = 0;
 
-  // Written by the host (queued, abandoned) and by the claiming worker (running, done);
-  // CAS decides who wins between a worker starting the call and the host abandoning it.
+  // Writers: the host (queued -> abandoned, running -> stuck) and the claiming worker
+  // (queued -> running, running -> done), each by CAS; partner: the other side's CAS. The
+  // CAS decides who wins between a worker starting (or finishing) the call and the host
+  // abandoning it (or declaring it stuck); src/call_state.hpp lists and checks the moves.
   std::atomic<call_state> state{call_state::queued};
 
   // Host-only bookkeeping (workers never touch these).

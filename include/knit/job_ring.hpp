@@ -16,6 +16,9 @@
 // value. If it fails the value is discarded. Slots are atomics so that losing race is not a
 // data race (and ThreadSanitizer agrees).
 // Head and tail are 64-bit counters, never wrapped in practice, so the CAS has no ABA.
+//
+// "Job" here means one queued call: the pool's worker rings carry one call record's
+// pointer per slot (knit/call.hpp), host -> worker. The ring itself is generic.
 #pragma once
 
 #include <atomic>
@@ -102,9 +105,11 @@ class job_ring {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  // Written by consumers (CAS), read by everyone.
+  // Writers: the consumers (CAS in try_pop). Partners: the other consumers' CAS and loads,
+  // and the producer's acquire reload of cached_head_ (a slot is reused only after it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};
-  // Written by the producer only; read by consumers.
+  // Writer: the producer only (release in try_push). Partner: the consumers' acquire load
+  // in try_pop (the slot is published with it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
   // Producer-private copy of head_, so a push usually touches no consumer-written line.
   alignas(detail::kCacheLine) std::uint64_t cached_head_ = 0;
