@@ -54,7 +54,8 @@ const char* sched_name(sched_class c) {
   return "?";
 }
 
-// Unset and empty both mean "library default" (the seed's optNum does the same).
+// Unset and empty both mean "library default" (the reference server's option parsing
+// does the same).
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
@@ -148,7 +149,7 @@ pool_options pool_options::from_env() {
 
 std::string pool_options::describe() const {
   std::ostringstream out;
-  out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(seed policy)")
+  out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(default policy)")
       << " spin_gate=" << (effective_spin_gate() ? "auto" : "off") << (spin_gate ? "" : spin_us ? "(explicit spin)" : "(default)")
       << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "") << " doorbell=" << (doorbell ? "on" : "off")
       << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us

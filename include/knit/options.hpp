@@ -123,7 +123,7 @@ struct pool_options {
   static pool_options from_env();
 
   /// One line for a log, e.g.
-  /// "threads=4 spin_us=0(seed policy) park_ms=0(until woken) doorbell=on steal=on ...".
+  /// "threads=4 spin_us=0(default policy) park_ms=0(until woken) doorbell=on steal=on ...".
   std::string describe() const;
 };
 
