@@ -20,8 +20,9 @@
 namespace knit::detail {
 
 constexpr bool is_call_move(call_state from, call_state to) noexcept {
-  return (from == call_state::queued && (to == call_state::running || to == call_state::abandoned)) ||
-         (from == call_state::running && (to == call_state::done || to == call_state::stuck));
+  if (from == call_state::queued) return to == call_state::running || to == call_state::abandoned;
+  if (from == call_state::running) return to == call_state::done || to == call_state::stuck;
+  return false;
 }
 
 // What a lost CAS from -> to may have found instead (the table above).

@@ -21,8 +21,8 @@
 namespace knit::detail {
 
 // Out of line and cold, so a check costs one compare and a not-taken branch at its site.
-[[noreturn, gnu::cold, gnu::noinline]] inline void invariant_failed(const char* file, int line,
-                                                                     const char* condition) noexcept {
+[[noreturn, gnu::cold, gnu::noinline]] inline void invariant_failed(
+    const char* file, int line, const char* condition) noexcept {
   std::fprintf(stderr, "knit: invariant violated at %s:%d: %s\n", file, line, condition);
   std::fflush(stderr);
   std::abort();

@@ -39,11 +39,14 @@ std::string to_json(const pool_stats& s) {
   std::ostringstream out;
   out << "{\"threads\":" << s.threads << ",\"totals\":{"
       << "\"calls_submitted\":" << s.calls_submitted << ",\"calls_completed\":" << s.calls_completed
-      << ",\"calls_rejected\":" << s.calls_rejected << ",\"calls_backlogged\":" << s.calls_backlogged
-      << ",\"calls_cancelled\":" << s.calls_cancelled << ",\"calls_timed_out\":" << s.calls_timed_out
+      << ",\"calls_rejected\":" << s.calls_rejected
+      << ",\"calls_backlogged\":" << s.calls_backlogged
+      << ",\"calls_cancelled\":" << s.calls_cancelled
+      << ",\"calls_timed_out\":" << s.calls_timed_out
       << ",\"calls_failed\":" << s.calls_failed << ",\"host_wakes\":" << s.host_wakes
       << ",\"completion_batches\":" << s.completion_batches << ",\"calls_stuck\":" << s.calls_stuck
-      << ",\"workers_replaced\":" << s.workers_replaced << ",\"retired_running\":" << s.retired_running;
+      << ",\"workers_replaced\":" << s.workers_replaced
+      << ",\"retired_running\":" << s.retired_running;
   bool first = false;
   write_worker(out, s.totals(), first);
   out << "},\"workers\":[";

@@ -10,8 +10,8 @@
 //
 // A worker claims a call only while its done ring has room for one more record, so its
 // push after the call can never fail (the done ring is as small as the ring of queued
-// calls: linear memory). With a full done ring it parks with waiting_for_room set; the host wakes it
-// after popping that ring (pool.cpp, pop_done).
+// calls: linear memory). With a full done ring it parks with waiting_for_room set; the host
+// wakes it after popping that ring (pool.cpp, pop_done).
 //
 // Retirement (worker_seats.cpp, "Retiring a worker"): if the host declared the running
 // call stuck, this worker's CAS running -> done fails. It then touches nothing but its own
@@ -104,7 +104,9 @@ class worker_loop {
   bool execute(call_base* c, bool stolen) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.queued.empty_approx()) wake_one_peer();
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.queued.empty_approx()) {
+      wake_one_peer();
+    }
 
     if (try_move(*c, call_state::queued, call_state::running)) {
       me_.counters.calls_run.bump();
@@ -174,7 +176,8 @@ class worker_loop {
     if (!s_.policy.try_begin_spin()) return false;
     me_.counters.spins.bump();
     me_.bell.set_spinning();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
     bool caught = false;
     for (unsigned i = 0;; ++i) {
       if (claim(c, stolen)) {
@@ -207,7 +210,8 @@ class worker_loop {
   bool would_have_caught(park_exit exit) const noexcept {
     if (exit == park_exit::work_seen) return true;
     if (exit == park_exit::timeout) return false;
-    return static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_) <= s_.policy.spin_budget_ns();
+    const auto idle_ns = static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_);
+    return idle_ns <= s_.policy.spin_budget_ns();
   }
 
   park_exit park() noexcept {
@@ -218,7 +222,9 @@ class worker_loop {
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: the host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.
-    if (work_visible() || s_.stopping.load(std::memory_order_acquire) || (no_room && me_.done.producer_has_room())) {
+    // Partner of the stopping load: the host's release store in stop_workers.
+    if (work_visible() || s_.stopping.load(std::memory_order_acquire) ||
+        (no_room && me_.done.producer_has_room())) {
       me_.bell.cancel_park();
       if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
       return park_exit::work_seen;

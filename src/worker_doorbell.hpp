@@ -89,8 +89,8 @@ class alignas(kCacheLine) worker_doorbell {
   bool wake_if_parked() noexcept {
     std::uint32_t expected = static_cast<std::uint32_t>(worker_state::parked);
     if (word_.load(std::memory_order_relaxed) != expected) return false;
-    if (!word_.compare_exchange_strong(
-            expected, static_cast<std::uint32_t>(worker_state::running), std::memory_order_acq_rel)) {
+    const auto running = static_cast<std::uint32_t>(worker_state::running);
+    if (!word_.compare_exchange_strong(expected, running, std::memory_order_acq_rel)) {
       return false;  // someone else won the CAS and wakes it
     }
     futex_wake(word_, 1);

@@ -40,7 +40,8 @@ namespace knit {
 /// @tparam T a small trivially copyable type with lock-free atomics (the pool uses pointers).
 template <class T>
 class job_ring {
-  static_assert(std::is_trivially_copyable_v<T>, "job_ring carries small trivially copyable values (pointers)");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "job_ring carries small trivially copyable values (pointers)");
   static_assert(std::atomic<T>::is_always_lock_free, "job_ring needs lock-free atomics of T");
 
  public:
@@ -64,7 +65,8 @@ class job_ring {
       if (t - cached_head_ >= capacity_) return false;
     }
     slots_[t & mask_].store(value, std::memory_order_relaxed);
-    tail_.store(t + 1, std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
+    // Publishes the slot; pairs with try_pop's acquire.
+    tail_.store(t + 1, std::memory_order_release);
     return true;
   }
 
@@ -72,11 +74,13 @@ class job_ring {
   bool try_pop(T& out) noexcept {
     std::uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
-      const std::uint64_t t = tail_.load(std::memory_order_acquire);  // pairs with try_push's release
+      // Pairs with try_push's release.
+      const std::uint64_t t = tail_.load(std::memory_order_acquire);
       if (h >= t) return false;
       const T value = slots_[h & mask_].load(std::memory_order_relaxed);
       // acq_rel: release orders our slot load before the producer's reuse of the slot.
-      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
         out = value;
         return true;
       }
