@@ -1,9 +1,8 @@
 // pool: the host side of knit::pool, tying together the pieces that have their own files:
-// admission, the push into the ring the dispatch rule chose (dispatch_policy.hpp), the id
-// table (call_table.hpp), deadlines (deadline_queue.hpp), the backlog, completion
-// delivery, cancellation and shutdown (steps in knit/pool.hpp). The worker seats, stuck
-// calls and worker retirement are in worker_seats.cpp (pool_impl.hpp: one class, two
-// files).
+// admission, enqueue (the push into a ring is dispatch.cpp's), the id table
+// (call_table.hpp), deadlines (deadline_queue.hpp), the backlog, completion delivery,
+// cancellation and shutdown (steps in knit/pool.hpp). The worker seats, stuck calls and
+// worker retirement are in worker_seats.cpp (pool_impl.hpp: one class, three files).
 //
 // Shutdown with a deadline: calls not started by then are abandoned (errc::cancelled); the
 // running ones are given up through the same retirement, without replacement, and their
@@ -262,25 +261,6 @@ pool_stats pool_impl::stats() const {
   return s;
 }
 
-// Waits until every first worker has applied worker_nice / worker_sched
-// (worker_sched.hpp); if one could not, stops them all and throws, naming the setting.
-void pool_impl::await_sched() {
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    worker_slot& w = *slots_[i];
-    // Partner: the worker's release store of sched_applied after it wrote sched_error.
-    while (!w.sched_applied.load(std::memory_order_acquire)) {
-      w.sched_applied.wait(false, std::memory_order_acquire);
-    }
-    if (w.sched_error.error == 0) continue;
-    char text[320];
-    w.sched_error.format(text, sizeof text, shared_.options, i);
-    const int error = w.sched_error.error;
-    shutdown_report ignored;
-    stop_workers(ignored);
-    throw std::system_error(error, std::generic_category(), std::string("knit::pool: ") + text);
-  }
-}
-
 // Pops one worker's done ring: delivers and frees each record. If the worker parked for
 // want of room there, wakes it (Dekker with worker.cpp park(): our pops, then a seq_cst
 // fence, then its flag; it stores the flag, fences, then re-checks the ring).
@@ -311,50 +291,6 @@ std::size_t pool_impl::pop_done(worker_slot& w, std::size_t& returned) {
     if (w.waiting_for_room.load(std::memory_order_relaxed)) w.bell.wake_if_parked();
   }
   return delivered;
-}
-
-// Chooses a worker ring (dispatch_policy.hpp: the rule and why) and pushes. Returns false
-// if no ring can take the call now. The snapshots are built in the rule's scan order and
-// only as far as it reads them: no more loads than the rule needs, no clock read unless
-// a worker is in a call, and nothing allocated (snapshots_ is sized once).
-bool pool_impl::dispatch(call_base* c) {
-  const unsigned n = static_cast<unsigned>(slots_.size());
-  dispatch_inputs in;
-  in.call_ns_estimate = call_ns_estimate_;
-  in.wake_cost_ns = wake_cost_ns_;
-  in.start = next_;
-  for (unsigned k = 0; k < n; ++k) {
-    const unsigned i = (next_ + k) % n;
-    worker_slot& w = *slots_[i];
-    worker_snapshot& s = snapshots_[i];
-    s.retired = w.retired;
-    if (s.retired) continue;
-    s.depth = w.queued.producer_size();
-    s.capacity = w.queued.capacity();
-    if (!reads_state(s)) continue;
-    s.state = w.bell.state();
-    if (ends_scan(s)) break;
-    // Relaxed: a hint, like the state word (the worker's store; no data depends on it).
-    s.call_started_ns = reads_call_start(s, in.wake_cost_ns)
-                            ? w.call_started_ns.load(std::memory_order_relaxed)
-                            : 0;
-    if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
-  }
-  const dispatch_choice choice = choose_worker(snapshots_, in);
-  if (choice.worker < 0) return false;  // every ring is full
-  const unsigned chosen = static_cast<unsigned>(choice.worker);
-  worker_slot& w = *slots_[chosen];
-  // The rule chose a ring with depth < capacity, and the host is its only producer.
-  const bool pushed = w.queued.try_push(c);
-  KNIT_ASSERT(pushed);
-  if (!pushed) return false;
-  ++out_;
-  next_ = (chosen + 1) % n;
-  if (shared_.options.doorbell) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the worker's park fence
-    if (w.bell.wake_if_parked()) ++stats_.host_wakes;
-  }
-  return true;
 }
 
 void pool_impl::flush_backlog() {

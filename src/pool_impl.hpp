@@ -1,7 +1,8 @@
-// pool_impl: the host side of knit::pool, one class in two files. src/pool.cpp holds
-// admission, enqueue and dispatch, the backlog, drain (completions, deadlines), cancel and
-// shutdown; src/worker_seats.cpp holds the worker seats and their retirement (stuck calls,
-// replacement threads, handing a stuck record over), with that protocol at its head.
+// pool_impl: the host side of knit::pool, one class in three files. src/pool.cpp holds
+// admission, enqueue, the backlog, drain (completions, deadlines), cancel and shutdown;
+// src/dispatch.cpp the push of a call into the ring the dispatch rule chose;
+// src/worker_seats.cpp the worker seats and their retirement (stuck calls, replacement
+// threads, handing a stuck record over), with that protocol at its head.
 // Every member is the host thread's, except what pool_shared and the slots share with the
 // workers (pool_shared.hpp).
 #pragma once
@@ -52,17 +53,19 @@ class pool_impl {
  private:
   // pool.cpp: the host's own steps.
   void check_host(const char* what) const;
-  void await_sched();
   std::size_t pop_done(worker_slot& w, std::size_t& returned);
-  bool dispatch(call_base* c);
   void flush_backlog();
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
   std::size_t abandon_queued();
   void deliver(call_base* c, std::error_code ec) noexcept;
   void destroy(call_base* c) noexcept { allocator_.destroy(c); }
 
+  // dispatch.cpp: false if no ring can take the call now.
+  bool dispatch(call_base* c);
+
   // worker_seats.cpp: the seats and their retirement ("Retiring a worker" there).
   void start_workers();
+  void await_sched();
   std::size_t check_stuck(std::chrono::steady_clock::time_point now);
   bool retire(unsigned i, call_base* c, std::error_code ec, bool replace);
   void replace_retired_seats() noexcept;

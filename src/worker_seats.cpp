@@ -1,7 +1,8 @@
-// worker_seats: the host's side of the worker seats: starting their threads, declaring a
-// running call stuck, retiring its worker and putting a fresh one in the seat, handing the
-// stuck record over, and stopping the workers at shutdown. Part of pool_impl
-// (pool_impl.hpp); the worker's side is worker.cpp (hand_over_stuck).
+// worker_seats: the host's side of the worker seats: starting their threads (and waiting
+// for their scheduling settings), declaring a running call stuck, retiring its worker and
+// putting a fresh one in the seat, handing the stuck record over, and stopping the workers
+// at shutdown. Part of pool_impl (pool_impl.hpp); the worker's side is worker.cpp
+// (hand_over_stuck).
 //
 // Retiring a worker (who may touch a record, and when it is freed)
 //   The host declares a running call stuck in drain(): its worker's slot shows the record
@@ -30,6 +31,8 @@
 //   A retired slot itself stays in the retired list until shutdown, since a thief may still
 //   hold a pointer it read from the seat before the swap.
 #include <memory>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "call_state.hpp"
@@ -57,6 +60,25 @@ void pool_impl::start_workers() {
       stop_workers(ignored);
       throw;
     }
+  }
+}
+
+// Waits until every first worker has applied worker_nice / worker_sched
+// (worker_sched.hpp); if one could not, stops them all and throws, naming the setting.
+void pool_impl::await_sched() {
+  for (unsigned i = 0; i < slots_.size(); ++i) {
+    worker_slot& w = *slots_[i];
+    // Partner: the worker's release store of sched_applied after it wrote sched_error.
+    while (!w.sched_applied.load(std::memory_order_acquire)) {
+      w.sched_applied.wait(false, std::memory_order_acquire);
+    }
+    if (w.sched_error.error == 0) continue;
+    char text[320];
+    w.sched_error.format(text, sizeof text, shared_.options, i);
+    const int error = w.sched_error.error;
+    shutdown_report ignored;
+    stop_workers(ignored);
+    throw std::system_error(error, std::generic_category(), std::string("knit::pool: ") + text);
   }
 }
 
