@@ -38,9 +38,23 @@ struct alignas(kCacheLine) worker_counters {
 #define KNIT_WORKER_COUNTER_FIELD(name, description) single_writer_counter name;
   KNIT_WORKER_COUNTERS(KNIT_WORKER_COUNTER_FIELD)
 #undef KNIT_WORKER_COUNTER_FIELD
-  worker_stats snapshot() const noexcept;
+
+  // pool::stats, on the host.
+  worker_stats snapshot() const noexcept {
+    worker_stats s;
+#define KNIT_SNAPSHOT_COUNTER(name, description) s.name = name.get();
+    KNIT_WORKER_COUNTERS(KNIT_SNAPSHOT_COUNTER)
+#undef KNIT_SNAPSHOT_COUNTER
+    return s;
+  }
+
   // A replacement worker continues its predecessor's counts (host, before it starts).
-  void carry_over(const worker_counters& old) noexcept;
+  void carry_over(const worker_counters& old) noexcept {
+#define KNIT_CARRY_COUNTER(name, description) \
+  name.value.store(old.name.get(), std::memory_order_relaxed);
+    KNIT_WORKER_COUNTERS(KNIT_CARRY_COUNTER)
+#undef KNIT_CARRY_COUNTER
+  }
 };
 
 // One worker thread's state. A seat (pool_shared::seats) points at its current slot; a

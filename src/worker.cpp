@@ -284,19 +284,4 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
   worker_loop(shared, *me, self).run();
 }
 
-worker_stats worker_counters::snapshot() const noexcept {
-  worker_stats s;
-#define KNIT_SNAPSHOT_COUNTER(name, description) s.name = name.get();
-  KNIT_WORKER_COUNTERS(KNIT_SNAPSHOT_COUNTER)
-#undef KNIT_SNAPSHOT_COUNTER
-  return s;
-}
-
-void worker_counters::carry_over(const worker_counters& old) noexcept {
-#define KNIT_CARRY_COUNTER(name, description) \
-  name.value.store(old.name.get(), std::memory_order_relaxed);
-  KNIT_WORKER_COUNTERS(KNIT_CARRY_COUNTER)
-#undef KNIT_CARRY_COUNTER
-}
-
 }  // namespace knit::detail
