@@ -169,11 +169,12 @@ std::size_t pool_impl::drain(bool reset_doorbell) {
       if (!w->retired) delivered += pop_done(*w, returned);
     }
     if (returned > 0) ++stats_.completion_batches;
-    const bool watch_stuck = min_stuck_ns_ > 0 && out_ > 0;
-    if (!deadlines_.empty() || watch_stuck) {  // clock read only when needed
+    // Clock read only when needed. The stuck test is made again after the deadlines: their
+    // handlers may have submitted calls.
+    if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
       const auto now = std::chrono::steady_clock::now();
       if (!deadlines_.empty()) delivered += expire_deadlines(now);
-      if (watch_stuck) delivered += check_stuck(now);
+      if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
     }
     if (retired_head_) {
       collect_handoffs();
