@@ -1,9 +1,9 @@
 // worker_counters: the one list of a worker's counters. Every place that needs the names
 // expands KNIT_WORKER_COUNTERS(X) with its own X(name, description): the public
-// worker_stats fields (knit/stats.hpp), the workers' own counters and their snapshot and
-// carry-over (src/pool_shared.hpp, src/worker.cpp), and totals() and to_json()
-// (src/stats.cpp). A counter added here appears in all of them, in this order (the order
-// of worker_stats' fields and of the JSON keys).
+// worker_stats fields (knit/stats.hpp), the workers' own counters with their snapshot and
+// carry-over (src/pool_shared.hpp), and totals() and to_json() (src/stats.cpp). A counter
+// added here appears in all of them, in this order (the order of worker_stats' fields and
+// of the JSON keys). The description is the field's documentation; no code reads it.
 #pragma once
 
 // X(name, description): each a std::uint64_t that only grows, written by its worker alone.
