@@ -1,6 +1,7 @@
 // call_allocator: host-only free list of fixed-size blocks for call records, so a steady
 // stream of calls allocates nothing after warm-up. Records larger than a block (a huge
-// capture or argument held by value) fall back to the heap.
+// capture or argument held by value) fall back to the heap. It also frees records: on the
+// host (destroy), and on a retired worker thread that outlived its pool (destroy_orphan).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "knit/call.hpp"
 #include "knit/detail/cache_line.hpp"
 
 namespace knit::detail {
@@ -56,6 +58,21 @@ class call_allocator {
     ::operator delete(p, std::align_val_t{kCacheLine});
   }
 
+  // Host: destroys a record in place and takes its memory back.
+  void destroy(call_base* c) noexcept {
+    const std::uint32_t block = c->block_size;
+    c->destroy();
+    free(c, block);
+  }
+
+  // Any thread, no allocator needed: destroys a record whose pool may be gone (a stuck
+  // call's record, left to its retired worker; worker_seats.cpp, step 4) and returns its
+  // memory to the heap. Both of allocate()'s paths use kCacheLine alignment, so one delete
+  // fits either.
+  static void destroy_orphan(call_base* c) noexcept {
+    c->destroy();
+    ::operator delete(static_cast<void*>(c), std::align_val_t{kCacheLine});
+  }
 
  private:
   std::vector<void*> free_;

@@ -7,7 +7,8 @@
 //     as they surface.
 //   - push() may throw std::bad_alloc (a fault-injection point, knit/detail/fault_injection.hpp)
 //     and then leaves the queue unchanged.
-// Stuck times are not kept here: they follow from each worker's running call (pool.cpp).
+// Stuck times are not kept here: they follow from each worker's running call
+// (worker_seats.cpp).
 // Host thread only.
 #pragma once
 

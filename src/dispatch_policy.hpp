@@ -32,8 +32,8 @@ namespace knit::detail {
 // the rule does not need are left alone (see reads_state / reads_call_start), so building a
 // snapshot costs no more loads than the rule uses. 32 bytes; the pool keeps one per seat.
 struct worker_snapshot {
-  std::size_t depth = 0;             // calls in its job ring (producer's view)
-  std::size_t capacity = 0;          // job ring capacity
+  std::size_t depth = 0;             // calls queued in its ring (producer's view)
+  std::size_t capacity = 0;          // that ring's capacity
   std::int64_t call_started_ns = 0;  // steady ns its current call started; 0 = between calls
   worker_state state = worker_state::running;  // read only if the ring has room
   bool retired = false;              // host-only flag: the slot left service, skip it

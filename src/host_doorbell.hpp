@@ -35,7 +35,9 @@ class host_doorbell {
 
  private:
   int fd_ = -1;
-  // Written by workers (false -> true) and the host (-> false).
+  // Writers: the workers (exchange false -> true, in notify) and the host (exchange
+  // -> false, in reset). Partners: each other's exchange, ordered against the rings by the
+  // two seq_cst fences (the Dekker point in the protocol above).
   alignas(kCacheLine) std::atomic<bool> signalled_{false};
 };
 

@@ -2,8 +2,8 @@
 // it may spin at all (the spinner cap). Decisions only; no system calls, no clocks.
 //
 // Policies this expresses (pool_options):
-//   seed policy (default): spin 50 µs with one worker, none with two or more, no cap;
-//   old default (seed's first edition): spin N*50 µs + park 1 ms, no cap;
+//   the default policy: spin 50 µs with one worker, none with two or more, no cap;
+//   old default (the reference server's timer policy): spin N*50 µs + park 1 ms, no cap;
 //   single spinner: spin S µs, max_spinners = 1; a spinner that catches work hands the
 //     spinning role to a parked peer (Go's wakep / Eigen's spinning_ flag), so under a
 //     steady stream one worker is usually awake to catch the next call and the host rarely
@@ -65,7 +65,9 @@ class idle_policy {
   const unsigned max_spinners_;
   const bool gated_;
   const bool cpu_shared_;
-  alignas(kCacheLine) std::atomic<unsigned> spinners_{0};  // workers currently spinning
+  // Workers currently spinning. Writers: the workers (try_begin_spin, end_spin); partners:
+  // the other workers' relaxed loads (spinners(), the cap). A throttle, not a publication.
+  alignas(kCacheLine) std::atomic<unsigned> spinners_{0};
 };
 
 }  // namespace knit::detail

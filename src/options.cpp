@@ -54,7 +54,8 @@ const char* sched_name(sched_class c) {
   return "?";
 }
 
-// Unset and empty both mean "library default" (the seed's optNum does the same).
+// Unset and empty both mean "library default" (the reference server's option parsing
+// does the same).
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
@@ -148,20 +149,25 @@ pool_options pool_options::from_env() {
 
 std::string pool_options::describe() const {
   std::ostringstream out;
-  out << "threads=" << threads << " spin_us=" << effective_spin_us() << (spin_us ? "" : "(seed policy)")
-      << " spin_gate=" << (effective_spin_gate() ? "auto" : "off") << (spin_gate ? "" : spin_us ? "(explicit spin)" : "(default)")
-      << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "") << " doorbell=" << (doorbell ? "on" : "off")
-      << " steal=" << (steal ? "on" : "off") << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
+  const char* gate_why = spin_gate ? "" : spin_us ? "(explicit spin)" : "(default)";
+  out << "threads=" << threads << " spin_us=" << effective_spin_us()
+      << (spin_us ? "" : "(default policy)")
+      << " spin_gate=" << (effective_spin_gate() ? "auto" : "off") << gate_why
+      << " park_ms=" << park_ms << (park_ms == 0 ? "(until woken)" : "")
+      << " doorbell=" << (doorbell ? "on" : "off") << " steal=" << (steal ? "on" : "off")
+      << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
       << " queue_capacity=" << queue_capacity << " max_pending=";
   if (max_pending == 0) out << "unlimited"; else out << max_pending;
   out << " stuck_ms=" << stuck_after.count() << (stuck_after.count() == 0 ? "(never)" : "")
-      << " stop_timeout_ms=" << stop_timeout.count() << (stop_timeout.count() == 0 ? "(unbounded)" : "");
+      << " stop_timeout_ms=" << stop_timeout.count()
+      << (stop_timeout.count() == 0 ? "(unbounded)" : "");
   if (!worker_cpus.empty()) {
     out << " worker_cpus=";
     for (std::size_t i = 0; i < worker_cpus.size(); ++i) out << (i ? "," : "") << worker_cpus[i];
   }
   out << " worker_nice=" << worker_nice << (worker_nice == 0 ? "(inherited)" : "")
-      << " worker_sched=" << sched_name(worker_sched) << (worker_sched == sched_class::other ? "(inherited)" : "");
+      << " worker_sched=" << sched_name(worker_sched)
+      << (worker_sched == sched_class::other ? "(inherited)" : "");
   return out.str();
 }
 

@@ -22,52 +22,79 @@
 
 namespace knit::detail {
 
-// A counter written by one thread only: a relaxed load + store, no locked instruction.
-struct counter {
+// A counter written by one thread only (its worker): a relaxed load + store, no locked
+// instruction. Readers (pool::stats on the host) load it relaxed: a count, not a hand-off.
+struct single_writer_counter {
   std::atomic<std::uint64_t> value{0};
-  void bump() noexcept { value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  void bump() noexcept {
+    value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   std::uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
 };
 
+// One per worker slot, on its own cache line; the fields come from the one list of worker
+// counters (knit/detail/worker_counters.hpp), like worker_stats' (knit/stats.hpp).
 struct alignas(kCacheLine) worker_counters {
-  counter calls_run, calls_stolen, calls_skipped, spin_hits, spins, spins_skipped_shared_cpu,
-      spins_skipped_after_misses, parks, wakes_doorbell, wakes_timeout, peer_wakes, completion_signals,
-      sched_failures;
-  worker_stats snapshot() const noexcept;
+#define KNIT_WORKER_COUNTER_FIELD(name, description) single_writer_counter name;
+  KNIT_WORKER_COUNTERS(KNIT_WORKER_COUNTER_FIELD)
+#undef KNIT_WORKER_COUNTER_FIELD
+
+  // pool::stats, on the host.
+  worker_stats snapshot() const noexcept {
+    worker_stats s;
+#define KNIT_SNAPSHOT_COUNTER(name, description) s.name = name.get();
+    KNIT_WORKER_COUNTERS(KNIT_SNAPSHOT_COUNTER)
+#undef KNIT_SNAPSHOT_COUNTER
+    return s;
+  }
+
   // A replacement worker continues its predecessor's counts (host, before it starts).
-  void carry_over(const worker_counters& old) noexcept;
+  void carry_over(const worker_counters& old) noexcept {
+#define KNIT_CARRY_COUNTER(name, description) \
+  name.value.store(old.name.get(), std::memory_order_relaxed);
+    KNIT_WORKER_COUNTERS(KNIT_CARRY_COUNTER)
+#undef KNIT_CARRY_COUNTER
+  }
 };
 
 // One worker thread's state. A seat (pool_shared::seats) points at its current slot; a
 // retired slot is replaced by a fresh one and kept alive while anyone may touch it
-// (pool.cpp, "Retiring a worker").
+// (worker_seats.cpp, "Retiring a worker").
 struct worker_slot {
   // Both rings hold the same number of entries: a worker claims a call only while its done
   // ring has room for it (worker.cpp), so no push can fail and nothing else bounds it.
-  explicit worker_slot(std::size_t capacity) : jobs(capacity), done(capacity) {}
-  job_ring<call_base*> jobs;   // host -> worker (and thieves, and the host after retirement)
-  spsc_ring<call_base*> done;  // this worker -> host
+  explicit worker_slot(std::size_t capacity) : queued(capacity), done(capacity) {}
+  // Calls dispatched to this worker, not claimed yet: host -> worker (and thieves, and the
+  // host after retirement). A job_ring's "job" is one call record's pointer.
+  job_ring<call_base*> queued;
+  spsc_ring<call_base*> done;  // records this worker finished or skipped: worker -> host
   worker_doorbell bell;
   worker_counters counters;
   // steady_clock ns when the worker started its current call; 0 when it is between calls.
-  // Written by the worker only (relaxed: a hint for dispatch, like the state word); read by
-  // the host for stuck detection after an acquire load of `current`.
+  // Writer: the worker only (relaxed: a hint for dispatch, like the state word). Partner:
+  // the host's relaxed loads in dispatch (a hint) and, for stuck detection, after its
+  // acquire load of `current` (worker_seats.cpp, check_stuck).
   alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
   // The record the worker is running, or null. The worker stores it (release) after
   // call_started_ns and clears it before pushing the record into `done` (whose release
   // publishes the clear), so a record the host reads here has not come back yet and is
-  // alive. Partner: the host's acquire load in pool.cpp (check_stuck).
+  // alive. Writer: the worker. Partner: the host's acquire loads in worker_seats.cpp
+  // (check_stuck, give_up_running) and pool.cpp (next_deadline).
   std::atomic<call_base*> current{nullptr};
   // Set to true by the retired worker when its stuck task returned, and by the host when it
   // gives the record up (shutdown): whoever sets it second destroys the stuck record. The
-  // exchange is acq_rel so the second sees every write of the first.
+  // exchange is acq_rel so the second sees every write of the first. Writers: both, by
+  // exchange; partners: each other's exchange, and the host's acquire load in
+  // collect_handoffs (worker_seats.cpp).
   std::atomic<bool> handoff{false};
   // Set by the worker before it parks with a full done ring; the host wakes it after it
-  // popped that ring. Partner: the host's check after its seq_cst fence in pool.cpp (drain).
+  // popped that ring. Writer: the worker (relaxed, then its park fence). Partner: the
+  // host's relaxed load after its seq_cst fence in pool.cpp (pop_done): Dekker.
   std::atomic<bool> waiting_for_room{false};
   // The worker's attempt at worker_nice / worker_sched (worker_sched.hpp): it writes
   // sched_error first, then sets sched_applied (release) and notifies. Partner: the
   // constructor's acquire wait in pool.cpp (await_sched), which throws on an error.
+  // Writer of both: the worker, once, before its loop.
   worker_sched_error sched_error;
   std::atomic<bool> sched_applied{false};
   std::thread thread;
@@ -80,26 +107,32 @@ struct worker_slot {
 };
 
 inline std::int64_t steady_now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 struct pool_shared {
   // own_cpu: spin_gate.hpp's answer, read on the host thread before any worker starts.
   pool_shared(const pool_options& o, bool own_cpu)
-      : options(o), policy(o.effective_spin_us(), o.max_spinners, o.effective_spin_gate(), own_cpu) {}
+      : options(o),
+        policy(o.effective_spin_us(), o.max_spinners, o.effective_spin_gate(), own_cpu) {}
 
   const pool_options options;
   idle_policy policy;
   host_doorbell host_bell;
   // seats[i] is worker i's current slot. The host replaces it when it retires a worker
-  // (release store); workers read their peers' through it (acquire) to steal. A slot that
-  // left its seat stays alive until shutdown, so a thief holding a stale pointer is safe.
+  // (release store, worker_seats.cpp); workers read their peers' through it (acquire) to
+  // steal. A slot that left its seat stays alive until shutdown, so a thief holding a
+  // stale pointer is safe. Writer: the host; partner: seat()'s acquire load.
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
-  worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
-  // Set by the host once every record has come back (shutdown step 4); read by workers
-  // after their park fence, so a stop is never missed.
+  worker_slot& seat(unsigned i) const noexcept {
+    return *seats[i].load(std::memory_order_acquire);
+  }
+  // Set by the host once every record has come back (shutdown step 4, stop_workers in
+  // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
+  // after their park fence (worker.cpp), so a stop is never missed.
   alignas(kCacheLine) std::atomic<bool> stopping{false};
 };
 

@@ -9,22 +9,25 @@
 // resets the backoff, so a stream that resumes gets its spinner back at once.
 //
 // A worker claims a call only while its done ring has room for one more record, so its
-// push after the call can never fail (the done ring is as small as the job ring: linear
-// memory). With a full done ring it parks with waiting_for_room set; the host wakes it
-// after popping that ring (pool.cpp, drain).
+// push after the call can never fail (the done ring is as small as the ring of queued
+// calls: linear memory). With a full done ring it parks with waiting_for_room set; the host
+// wakes it after popping that ring (pool.cpp, pop_done).
 //
-// Retirement (pool.cpp, "Retiring a worker"): if the host declared the running call stuck,
-// this worker's CAS running -> done fails. It then touches nothing but its own slot and
-// that record: it hands the record over through the slot's handoff flag (destroying it
-// itself if the host already gave it up) and the thread ends.
+// Retirement (worker_seats.cpp, "Retiring a worker"): if the host declared the running
+// call stuck, this worker's CAS running -> done fails. It then touches nothing but its own
+// slot and that record: it hands the record over through the slot's handoff flag
+// (destroying it itself if the host already gave it up) and the thread ends.
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <new>
+#include <thread>
 
 #include <pthread.h>
 #include <sched.h>
 
+#include "call_allocator.hpp"
+#include "call_state.hpp"
+#include "invariant.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
 
@@ -52,8 +55,10 @@ class worker_loop {
         if (!execute(c, stolen)) return;  // retired: the seat has a new worker
         continue;
       }
+      // Partner: the host's release store in stop_workers (worker_seats.cpp).
       if (s_.stopping.load(std::memory_order_acquire)) {
         // The host sets stopping only after every record came back, so the rings are empty.
+        KNIT_ASSERT(me_.queued.empty_approx());
         return;
       }
       if (spin(c, stolen)) {
@@ -69,14 +74,14 @@ class worker_loop {
   // Own ring first (FIFO for the host's order), then one pass over the peers.
   bool claim(call_base*& c, bool& stolen) noexcept {
     if (!me_.done.producer_has_room()) return false;  // the record could not come back
-    if (me_.jobs.try_pop(c)) {
+    if (me_.queued.try_pop(c)) {
       stolen = false;
       return true;
     }
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
       worker_slot& peer = s_.seat((self_ + k) % n_);
-      if (peer.jobs.try_pop(c)) {
+      if (peer.queued.try_pop(c)) {
         stolen = true;
         return true;
       }
@@ -87,10 +92,10 @@ class worker_loop {
   // Work this worker could claim now (with room in its done ring to hand it back).
   bool work_visible() noexcept {
     if (!me_.done.producer_has_room()) return false;
-    if (!me_.jobs.empty_approx()) return true;
+    if (!me_.queued.empty_approx()) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      if (!s_.seat((self_ + k) % n_).jobs.empty_approx()) return true;
+      if (!s_.seat((self_ + k) % n_).queued.empty_approx()) return true;
     }
     return false;
   }
@@ -99,10 +104,11 @@ class worker_loop {
   bool execute(call_base* c, bool stolen) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.jobs.empty_approx()) wake_one_peer();
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.queued.empty_approx()) {
+      wake_one_peer();
+    }
 
-    call_state expected = call_state::queued;
-    if (c->state.compare_exchange_strong(expected, call_state::running, std::memory_order_acq_rel)) {
+    if (try_move(*c, call_state::queued, call_state::running)) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
       const std::int64_t started = steady_now_ns();
@@ -111,9 +117,8 @@ class worker_loop {
       c->run();
       const std::int64_t finished = steady_now_ns();
       c->run_ns = static_cast<std::uint64_t>(finished - started);
-      expected = call_state::running;
-      if (!c->state.compare_exchange_strong(expected, call_state::done, std::memory_order_acq_rel)) {
-        hand_over_stuck(c);  // expected == stuck: the host retired us
+      if (!try_move(*c, call_state::running, call_state::done)) {
+        hand_over_stuck(c);  // it is stuck: the host retired us
         return false;
       }
       me_.current.store(nullptr, std::memory_order_relaxed);  // published by the push below
@@ -121,9 +126,13 @@ class worker_loop {
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
     }
-    // claim() saw room in `done` and only this thread pushes, so this cannot fail; the loop
-    // is a belt for a broken invariant, not a code path.
-    while (!me_.done.try_push(c)) std::this_thread::yield();
+    // claim() saw room in `done` and only this thread pushes, so this cannot fail: checked
+    // builds abort; a Release build keeps the old belt (wait for the host to pop).
+    const bool pushed = me_.done.try_push(c);
+    KNIT_ASSERT(pushed);
+    if (!pushed) {
+      while (!me_.done.try_push(c)) std::this_thread::yield();
+    }
     if (s_.host_bell.notify()) me_.counters.completion_signals.bump();
     return true;
   }
@@ -132,11 +141,11 @@ class worker_loop {
   // slot (kept alive by this thread's shared_ptr) and the record are touched: the pool may
   // be gone. The first of host and worker to set handoff leaves the record to the other.
   void hand_over_stuck(call_base* c) noexcept {
+    // Partner: the host's acquire load in collect_handoffs, or its exchange at shutdown
+    // (worker_seats.cpp, steps 4 and 5).
     if (!me_.handoff.exchange(true, std::memory_order_acq_rel)) return;  // the host frees it
-    // The host gave the record up (shutdown returned): destroy it here. Both of the
-    // allocator's paths allocate with kCacheLine alignment (call_allocator.hpp).
-    c->destroy();
-    ::operator delete(static_cast<void*>(c), std::align_val_t{kCacheLine});
+    // The host gave the record up (shutdown returned): destroy it here.
+    call_allocator::destroy_orphan(c);
   }
 
   void wake_one_peer() noexcept {
@@ -167,7 +176,8 @@ class worker_loop {
     if (!s_.policy.try_begin_spin()) return false;
     me_.counters.spins.bump();
     me_.bell.set_spinning();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
     bool caught = false;
     for (unsigned i = 0;; ++i) {
       if (claim(c, stolen)) {
@@ -200,7 +210,8 @@ class worker_loop {
   bool would_have_caught(park_exit exit) const noexcept {
     if (exit == park_exit::work_seen) return true;
     if (exit == park_exit::timeout) return false;
-    return static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_) <= s_.policy.spin_budget_ns();
+    const auto idle_ns = static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_);
+    return idle_ns <= s_.policy.spin_budget_ns();
   }
 
   park_exit park() noexcept {
@@ -211,7 +222,9 @@ class worker_loop {
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: the host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.
-    if (work_visible() || s_.stopping.load(std::memory_order_acquire) || (no_room && me_.done.producer_has_room())) {
+    // Partner of the stopping load: the host's release store in stop_workers.
+    if (work_visible() || s_.stopping.load(std::memory_order_acquire) ||
+        (no_room && me_.done.producer_has_room())) {
       me_.bell.cancel_park();
       if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
       return park_exit::work_seen;
@@ -269,36 +282,6 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
     me->sched_applied.notify_all();
   }
   worker_loop(shared, *me, self).run();
-}
-
-worker_stats worker_counters::snapshot() const noexcept {
-  worker_stats s;
-  s.calls_run = calls_run.get();
-  s.calls_stolen = calls_stolen.get();
-  s.calls_skipped = calls_skipped.get();
-  s.spin_hits = spin_hits.get();
-  s.spins = spins.get();
-  s.spins_skipped_shared_cpu = spins_skipped_shared_cpu.get();
-  s.spins_skipped_after_misses = spins_skipped_after_misses.get();
-  s.parks = parks.get();
-  s.wakes_doorbell = wakes_doorbell.get();
-  s.wakes_timeout = wakes_timeout.get();
-  s.peer_wakes = peer_wakes.get();
-  s.completion_signals = completion_signals.get();
-  s.sched_failures = sched_failures.get();
-  return s;
-}
-
-void worker_counters::carry_over(const worker_counters& old) noexcept {
-  counter worker_counters::*const fields[] = {
-      &worker_counters::calls_run,      &worker_counters::calls_stolen,
-      &worker_counters::calls_skipped,  &worker_counters::spin_hits,
-      &worker_counters::spins,          &worker_counters::spins_skipped_shared_cpu,
-      &worker_counters::spins_skipped_after_misses, &worker_counters::parks,
-      &worker_counters::wakes_doorbell, &worker_counters::wakes_timeout,
-      &worker_counters::peer_wakes,     &worker_counters::completion_signals,
-      &worker_counters::sched_failures};
-  for (auto f : fields) (this->*f).value.store((old.*f).get(), std::memory_order_relaxed);
 }
 
 }  // namespace knit::detail

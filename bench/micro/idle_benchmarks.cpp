@@ -1,7 +1,8 @@
 // Idle cost per configuration: CPU the workers burn with the pool started, warmed up and
 // then handed nothing, in cores (on-CPU ns from /proc/self/task/*/schedstat over a 1 s
-// window). `model` is the seed's N*spin/(spin+park) for timed-park policies. Claims
-// nothing about load; see steady_load_benchmarks.cpp for that.
+// window). `model` is a timed-park policy's predicted idle cost, N*spin/(spin+park), as the
+// reference benchmark models it. Claims nothing about load; see steady_load_benchmarks.cpp
+// for that.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -12,13 +13,13 @@
 
 namespace {
 
-enum policy { seed = 0, old_default = 1, no_spin = 2, single_spinner = 3 };
+enum policy { default_policy = 0, old_default = 1, no_spin = 2, single_spinner = 3 };
 
 knit::pool_options options_for(int policy_id, unsigned n) {
   knit::pool_options o;
   o.threads = n;
   switch (policy_id) {
-    case seed: break;  // library default: 50 µs at N=1, 0 above, park until woken
+    case default_policy: break;  // library default: 50 µs at N=1, 0 above, park until woken
     case old_default: o.spin_us = 50 * n; o.park_ms = 1; break;
     case no_spin: o.spin_us = 0; break;
     case single_spinner: o.spin_us = 50; o.max_spinners = 1; break;
@@ -51,11 +52,11 @@ void idle_cores(benchmark::State& state) {
   const double spin = o.effective_spin_us(), park = o.park_ms * 1000.0;
   state.counters["idle_cores"] = cores;
   state.counters["model"] = park > 0 ? n * spin / (spin + park) : 0.0;
-  static const char* names[] = {"seed policy", "old default N*50us+park 1ms", "no spin", "single spinner 50us"};
+  static const char* names[] = {"default policy", "old default N*50us+park 1ms", "no spin", "single spinner 50us"};
   state.SetLabel(names[policy_id]);
 }
 BENCHMARK(idle_cores)
-    ->ArgsProduct({{seed, old_default, no_spin, single_spinner}, {1, 2, 4, 8, 15}})
+    ->ArgsProduct({{default_policy, old_default, no_spin, single_spinner}, {1, 2, 4, 8, 15}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -31,9 +31,9 @@ std::uint64_t empty_task(std::uint64_t x) { return x; }
 constexpr double kSteadyTaskUs = 50.0;
 
 // kSteadyTaskUs of the worker's own CPU (not wall time: a preempted worker still does the work).
-std::uint64_t burn_task(std::uint64_t seed) {
+std::uint64_t burn_task(std::uint64_t salt) {
   const std::uint64_t start = knit_bench::thread_cpu_ns();
-  std::uint64_t h = start + seed;
+  std::uint64_t h = start + salt;
   while (static_cast<double>(knit_bench::thread_cpu_ns() - start) < kSteadyTaskUs * 1000.0) {
     for (int i = 0; i < 64; ++i) h = h * 6364136223846793005u + 1442695040888963407u;
   }

@@ -107,7 +107,7 @@ void pool_round_trip_parked_worker(benchmark::State& state) {
 }
 BENCHMARK(pool_round_trip_parked_worker)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(400);
 
-// Calls per second with 64 in flight, seed policy, threads = range(0). Workers pinned to
+// Calls per second with 64 in flight, default policy, threads = range(0). Workers pinned to
 // the worker CPU: unpinned, a worker can land on the host's CPU, where the busy-polling
 // host starves it (measured: 20k calls/s instead of ~500k at one worker).
 void pool_throughput_64_in_flight(benchmark::State& state) {

@@ -28,7 +28,7 @@ std::uint64_t burn(std::uint64_t start_ns, double us) {
   return h;
 }
 
-enum policy { seed = 0, single_spinner = 1, old_default = 2 };
+enum policy { default_policy = 0, single_spinner = 1, old_default = 2 };
 
 // workers_apart = false: the workers inherit the host's pin (one CPU for everything);
 // true: they are pinned to the worker CPU (knit_bench::layout), the host keeps its own.
@@ -53,7 +53,9 @@ void run_steady_load(benchmark::State& state, bool workers_apart) {
   const double rate = work_cores * 1e6 / kTaskUs;  // calls per second
   const auto interval = std::chrono::nanoseconds(static_cast<long long>(1e9 / rate));
   std::uint64_t sink = 0, completed = 0, sent = 0;
-  auto task = [](std::uint64_t seed_value) { return burn(knit_bench::thread_cpu_ns() + (seed_value & 1), kTaskUs); };
+  auto task = [](std::uint64_t salt) {
+    return burn(knit_bench::thread_cpu_ns() + (salt & 1), kTaskUs);
+  };
   auto handler = [&](knit::result<std::uint64_t> r) {
     sink += r.value();
     ++completed;
@@ -100,21 +102,21 @@ void run_steady_load(benchmark::State& state, bool workers_apart) {
   state.counters["peer_wakes_per_call"] = static_cast<double>(peer_wakes) / static_cast<double>(calls);
   state.counters["spin_hits_per_call"] = static_cast<double>(spin_hits) / static_cast<double>(calls);
   state.counters["spins_per_call"] = static_cast<double>(spins) / static_cast<double>(calls);
-  static const char* names[] = {"seed policy", "single spinner 50us", "old default N*50us+park 1ms"};
+  static const char* names[] = {"default policy", "single spinner 50us", "old default N*50us+park 1ms"};
   state.SetLabel(names[policy_id]);
 }
 
 // The host is pinned before the pool exists, so these workers inherit its single CPU.
 void steady_load_host_cost(benchmark::State& state) { run_steady_load(state, false); }
 BENCHMARK(steady_load_host_cost)
-    ->ArgsProduct({{seed, single_spinner, old_default}, {1, 2, 4}})
+    ->ArgsProduct({{default_policy, single_spinner, old_default}, {1, 2, 4}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 // One worker on a CPU of its own: the layout where the default policy's spin may pay.
 void steady_load_host_cost_worker_apart(benchmark::State& state) { run_steady_load(state, true); }
 BENCHMARK(steady_load_host_cost_worker_apart)
-    ->ArgsProduct({{seed, single_spinner}, {1}})
+    ->ArgsProduct({{default_policy, single_spinner}, {1}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

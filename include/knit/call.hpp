@@ -1,4 +1,5 @@
-// call: one job's record, allocated by the host, carried through the rings by pointer.
+// call: the record of one submitted call, allocated by the host, carried through the
+// rings by pointer.
 // The task, its argument, its result and the completion handler all live in it, so the
 // rings move 8 bytes per call and nothing is copied.
 //
@@ -14,7 +15,7 @@
 //   stuck: the host CASes running -> stuck and delivers errc::stuck at once; the record
 //         then never comes back through a ring: the retired worker hands it over through
 //         its slot's handoff flag when run() returns, and whoever comes second of the host
-//         and that worker destroys it (pool.cpp, "Retiring a worker").
+//         and that worker destroys it (src/worker_seats.cpp, "Retiring a worker").
 #pragma once
 
 #include <atomic>
@@ -47,7 +48,7 @@ namespace detail {
 
 // stuck: the host gave up on a running call (stuck_after, or shutdown's deadline) and
 // retired its worker; the worker's CAS running -> done then fails, which tells it to hand
-// the record over (pool.cpp, "Retiring a worker") and exit.
+// the record over (src/worker_seats.cpp, "Retiring a worker") and exit.
 enum class call_state : std::uint8_t { queued, running, done, abandoned, stuck };
 
 class call_base {
@@ -68,8 +69,10 @@ class call_base {
   // Host: destroy in place (memory is returned by the pool's allocator).
   virtual void destroy() noexcept = 0;
 
-  // Written by the host (queued, abandoned) and by the claiming worker (running, done);
-  // CAS decides who wins between a worker starting the call and the host abandoning it.
+  // Writers: the host (queued -> abandoned, running -> stuck) and the claiming worker
+  // (queued -> running, running -> done), each by CAS; partner: the other side's CAS. The
+  // CAS decides who wins between a worker starting (or finishing) the call and the host
+  // abandoning it (or declaring it stuck); src/call_state.hpp lists and checks the moves.
   std::atomic<call_state> state{call_state::queued};
 
   // Host-only bookkeeping (workers never touch these).

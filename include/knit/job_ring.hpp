@@ -16,6 +16,9 @@
 // value. If it fails the value is discarded. Slots are atomics so that losing race is not a
 // data race (and ThreadSanitizer agrees).
 // Head and tail are 64-bit counters, never wrapped in practice, so the CAS has no ABA.
+//
+// "Job" here means one queued call: the pool's worker rings carry one call record's
+// pointer per slot (knit/call.hpp), host -> worker. The ring itself is generic.
 #pragma once
 
 #include <atomic>
@@ -37,7 +40,8 @@ namespace knit {
 /// @tparam T a small trivially copyable type with lock-free atomics (the pool uses pointers).
 template <class T>
 class job_ring {
-  static_assert(std::is_trivially_copyable_v<T>, "job_ring carries small trivially copyable values (pointers)");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "job_ring carries small trivially copyable values (pointers)");
   static_assert(std::atomic<T>::is_always_lock_free, "job_ring needs lock-free atomics of T");
 
  public:
@@ -61,7 +65,8 @@ class job_ring {
       if (t - cached_head_ >= capacity_) return false;
     }
     slots_[t & mask_].store(value, std::memory_order_relaxed);
-    tail_.store(t + 1, std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
+    // Publishes the slot; pairs with try_pop's acquire.
+    tail_.store(t + 1, std::memory_order_release);
     return true;
   }
 
@@ -69,11 +74,13 @@ class job_ring {
   bool try_pop(T& out) noexcept {
     std::uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
-      const std::uint64_t t = tail_.load(std::memory_order_acquire);  // pairs with try_push's release
+      // Pairs with try_push's release.
+      const std::uint64_t t = tail_.load(std::memory_order_acquire);
       if (h >= t) return false;
       const T value = slots_[h & mask_].load(std::memory_order_relaxed);
       // acq_rel: release orders our slot load before the producer's reuse of the slot.
-      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
         out = value;
         return true;
       }
@@ -102,9 +109,11 @@ class job_ring {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  // Written by consumers (CAS), read by everyone.
+  // Writers: the consumers (CAS in try_pop). Partners: the other consumers' CAS and loads,
+  // and the producer's acquire reload of cached_head_ (a slot is reused only after it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};
-  // Written by the producer only; read by consumers.
+  // Writer: the producer only (release in try_push). Partner: the consumers' acquire load
+  // in try_pop (the slot is published with it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
   // Producer-private copy of head_, so a push usually touches no consumer-written line.
   alignas(detail::kCacheLine) std::uint64_t cached_head_ = 0;

@@ -74,9 +74,9 @@ struct pool_options {
 
   /// A call running longer than this is declared stuck: its handler gets errc::stuck (or
   /// errc::timed_out if its own deadline passed) at once, its worker is retired and a fresh
-  /// thread takes the worker's place (src/pool.cpp, "Retiring a worker"). Zero = never; at
-  /// most 24 h. A call may set its own (call_options::stuck_after). from_env() defaults it
-  /// to 30 s.
+  /// thread takes the worker's place (src/worker_seats.cpp, "Retiring a worker"). Zero =
+  /// never; at most 24 h. A call may set its own (call_options::stuck_after). from_env()
+  /// defaults it to 30 s.
   std::chrono::milliseconds stuck_after{0};
 
   /// The deadline the destructor gives shutdown(drain, now + stop_timeout) when shutdown()
@@ -123,7 +123,7 @@ struct pool_options {
   static pool_options from_env();
 
   /// One line for a log, e.g.
-  /// "threads=4 spin_us=0(seed policy) park_ms=0(until woken) doorbell=on steal=on ...".
+  /// "threads=4 spin_us=0(default policy) park_ms=0(until woken) doorbell=on steal=on ...".
   std::string describe() const;
 };
 

@@ -64,7 +64,7 @@ class pool_impl;
 ///    running ones given up (errc::cancelled, result discarded) through worker retirement;
 /// 4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
 ///    live workers; retired workers whose task has not returned are detached, never
-///    joined, and their records left to them (src/pool.cpp, "Retiring a worker").
+///    joined, and their records left to them (src/worker_seats.cpp, "Retiring a worker").
 ///
 /// Skipping 3 would free records a worker still holds; skipping the forced ring in 4 would
 /// leave a worker parked forever and join() hanging.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "knit/detail/worker_counters.hpp"
+
 namespace knit {
 
 /// @brief One worker seat's counters, as copied by pool::stats().
@@ -12,19 +14,11 @@ namespace knit {
 /// Each is written only by its worker (relaxed), so keeping them costs the worker nothing
 /// but a private cache line. They only grow; the pool never resets them.
 struct worker_stats {
-  std::uint64_t calls_run = 0;           ///< Calls this worker executed (its own and stolen ones).
-  std::uint64_t calls_stolen = 0;        ///< Of calls_run, those taken from a peer's ring.
-  std::uint64_t calls_skipped = 0;       ///< Abandoned calls (cancelled, timed out) handed back unrun.
-  std::uint64_t spin_hits = 0;           ///< Spin rounds that caught work before the budget ran out.
-  std::uint64_t spins = 0;               ///< Spin rounds started.
-  std::uint64_t spins_skipped_shared_cpu = 0;  ///< Idle periods not spun because a spinner would share the host's CPU (spin gate).
-  std::uint64_t spins_skipped_after_misses = 0;  ///< Idle periods not spun because recent spins caught nothing (spin gate's backoff).
-  std::uint64_t parks = 0;               ///< Futex waits entered.
-  std::uint64_t wakes_doorbell = 0;      ///< Parks ended by a doorbell (host or peer).
-  std::uint64_t wakes_timeout = 0;       ///< Parks ended by park_ms expiring.
-  std::uint64_t peer_wakes = 0;          ///< FUTEX_WAKE syscalls this worker issued for a peer.
-  std::uint64_t completion_signals = 0;  ///< Eventfd writes to wake the host (coalesced: one per batch).
-  std::uint64_t sched_failures = 0;      ///< Worker threads on this seat that could not apply worker_nice / worker_sched.
+  // One std::uint64_t field per counter (calls_run, calls_stolen, ..., sched_failures),
+  // each named and described in the one list of them, knit/detail/worker_counters.hpp.
+#define KNIT_WORKER_STATS_FIELD(name, description) std::uint64_t name = 0;
+  KNIT_WORKER_COUNTERS(KNIT_WORKER_STATS_FIELD)
+#undef KNIT_WORKER_STATS_FIELD
 };
 
 /// @brief A snapshot of a pool's counters: the host's own, plus one worker_stats per worker.

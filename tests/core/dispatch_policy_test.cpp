@@ -224,7 +224,7 @@ int reference_choice(const std::vector<worker_snapshot>& ws, const dispatch_inpu
 }
 
 TEST(dispatch_policy, chooses_as_the_loop_it_replaced_on_random_snapshots) {
-  std::mt19937_64 rng(20261201);  // fixed seed: the same 20,000 cases every run
+  std::mt19937_64 rng(20261201);  // fixed start: the same 20,000 cases every run
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int round = 0; round < 20'000; ++round) {
     std::vector<worker_snapshot> w(static_cast<std::size_t>(pick(1, 6)));

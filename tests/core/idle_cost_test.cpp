@@ -52,7 +52,7 @@ std::map<int, thread_sample> sample_workers() {
 
 TEST(idle_cost, fifteen_parked_workers_cost_nothing) {
   knit::pool_options o;
-  o.threads = 15;  // seed policy: spin 0 at N >= 2, park until woken
+  o.threads = 15;  // the default policy: spin 0 at N >= 2, park until woken
   knit::pool p(o);
   int done = 0;
   for (int i = 0; i < 3000; ++i) ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));

@@ -32,7 +32,7 @@ TEST(idle_policy, single_spinner_cap_and_hand_off) {
   EXPECT_TRUE(p.try_begin_spin());
 }
 
-TEST(pool_options, seed_policy_default_spin) {
+TEST(pool_options, default_policy_spin) {
   knit::pool_options o;
   EXPECT_EQ(o.effective_spin_us(), 50u);
   o.threads = 2;

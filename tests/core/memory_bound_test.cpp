@@ -1,8 +1,9 @@
-// Memory grows linearly with the pool: each worker holds a job ring (8 bytes a slot) and a
-// done ring (16 bytes a slot) of queue_capacity slots, plus its slot's fixed part, so a
-// 1,024-worker pool at the default capacity allocates about 25 MiB (the old done rings of
-// threads x capacity entries each would have needed 16 GiB). This binary replaces the
-// global operator new to count the bytes the pool's constructor allocates.
+// Memory grows linearly with the pool: each worker holds a ring of queued calls (a
+// job_ring, 8 bytes a slot) and a done ring (16 bytes a slot) of queue_capacity slots,
+// plus its slot's fixed part, so a 1,024-worker pool at the default capacity allocates
+// about 25 MiB (the old done rings of threads x capacity entries each would have needed
+// 16 GiB). This binary replaces the global operator new to count the bytes the pool's
+// constructor allocates.
 #include <gtest/gtest.h>
 
 // The replacements below pair malloc with free on purpose; GCC's check cannot see that

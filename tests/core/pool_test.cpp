@@ -314,8 +314,8 @@ knit::pool_options make(unsigned threads, std::optional<unsigned> spin, unsigned
 
 INSTANTIATE_TEST_SUITE_P(
     options, pool_options_matrix,
-    ::testing::Values(option_case{"seed_1", make(1, std::nullopt, 0, true, true)},
-                      option_case{"seed_4", make(4, std::nullopt, 0, true, true)},
+    ::testing::Values(option_case{"default_1", make(1, std::nullopt, 0, true, true)},
+                      option_case{"default_4", make(4, std::nullopt, 0, true, true)},
                       option_case{"old_default_2", make(2, 100, 1, true, true)},
                       option_case{"no_doorbell", make(2, 0, 1, false, true)},
                       option_case{"no_steal", make(3, 0, 0, true, false)},

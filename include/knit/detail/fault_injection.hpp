@@ -16,7 +16,8 @@
 
 namespace knit::detail {
 
-// 0 = off. Written by tests; read by the host thread inside submit.
+// 0 = off. Writer: a test (a store, or the fetch_sub below on the host thread); partner:
+// the host's relaxed load in check_allocation. A test switch: it publishes no data.
 inline std::atomic<int> allocation_countdown{0};
 
 inline void check_allocation() {

@@ -1,0 +1,101 @@
+// pool_impl: the host side of knit::pool, one class in three files. src/pool.cpp holds
+// admission, enqueue, the backlog, drain (completions, deadlines), cancel and shutdown;
+// src/dispatch.cpp the push of a call into the ring the dispatch rule chose;
+// src/worker_seats.cpp the worker seats and their retirement (stuck calls, replacement
+// threads, handing a stuck record over), with that protocol at its head.
+// Every member is the host thread's, except what pool_shared and the slots share with the
+// workers (pool_shared.hpp).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "call_allocator.hpp"
+#include "call_table.hpp"
+#include "deadline_queue.hpp"
+#include "dispatch_policy.hpp"
+#include "knit/pool.hpp"
+#include "pool_shared.hpp"
+
+namespace knit::detail {
+
+class pool_impl {
+ public:
+  explicit pool_impl(const pool_options& options);
+  ~pool_impl();
+
+  std::error_code admit();
+  void* allocate(std::size_t size, std::size_t align, std::uint32_t& block);
+  void free_memory(void* p, std::uint32_t block) noexcept { allocator_.free(p, block); }
+  call_id enqueue(call_base* c, const call_options& options);
+  bool cancel(call_id id);
+  std::size_t drain(bool reset_doorbell = true);
+  std::optional<std::chrono::steady_clock::time_point> next_deadline();
+  shutdown_report shutdown(shutdown_mode mode,
+                           std::optional<std::chrono::steady_clock::time_point> deadline);
+  pool_stats stats() const;
+
+  const pool_options& options() const noexcept { return shared_.options; }
+  int completion_fd() const noexcept { return shared_.host_bell.fd(); }
+  std::size_t pending() const noexcept { return pending_; }
+  std::chrono::nanoseconds call_time_estimate() const noexcept {
+    return std::chrono::nanoseconds(call_ns_estimate_);
+  }
+  bool accepting() const noexcept { return accepting_; }
+
+ private:
+  // pool.cpp: the host's own steps.
+  void check_host(const char* what) const;
+  std::size_t pop_done(worker_slot& w, std::size_t& returned);
+  void flush_backlog();
+  std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
+  std::size_t abandon_queued();
+  void deliver(call_base* c, std::error_code ec) noexcept;
+  void destroy(call_base* c) noexcept { allocator_.destroy(c); }
+
+  // dispatch.cpp: false if no ring can take the call now.
+  bool dispatch(call_base* c);
+
+  // worker_seats.cpp: the seats and their retirement ("Retiring a worker" there).
+  void start_workers();
+  void await_sched();
+  std::size_t check_stuck(std::chrono::steady_clock::time_point now);
+  bool retire(unsigned i, call_base* c, std::error_code ec, bool replace);
+  void replace_retired_seats() noexcept;
+  void collect_handoffs() noexcept;
+  void flush_retired_rings();
+  std::size_t give_up_running();
+  void stop_workers(shutdown_report& report) noexcept;
+
+  pool_shared shared_;
+  std::thread::id host_;
+  call_allocator allocator_;
+  std::vector<std::shared_ptr<worker_slot>> slots_;  // slots_[i] is seat i's slot (host's view)
+  std::shared_ptr<worker_slot> retired_head_;        // retired slots, newest first
+  call_table calls_;                  // accepted calls by id, until delivered
+  std::deque<call_base*> backlog_;    // accepted, waiting for ring space
+  deadline_queue deadlines_;          // call deadlines, earliest first (stale ones dropped lazily)
+  std::size_t pending_ = 0;           // accepted, handler not called yet
+  std::size_t out_ = 0;               // records in call rings or held by live workers
+  std::size_t per_ring_ = 0;
+  std::size_t retired_running_ = 0;   // retired slots whose stuck record is not back
+  std::int64_t min_stuck_ns_ = 0;     // smallest stuck_after in use; 0 = detection off
+  unsigned next_ = 0;                 // dispatch's scan starts here (round robin)
+  std::int64_t call_ns_estimate_ = 0;  // estimate of one call's duration (dispatch rule 2)
+  std::int64_t wake_cost_ns_ = 0;      // options.wake_cost_us in ns
+  std::vector<worker_snapshot> snapshots_;  // dispatch's scratch, one per seat
+  bool accepting_ = true;
+  bool draining_ = false;
+  bool stopped_ = false;
+  bool needs_replacement_ = false;
+  pool_stats stats_;
+};
+
+}  // namespace knit::detail
