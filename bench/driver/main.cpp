@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/builtin_plans.hpp"
 #include "driver/json_write.hpp"
 #include "driver/peers.hpp"
 #include "driver/plan.hpp"
@@ -122,10 +123,14 @@ std::string stamp() {
   return buf;
 }
 
-BuiltinPlan builtin(const std::string& which, const std::vector<std::string>& profiles) {
-  if (which == "default") return profiles.empty() ? default_plan() : default_plan(profiles);
-  if (which == "full") return profiles.empty() ? full_plan() : full_plan(profiles);
-  return profiles.empty() ? cost_sweep_plan() : cost_sweep_plan(profiles);
+// A built-in plan, from the JSON embedded at build time (tests check each one parses).
+builtin_plan builtin(const std::string& which, const std::vector<std::string>& profiles) {
+  try {
+    return load_builtin_plan(which, profiles);
+  } catch (const plan_error& e) {
+    std::cerr << "knit-bench: " << e.what() << "\n";
+    std::exit(2);
+  }
 }
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -139,7 +144,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     else usage_error("plan: unknown argument " + args[i]);
   }
   if (which.empty()) usage_error("plan: choose --default, --full or --cost-sweep");
-  BuiltinPlan p = builtin(which, profiles);
+  builtin_plan p = builtin(which, profiles);
   std::cout << to_json_pretty(plan_to_json(p.cases));
   std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
             << " repetition(s): about "
@@ -171,13 +176,13 @@ int cmd_report(const std::vector<std::string>& args) {
 }
 
 int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>& full_argv) {
-  RunConfig cfg;
+  run_options cfg;
   cfg.command_line = full_argv;
   std::string plan_file, builtin_name;
   std::vector<std::string> profiles;
   std::optional<double> idle, warmup, duration;
   std::optional<int> repeat, conns;
-  std::vector<PeerSpec> peers;
+  std::vector<peer_spec> peers;
   std::string server = self_dir() + "/knit-server", load = self_dir() + "/knit-load";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -225,7 +230,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
       try {
         if (a == "--peer") peers.push_back(parse_peer_arg(value()));
         else apply_peer_routes(peers, value());
-      } catch (const PlanError& e) {
+      } catch (const plan_error& e) {
         usage_error(e.what());
       }
     } else if (a == "--peer-timeout") {
@@ -248,7 +253,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     }
     cfg.plan_name = plan_file;
   } else {
-    BuiltinPlan p = builtin(builtin_name, profiles);
+    builtin_plan p = builtin(builtin_name, profiles);
     cfg.plan_name = p.name;
     cfg.cases = p.cases;
     cfg.idle_s = p.idle_s;
@@ -259,7 +264,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
   }
   try {
     add_peer_cases(cfg.cases, peers);
-  } catch (const PlanError& e) {
+  } catch (const plan_error& e) {
     usage_error(e.what());
   }
   if (idle) cfg.idle_s = *idle;

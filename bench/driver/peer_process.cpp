@@ -33,14 +33,14 @@ std::string join_lines(const std::vector<std::string>& v) {
 
 }  // namespace
 
-PeerProcess::PeerProcess(PeerOptions opts) : opts_(std::move(opts)) {
+peer_process::peer_process(peer_options opts) : opts_(std::move(opts)) {
   const std::string who = "peer " + opts_.name;
   std::string why;
   if (!port_is_free(opts_.host, opts_.port, &why))
-    throw CaseError(who + ": port " + std::to_string(opts_.port) + " is not free (" + why +
+    throw case_error(who + ": port " + std::to_string(opts_.port) + " is not free (" + why +
                     "); refusing to start, so that a stale server is never measured");
   argv_ = {"/bin/sh", "-c", opts_.command};
-  SpawnSpec sp;
+  spawn_spec sp;
   sp.exe = "/bin/sh";
   sp.argv = argv_;
   sp.env = child_environment(opts_.env);
@@ -53,7 +53,7 @@ PeerProcess::PeerProcess(PeerOptions opts) : opts_(std::move(opts)) {
     pid_ = spawn_process(sp);  // its own process group: pgid == pid_
     pgid_ = pid_;
   } catch (const std::exception& e) {
-    throw CaseError(who + ": " + e.what());
+    throw case_error(who + ": " + e.what());
   }
   try {
     wait_ready();
@@ -64,14 +64,14 @@ PeerProcess::PeerProcess(PeerOptions opts) : opts_(std::move(opts)) {
     for (const auto& p : tree) pids.push_back(p.pid);
     auto problems = check_socket_owner(pids, opts_.port, who + " (PID " + std::to_string(pid_) + " and the " +
                                                              std::to_string(pids.size() - 1) + " process(es) it started)");
-    if (!problems.empty()) throw CaseError(who + ": socket check failed:" + join_lines(problems));
+    if (!problems.empty()) throw case_error(who + ": socket check failed:" + join_lines(problems));
   } catch (...) {
     stop();
     throw;
   }
 }
 
-PeerProcess::~PeerProcess() {
+peer_process::~peer_process() {
   if (pid_ > 0) {
     try {
       stop();
@@ -80,41 +80,41 @@ PeerProcess::~PeerProcess() {
   }
 }
 
-void PeerProcess::check_alive(const char* phase) {
-  if (pid_ <= 0) throw CaseError("peer " + opts_.name + " not running during " + phase);
+void peer_process::check_alive(const char* phase) {
+  if (pid_ <= 0) throw case_error("peer " + opts_.name + " not running during " + phase);
   if (auto st = reap_nohang(pid_)) {
     pid_t dead = pid_;
     pid_ = -1;  // reaped; whatever it started is still in seen_, for stop() to end
-    throw CaseError("peer " + opts_.name + " (PID " + std::to_string(dead) + ") exited during " + phase + " (" +
+    throw case_error("peer " + opts_.name + " (PID " + std::to_string(dead) + ") exited during " + phase + " (" +
                     st->text() + "); a peer must stay in the foreground (nginx: daemon off;); log: " +
                     file_tail(opts_.log_path));
   }
 }
 
-void PeerProcess::wait_ready() {
+void peer_process::wait_ready() {
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
-    if (interrupted()) throw CaseError("interrupted while waiting for peer " + opts_.name);
+    if (interrupted()) throw case_error("interrupted while waiting for peer " + opts_.name);
     check_alive("start-up");
     // Remember the tree as it grows, so that stop() finds even a child that left the group.
     for (const auto& p : process_tree(pid_))
       if (std::find(seen_.begin(), seen_.end(), p) == seen_.end()) seen_.push_back(p);
     if (tcp_connect_ok(opts_.host, opts_.port, 200)) return;
     if (since(t0) > opts_.ready_timeout_s)
-      throw CaseError("peer " + opts_.name + ": nothing accepted connections on " + opts_.host + ":" +
+      throw case_error("peer " + opts_.name + ": nothing accepted connections on " + opts_.host + ":" +
                       std::to_string(opts_.port) + " within " + seconds_text(opts_.ready_timeout_s) +
                       " s of starting `" + opts_.command + "`; log: " + file_tail(opts_.log_path));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
-std::string PeerProcess::stop() {
+std::string peer_process::stop() {
   if (pid_ <= 0 && pgid_ <= 0 && seen_.empty()) return "";
   const pid_t root = pid_;  // -1 when check_alive() already reaped it
   const pid_t group = pgid_;
   pid_ = -1;
   pgid_ = -1;
-  std::vector<ProcEntry> tree = seen_;
+  std::vector<proc_entry> tree = seen_;
   seen_.clear();
   if (group > 0)
     for (const auto& p : process_tree(group))  // the root if alive, its descendants and its group
@@ -126,12 +126,12 @@ std::string PeerProcess::stop() {
     for (const auto& p : tree)
       if (p.pid != root && still_running(p)) ::kill(p.pid, sig);
   };
-  std::optional<ExitStatus> root_status;
+  std::optional<exit_status> root_status;
   auto all_gone = [&] {
     if (root > 0 && !root_status) root_status = reap_nohang(root);
     if (root > 0 && !root_status) return false;
     if (group > 0 && ::kill(-group, 0) == 0) return false;  // a group member still exists
-    return std::none_of(tree.begin(), tree.end(), [&](const ProcEntry& p) { return p.pid != root && still_running(p); });
+    return std::none_of(tree.begin(), tree.end(), [&](const proc_entry& p) { return p.pid != root && still_running(p); });
   };
   auto wait_gone = [&](double s) {
     auto t0 = std::chrono::steady_clock::now();
@@ -147,7 +147,7 @@ std::string PeerProcess::stop() {
     note = "peer " + opts_.name + " ignored SIGTERM for " + seconds_text(opts_.stop_grace_s) + " s; sent SIGKILL";
     signal_all(SIGKILL);
     if (!wait_gone(10.0))
-      throw FatalError("peer " + opts_.name + ": processes of PID " + std::to_string(group) +
+      throw fatal_error("peer " + opts_.name + ": processes of PID " + std::to_string(group) +
                        "'s tree survived SIGKILL for 10 s");
   } else if (root_status && (!root_status->exited || root_status->code != 0)) {
     // A shell killed by SIGTERM is the expected end of a peer that never exits on its own.
@@ -157,7 +157,7 @@ std::string PeerProcess::stop() {
   std::string why;
   while (!port_is_free(opts_.host, opts_.port, &why)) {
     if (since(t0) > opts_.port_free_timeout_s)
-      throw FatalError("port " + std::to_string(opts_.port) + " still busy " + seconds_text(opts_.port_free_timeout_s) +
+      throw fatal_error("port " + std::to_string(opts_.port) + " still busy " + seconds_text(opts_.port_free_timeout_s) +
                        " s after peer " + opts_.name + " stopped: " + why);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

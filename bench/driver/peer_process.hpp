@@ -14,7 +14,7 @@
 
 namespace knit::bench {
 
-struct PeerOptions {
+struct peer_options {
   std::string name;                        // for messages: "peer nginx"
   std::string command;                     // already substituted ({port}, {host})
   std::map<std::string, std::string> env;  // PORT, HOST and the case's env (server_env())
@@ -27,36 +27,36 @@ struct PeerOptions {
   double port_free_timeout_s = 10;
 };
 
-class PeerProcess {
+class peer_process {
  public:
   // (1) the port must be free, (2) /bin/sh -c COMMAND in a process group of its own,
   // (3) ready: a TCP connect within ready_timeout_s, (4) every listener on the port
-  // belongs to the shell or a process it started. Throws CaseError naming the peer
+  // belongs to the shell or a process it started. Throws case_error naming the peer
   // (the tree, if started, is stopped first).
-  explicit PeerProcess(PeerOptions opts);
-  ~PeerProcess();
-  PeerProcess(const PeerProcess&) = delete;
-  PeerProcess& operator=(const PeerProcess&) = delete;
+  explicit peer_process(peer_options opts);
+  ~peer_process();
+  peer_process(const peer_process&) = delete;
+  peer_process& operator=(const peer_process&) = delete;
 
   pid_t pid() const { return pid_; }  // the shell: the tree's root and its group's leader
   const std::vector<std::string>& argv() const { return argv_; }
 
-  // Throws CaseError when the root process has exited (checked between phases).
+  // Throws case_error when the root process has exited (checked between phases).
   void check_alive(const char* phase);
 
   // SIGTERM to the group and to every process of the tree, SIGKILL to whatever is left
   // after the grace period, then wait for the port to be free. Returns a note when the
-  // exit was not clean; FatalError when something survives SIGKILL or the port stays busy.
+  // exit was not clean; fatal_error when something survives SIGKILL or the port stays busy.
   std::string stop();
 
  private:
   void wait_ready();
 
-  PeerOptions opts_;
+  peer_options opts_;
   std::vector<std::string> argv_;
   pid_t pid_ = -1;
   pid_t pgid_ = -1;  // the group spawn_process made (== the shell's PID); outlives a reaped root
-  std::vector<ProcEntry> seen_;  // every process of the tree seen so far, to stop even orphans
+  std::vector<proc_entry> seen_;  // every process of the tree seen so far, to stop even orphans
 };
 
 }  // namespace knit::bench

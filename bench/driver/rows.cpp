@@ -93,10 +93,10 @@ json::object to_obj(const std::map<std::string, T>& m) {
   return o;
 }
 
-RouteStats route_from_json(const json::value& v, const std::string& name) {
+route_row_stats route_from_json(const json::value& v, const std::string& name) {
   if (!v.is_object()) bad("routes." + name, "expected an object");
   const auto& o = v.get_object();
-  RouteStats r;
+  route_row_stats r;
   try {
     r.rps = req_num(o, "rps");
     r.p50 = req_num(o, "p50");
@@ -113,7 +113,7 @@ RouteStats route_from_json(const json::value& v, const std::string& name) {
   return r;
 }
 
-json::object route_to_json(const RouteStats& r) {
+json::object route_to_json(const route_row_stats& r) {
   json::object o;
   o["rps"] = r.rps;
   o["p50"] = r.p50;
@@ -141,9 +141,9 @@ const std::set<std::string>& known_keys() {
 
 }  // namespace
 
-bool is_seed_schema(const Row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
+bool is_seed_schema(const result_row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
 
-json::object row_to_json(const Row& r) {
+json::object row_to_json(const result_row& r) {
   json::object o;
   // The seed's fields first, in the seed's order, so rows diff cleanly against Appendix A.
   o["tag"] = r.tag;
@@ -205,12 +205,12 @@ json::object row_to_json(const Row& r) {
   return o;
 }
 
-std::string row_to_json_line(const Row& r) { return to_json_line(row_to_json(r)); }
+std::string row_to_json_line(const result_row& r) { return to_json_line(row_to_json(r)); }
 
-Row row_from_json(const json::value& v) {
+result_row row_from_json(const json::value& v) {
   if (!v.is_object()) throw std::runtime_error("row must be a JSON object");
   const auto& o = v.get_object();
-  Row r;
+  result_row r;
   r.tag = str(o, "tag", true);
   r.mode = str(o, "mode", true);
   if (r.mode != "sat" && r.mode != "rate") bad("mode", "expected \"sat\" or \"rate\", got \"" + r.mode + "\"");
@@ -265,12 +265,12 @@ Row row_from_json(const json::value& v) {
   return r;
 }
 
-Row row_from_json_line(std::string_view line) { return row_from_json(parse_json(line, "row")); }
+result_row row_from_json_line(std::string_view line) { return row_from_json(parse_json(line, "row")); }
 
-std::vector<Row> read_rows_file(const std::string& path) {
+std::vector<result_row> read_rows_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<Row> rows;
+  std::vector<result_row> rows;
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -285,7 +285,7 @@ std::vector<Row> read_rows_file(const std::string& path) {
   return rows;
 }
 
-void append_row_file(const std::string& path, const Row& r) {
+void append_row_file(const std::string& path, const result_row& r) {
   std::ofstream out(path, std::ios::app);
   if (!out) throw std::runtime_error("cannot append to " + path);
   out << row_to_json_line(r) << '\n';

@@ -39,15 +39,15 @@ std::string find_listening_line(const std::string& log_text) {
   return "";
 }
 
-ServerProcess::ServerProcess(ServerOptions opts) : opts_(std::move(opts)) {
+server_process::server_process(server_options opts) : opts_(std::move(opts)) {
   std::string why;
   if (!port_is_free(opts_.host, opts_.port, &why))
-    throw CaseError("port " + std::to_string(opts_.port) + " is not free (" + why +
+    throw case_error("port " + std::to_string(opts_.port) + " is not free (" + why +
                     "); refusing to start, so that a stale server is never measured");
 
   argv_.push_back(opts_.exe);
   for (const auto& a : opts_.args) argv_.push_back(a);
-  SpawnSpec sp;
+  spawn_spec sp;
   sp.exe = opts_.exe;
   sp.argv = argv_;
   sp.env = child_environment(opts_.env);
@@ -59,28 +59,28 @@ ServerProcess::ServerProcess(ServerOptions opts) : opts_(std::move(opts)) {
   try {
     pid_ = spawn_process(sp);
   } catch (const std::exception& e) {
-    throw CaseError(e.what());
+    throw case_error(e.what());
   }
 
   try {
     // Identity before readiness: exe, cmdline and environ are fixed from exec on.
-    ExpectedIdentity want{opts_.exe, argv_, opts_.env};
+    expected_identity want{opts_.exe, argv_, opts_.env};
     auto problems = check_process_identity(pid_, want);
     if (!problems.empty()) {
       check_alive("start-up");  // it exited at once (could not bind, say): report that, with its log
-      throw CaseError("server identity check failed:" + join_lines(problems));
+      throw case_error("server identity check failed:" + join_lines(problems));
     }
     wait_ready();
     // Only now does the listening socket exist; it must be ours and only ours.
     problems = check_socket_owner(pid_, opts_.port);
-    if (!problems.empty()) throw CaseError("server socket check failed:" + join_lines(problems));
+    if (!problems.empty()) throw case_error("server socket check failed:" + join_lines(problems));
   } catch (...) {
-    stop();  // a FatalError from here (port stuck) replaces the case's error: it ends the run
+    stop();  // a fatal_error from here (port stuck) replaces the case's error: it ends the run
     throw;
   }
 }
 
-ServerProcess::~ServerProcess() {
+server_process::~server_process() {
   if (pid_ > 0) {
     try {
       stop();
@@ -89,21 +89,21 @@ ServerProcess::~ServerProcess() {
   }
 }
 
-void ServerProcess::check_alive(const char* phase) {
-  if (pid_ <= 0) throw CaseError(std::string("server not running during ") + phase);
+void server_process::check_alive(const char* phase) {
+  if (pid_ <= 0) throw case_error(std::string("server not running during ") + phase);
   if (auto st = reap_nohang(pid_)) {
     pid_t dead = pid_;
     pid_ = -1;
-    throw CaseError("server PID " + std::to_string(dead) + " exited during " + phase + " (" + st->text() +
+    throw case_error("server PID " + std::to_string(dead) + " exited during " + phase + " (" + st->text() +
                     "); log: " + file_tail(opts_.log_path));
   }
 }
 
-void ServerProcess::wait_ready() {
+void server_process::wait_ready() {
   auto t0 = std::chrono::steady_clock::now();
   bool announced = false;
   for (;;) {
-    if (interrupted()) throw CaseError("interrupted while waiting for the server");
+    if (interrupted()) throw case_error("interrupted while waiting for the server");
     check_alive("start-up");
     if (!announced) {
       for (const auto& line : new_log_lines())
@@ -111,7 +111,7 @@ void ServerProcess::wait_ready() {
     }
     if (announced && tcp_connect_ok(opts_.host, opts_.port, 200)) return;
     if (since(t0) > opts_.ready_timeout_s)
-      throw CaseError(std::string("server not ready after ") + seconds_text(opts_.ready_timeout_s) + " s (" +
+      throw case_error(std::string("server not ready after ") + seconds_text(opts_.ready_timeout_s) + " s (" +
                       (announced ? "printed 'listening on' but refuses connections"
                                  : "no 'listening on' line yet") +
                       "); log: " + file_tail(opts_.log_path));
@@ -119,7 +119,7 @@ void ServerProcess::wait_ready() {
   }
 }
 
-std::vector<std::string> ServerProcess::new_log_lines() {
+std::vector<std::string> server_process::new_log_lines() {
   std::vector<std::string> lines;
   std::ifstream in(opts_.log_path, std::ios::binary);
   if (!in) return lines;
@@ -136,7 +136,7 @@ std::vector<std::string> ServerProcess::new_log_lines() {
   return lines;
 }
 
-std::optional<ServerStats> ServerProcess::request_stats(double timeout_s) {
+std::optional<server_stats> server_process::request_stats(double timeout_s) {
   check_alive("stats request");
   new_log_lines();  // skip whatever was printed before our signal
   ::kill(pid_, SIGUSR1);
@@ -149,18 +149,18 @@ std::optional<ServerStats> ServerProcess::request_stats(double timeout_s) {
   return std::nullopt;
 }
 
-std::string ServerProcess::stop() {
+std::string server_process::stop() {
   if (pid_ <= 0) return "";
   pid_t pid = pid_;
   pid_ = -1;
   bool killed = false;
   std::string note;
   try {
-    ExitStatus st = stop_process(pid, opts_.stop_grace_s, &killed);
+    exit_status st = stop_process(pid, opts_.stop_grace_s, &killed);
     if (killed) note = "server ignored SIGTERM for " + seconds_text(opts_.stop_grace_s) + " s; sent SIGKILL";
     else if (!st.exited || st.code != 0) note = "server exited with " + st.text() + " after SIGTERM";
   } catch (const std::exception& e) {
-    throw FatalError(e.what());
+    throw fatal_error(e.what());
   }
   // The next case's port check would catch a lingering listener too, but the cause
   // is clearer here, and a run with a stuck port cannot produce trustworthy rows.
@@ -168,7 +168,7 @@ std::string ServerProcess::stop() {
   std::string why;
   while (!port_is_free(opts_.host, opts_.port, &why)) {
     if (since(t0) > opts_.port_free_timeout_s)
-      throw FatalError("port " + std::to_string(opts_.port) + " still busy " + seconds_text(opts_.port_free_timeout_s) +
+      throw fatal_error("port " + std::to_string(opts_.port) + " still busy " + seconds_text(opts_.port_free_timeout_s) +
                        " s after server PID " + std::to_string(pid) + " exited: " + why);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -15,15 +15,15 @@
 namespace knit::bench {
 
 // A case cannot be measured (the run goes on with the next case).
-struct CaseError : std::runtime_error {
+struct case_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 // The machine is in a state where no further case can be trusted (port stuck busy).
-struct FatalError : std::runtime_error {
+struct fatal_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct ServerOptions {
+struct server_options {
   std::string exe;                          // knit-server binary
   std::vector<std::string> args;            // extra argv after argv[0] (fakes in tests)
   std::map<std::string, std::string> env;   // exactly what the case sets (server_env())
@@ -36,28 +36,28 @@ struct ServerOptions {
   double port_free_timeout_s = 10;
 };
 
-class ServerProcess {
+class server_process {
  public:
   // (1) the port must be free, (2) fork/exec, (3) identity from /proc, (4) readiness:
   // the "listening on" line plus a TCP connect, then the PID must own the listener.
-  // Throws CaseError (the server, if started, is stopped again first).
-  explicit ServerProcess(ServerOptions opts);
-  ~ServerProcess();
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
+  // Throws case_error (the server, if started, is stopped again first).
+  explicit server_process(server_options opts);
+  ~server_process();
+  server_process(const server_process&) = delete;
+  server_process& operator=(const server_process&) = delete;
 
   pid_t pid() const { return pid_; }
   const std::vector<std::string>& argv() const { return argv_; }
   bool running() const { return pid_ > 0; }
 
   // SIGUSR1, then waits for a new "knit-stats {json}" line in the log.
-  std::optional<ServerStats> request_stats(double timeout_s = 3.0);
+  std::optional<server_stats> request_stats(double timeout_s = 3.0);
 
-  // Throws CaseError if the server died on its own (checked between phases).
+  // Throws case_error if the server died on its own (checked between phases).
   void check_alive(const char* phase);
 
   // SIGTERM, SIGKILL after the grace period, waitpid, then wait for the port to be
-  // free. Returns a note when the exit was not clean; throws FatalError if the port
+  // free. Returns a note when the exit was not clean; throws fatal_error if the port
   // stays busy, because every later case would then fail its port check anyway.
   std::string stop();
 
@@ -65,7 +65,7 @@ class ServerProcess {
   void wait_ready();
   std::vector<std::string> new_log_lines();
 
-  ServerOptions opts_;
+  server_options opts_;
   std::vector<std::string> argv_;
   pid_t pid_ = -1;
   long log_offset_ = 0;

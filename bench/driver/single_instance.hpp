@@ -9,14 +9,14 @@
 
 namespace knit::bench {
 
-class InstanceLock {
+class instance_lock {
  public:
   // Takes an exclusive, non-blocking flock on `path`. On failure throws
   // std::runtime_error naming the holder recorded in the file.
-  explicit InstanceLock(const std::string& path);
-  ~InstanceLock();
-  InstanceLock(const InstanceLock&) = delete;
-  InstanceLock& operator=(const InstanceLock&) = delete;
+  explicit instance_lock(const std::string& path);
+  ~instance_lock();
+  instance_lock(const instance_lock&) = delete;
+  instance_lock& operator=(const instance_lock&) = delete;
 
  private:
   int fd_ = -1;

@@ -31,13 +31,13 @@ std::string section(const std::string& md, const std::string& heading) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
-TEST(SeedReport, FixtureHasAllAppendixRows) {
+TEST(reference_report, FixtureHasAllAppendixRows) {
   auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
   ASSERT_EQ(rows.size(), 29u);  // 16 saturating + 13 fixed-rate
 }
 
 // Section A of the seed, with the bold markers removed and "hono_only" called "inline".
-TEST(SeedReport, SectionAThroughputMatchesSeed) {
+TEST(reference_report, SectionAThroughputMatchesSeed) {
   const std::string a = section(seed_markdown(), "### A.");
   ASSERT_FALSE(a.empty());
   for (const char* line : {
@@ -51,7 +51,7 @@ TEST(SeedReport, SectionAThroughputMatchesSeed) {
     EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
 }
 
-TEST(SeedReport, SectionALatencyMatchesSeed) {
+TEST(reference_report, SectionALatencyMatchesSeed) {
   const std::string a = section(seed_markdown(), "### A.");
   for (const char* line : {
            "| inline | 35.42 / 42.99 | 35.44 / 42.89 | 35.64 / 74.01 |",
@@ -64,7 +64,7 @@ TEST(SeedReport, SectionALatencyMatchesSeed) {
     EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
 }
 
-TEST(SeedReport, SectionBPingMatchesSeed) {
+TEST(reference_report, SectionBPingMatchesSeed) {
   const std::string b = section(seed_markdown(), "### B.");
   ASSERT_FALSE(b.empty());
   for (const char* line : {
@@ -80,7 +80,7 @@ TEST(SeedReport, SectionBPingMatchesSeed) {
   EXPECT_NE(b.find("| threads: 15 | 0.88 | 4.33 | 2.29 |"), std::string::npos);
 }
 
-TEST(SeedReport, SectionCIdleTableMatchesSeed) {
+TEST(reference_report, SectionCIdleTableMatchesSeed) {
   const std::string c = section(seed_markdown(), "### C.");
   ASSERT_FALSE(c.empty());
   for (const char* line : {
@@ -93,7 +93,7 @@ TEST(SeedReport, SectionCIdleTableMatchesSeed) {
     EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << c;
 }
 
-TEST(SeedReport, SectionCLoadedAndBeforeAfterMatchSeed) {
+TEST(reference_report, SectionCLoadedAndBeforeAfterMatchSeed) {
   const std::string c = section(seed_markdown(), "### C.");
   for (const char* line : {
            "| 1 | 1.79 | 0.058 | 1.73 |",
@@ -113,7 +113,7 @@ TEST(SeedReport, SectionCLoadedAndBeforeAfterMatchSeed) {
   EXPECT_NE(c.find("| **no spin (= seed policy)** | **0.164** | **2.83** | **4238** | **236** |"), std::string::npos);
 }
 
-TEST(SeedReport, PercentAndRatioFormatting) {
+TEST(reference_report, PercentAndRatioFormatting) {
   EXPECT_EQ(pct_change(8208, 18014), "+119%");
   EXPECT_EQ(pct_change(8208, 15811), "+93%");  // 92.6 rounds up: the seed rounded, not truncated
   EXPECT_EQ(pct_change(7.84, 4.12), "-47%");
@@ -122,7 +122,7 @@ TEST(SeedReport, PercentAndRatioFormatting) {
   EXPECT_EQ(ratio_text(6.368, 0.164, false), "39x less");
 }
 
-TEST(SeedReport, ChartsAreDrawnWhenGnuplotExists) {
+TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
   if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -143,7 +143,7 @@ TEST(SeedReport, ChartsAreDrawnWhenGnuplotExists) {
   fs::remove_all(dir);
 }
 
-TEST(SeedReport, MissingGnuplotSkipsChartsWithAWarning) {
+TEST(reference_report, MissingGnuplotSkipsChartsWithAWarning) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl", dir / "rows.jsonl",
@@ -163,22 +163,22 @@ TEST(SeedReport, MissingGnuplotSkipsChartsWithAWarning) {
   fs::remove_all(dir);
 }
 
-TEST(SeedReport, NoCountersAndNoSweepForSeedRows) {
+TEST(reference_report, NoCountersAndNoSweepForSeedRows) {
   const std::string md = seed_markdown();
   EXPECT_NE(md.find("No pool counters in these rows"), std::string::npos);
   EXPECT_EQ(md.find("## Cost sweep"), std::string::npos);
 }
 
 // A pooled saturation row with pool counters, as the runner writes it.
-Row pooled_row(const std::string& tag, double stuck, double replaced, double retired) {
-  Row r;
+result_row pooled_row(const std::string& tag, double stuck, double replaced, double retired) {
+  result_row r;
   r.tag = tag;
   r.mode = "sat";
   r.threads = 1;
   r.server_mode = "pooled";
   r.cost_profile = "native";
   r.total_rps = 1000;
-  for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = RouteStats{};
+  for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = route_row_stats{};
   r.pool_counters = {{"calls_submitted", 1000}, {"host_wakes", 250}, {"calls_stuck", stuck},
                      {"workers_replaced", replaced}, {"retired_running", retired}};
   r.pool_per_call = {{"host_wakes", 0.25}, {"calls_stuck", stuck / 1000},
@@ -186,7 +186,7 @@ Row pooled_row(const std::string& tag, double stuck, double replaced, double ret
   return r;
 }
 
-TEST(CounterReport, StuckCallsShowAsCountsWhenAnyRowHasOne) {
+TEST(counter_report, StuckCallsShowAsCountsWhenAnyRowHasOne) {
   const std::string md = render_markdown({pooled_row("t1", 0, 0, 0), pooled_row("t1b", 3, 3, 1)},
                                          nullptr, {}, {});
   const std::string counters = section(md, "### Pool counters");
@@ -199,7 +199,7 @@ TEST(CounterReport, StuckCallsShowAsCountsWhenAnyRowHasOne) {
   EXPECT_NE(counters.find("| 0.250 | 0 | 0 | 0 |"), std::string::npos) << counters;
 }
 
-TEST(CounterReport, StuckCallsHiddenWhenZeroEverywhere) {
+TEST(counter_report, StuckCallsHiddenWhenZeroEverywhere) {
   const std::string md = render_markdown({pooled_row("t1", 0, 0, 0)}, nullptr, {}, {});
   const std::string counters = section(md, "### Pool counters");
   ASSERT_FALSE(counters.empty()) << md;

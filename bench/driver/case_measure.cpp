@@ -1,0 +1,231 @@
+// Measures one case: starts knit-server or an external peer, samples its idle CPU, warms
+// it up, measures a window under load, reads its counters and stops it; again when the
+// machine was busy elsewhere.
+#include "driver/case_measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "driver/interrupt.hpp"
+#include "driver/numfmt.hpp"
+#include "driver/peer_process.hpp"
+#include "driver/peers.hpp"
+#include "driver/process_tree.hpp"
+#include "driver/server_process.hpp"
+
+namespace knit::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sleeps in small steps so Ctrl-C ends an idle window promptly.
+void sleep_for(double s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (interrupted()) throw case_error("interrupted");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// /proc/stat now, or nothing where it cannot be read (the row then has no foreign_cores).
+std::optional<machine_cpu_sample> machine_sample() {
+  try {
+    return sample_machine_cpu();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// What measure() needs from the process under test. knit-server is one process that
+// answers SIGUSR1 with its counters; an external peer is a process tree with no counters.
+struct knit_target {
+  using Sample = cpu_sample;
+  server_process srv;
+  explicit knit_target(server_options o) : srv(std::move(o)) {}
+  pid_t pid() const { return srv.pid(); }
+  void check_alive(const char* phase) { srv.check_alive(phase); }
+  Sample sample() { return sample_cpu(srv.pid()); }
+  static cpu_usage delta(const Sample& a, const Sample& b) { return cpu_delta(a, b); }
+  std::optional<server_stats> stats() { return srv.request_stats(); }
+  int threads() { return thread_count(srv.pid()); }
+  int processes() { return 1; }
+  std::string stop() { return srv.stop(); }
+};
+
+struct peer_target {
+  using Sample = tree_cpu_sample;
+  peer_process peer;
+  explicit peer_target(peer_options o) : peer(std::move(o)) {}
+  pid_t pid() const { return peer.pid(); }
+  void check_alive(const char* phase) { peer.check_alive(phase); }
+  Sample sample() { return sample_tree_cpu(peer.pid()); }
+  static cpu_usage delta(const Sample& a, const Sample& b) { return tree_cpu_delta(a, b); }
+  // Never signalled: SIGUSR1 means something else to other servers (nginx reopens its logs).
+  std::optional<server_stats> stats() { return std::nullopt; }
+  int threads() { return sample_tree_cpu(peer.pid()).threads(); }
+  int processes() { return static_cast<int>(process_tree(peer.pid()).size()); }
+  std::string stop() { return peer.stop(); }
+};
+
+// Everything that happens while the server is up: measure its idle CPU, warm up, run the
+// measured window, read its counters, stop it.
+template <class Target>
+void measure_running(Target& srv, const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
+                     const fs::path& bodies, case_measurement& m) {
+  m.server_pid = srv.pid();
+  auto sample = [&](const char* phase) {
+    srv.check_alive(phase);
+    try {
+      return srv.sample();
+    } catch (const std::exception& e) {
+      throw case_error(std::string(phase) + ": " + e.what());
+    }
+  };
+
+  try {
+    // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
+    auto i0 = sample("idle");
+    sleep_for(cfg.idle_s);
+    auto i1 = sample("idle");
+    m.idle = Target::delta(i0, i1);
+
+    load_spec ls;
+    ls.exe = cfg.load_exe;
+    ls.host = cfg.host;
+    ls.port = cfg.port;
+    ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
+    // A peer is loaded on the routes it serves only, each with the same per-route load.
+    for (auto& r : standard_routes(m.conns, c.mode == "rate" ? m.rate_per_route : 0.0, bodies.string())) {
+      auto served = case_routes(c);
+      if (std::find(served.begin(), served.end(), r.name) != served.end()) ls.routes.push_back(r);
+    }
+    if (cfg.warmup_s > 0) {
+      ls.duration_s = cfg.warmup_s;
+      ls.json_path = (logs / (stem + ".warmup.json")).string();
+      run_load(ls, cfg.gen_cpus, (logs / (stem + ".warmup.log")).string());
+    }
+    srv.check_alive("warm-up");
+
+    ls.duration_s = cfg.window_s;
+    ls.json_path = (logs / (stem + ".load.json")).string();
+    m.load_cmd = load_argv(ls);
+    m.stats_before = srv.stats();
+    // The machine's busy CPU brackets the server's samples; the driver's own CPU and the
+    // generator's (reaped inside run_load) bracket both.
+    const double own0 = own_and_reaped_children_cpu_s();
+    std::optional<machine_cpu_sample> mc0 = machine_sample();
+    auto w0 = sample("window");
+    m.load = run_load(ls, cfg.gen_cpus, (logs / (stem + ".load.log")).string());
+    auto w1 = sample("window");
+    std::optional<machine_cpu_sample> mc1 = machine_sample();
+    const double own1 = own_and_reaped_children_cpu_s();
+    m.window = Target::delta(w0, w1);
+    if (mc0 && mc1 && mc1->wall_s > mc0->wall_s) {
+      // Ticks on both sides: /proc/stat counts in ticks, so the server's ticks cancel it exactly.
+      m.foreign_cores = foreign_cores(*mc0, *mc1, m.window.ticks_s, own1 - own0);
+      m.steal_cores = (mc1->steal_s - mc0->steal_s) / (mc1->wall_s - mc0->wall_s);
+    }
+    m.stats_after = srv.stats();
+    if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
+      m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
+    if (m.stats_after && !m.stats_after->mode.empty() && m.stats_after->mode != c.server_mode)
+      m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode + "\", the case asked for \"" +
+                        c.server_mode + "\": the row is kept (reported_mode) and the report warns");
+    m.os_threads = srv.threads();
+    m.processes = srv.processes();
+  } catch (const fatal_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Stop here rather than in the destructor, where a port that stays busy could
+    // only be swallowed: that must end the run (fatal_error), not just this case.
+    std::string what = e.what();
+    srv.stop();
+    throw case_error(what);
+  }
+  if (std::string note = srv.stop(); !note.empty()) m.notes.push_back(note);
+}
+
+// One case, start to stop: knit-server (port check, exec, identity, readiness, socket
+// ownership) or an external peer (its command, readiness, its tree's socket ownership).
+case_measurement measure(const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
+                        const fs::path& bodies, double rate_per_route) {
+  case_measurement m;
+  m.window_s = cfg.window_s;
+  m.conns = c.conns > 0 ? c.conns : cfg.conns;
+  m.rate_per_route = rate_per_route;
+  m.server_env = server_env(c, cfg.host, cfg.port);
+  const std::string log_path = (logs / (stem + ".server.log")).string();
+
+  if (is_peer_case(c)) {
+    peer_options po;
+    po.name = c.tag;
+    po.command = peer_command_text(c.peer_command, cfg.host, cfg.port);
+    po.env = m.server_env;
+    po.host = cfg.host;
+    po.port = cfg.port;
+    po.cpus = cfg.server_cpus;
+    po.log_path = log_path;
+    po.ready_timeout_s = cfg.peer_ready_timeout_s;
+    po.stop_grace_s = cfg.stop_grace_s;
+    m.peer_command = po.command;
+    peer_target t(std::move(po));
+    measure_running(t, c, cfg, logs, stem, bodies, m);
+    return m;
+  }
+  server_options so;
+  so.exe = cfg.server_exe;
+  so.args = cfg.server_args;
+  so.env = m.server_env;
+  so.host = cfg.host;
+  so.port = cfg.port;
+  so.cpus = cfg.server_cpus;
+  so.log_path = log_path;
+  so.ready_timeout_s = cfg.ready_timeout_s;
+  so.stop_grace_s = cfg.stop_grace_s;
+  knit_target t(std::move(so));
+  measure_running(t, c, cfg, logs, stem, bodies, m);
+  return m;
+}
+
+// measure(), again while the machine was busy elsewhere (foreign_verdict): the attempt
+// with the least foreign load is kept, with the number of reruns it took.
+}  // namespace
+
+case_measurement measure_quietest(const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
+                                 const fs::path& bodies, double rate_per_route) {
+  std::optional<case_measurement> quietest;
+  for (int reruns = 0;; ++reruns) {
+    std::optional<case_measurement> attempt;
+    try {
+      attempt = measure(c, cfg, logs, reruns ? stem + "-f" + std::to_string(reruns) : stem, bodies, rate_per_route);
+    } catch (const fatal_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!quietest) throw;
+      // A rerun that failed leaves the busy attempt already measured: keep that one.
+      quietest->notes.push_back(std::string("rerun for foreign load failed: ") + e.what());
+      break;
+    }
+    case_measurement& m = *attempt;
+    const foreign_load_verdict v = foreign_verdict(m.foreign_cores, reruns, cfg.foreign_max, cfg.foreign_retries);
+    const double foreign = m.foreign_cores.value_or(0);
+    if (!quietest || foreign < quietest->foreign_cores.value_or(0)) quietest = std::move(m);
+    quietest->foreign_reruns = reruns;
+    if (v != foreign_load_verdict::rerun) break;
+    std::cerr << "      foreign load " << fixed(foreign, 2) << " cores (> " << fixed(cfg.foreign_max, 2)
+              << "): measuring again (" << reruns + 1 << "/" << cfg.foreign_retries << ")\n";
+  }
+  if (quietest->foreign_cores && *quietest->foreign_cores > cfg.foreign_max)
+    quietest->notes.push_back("foreign load " + fixed(*quietest->foreign_cores, 2) + " cores after " +
+                              std::to_string(quietest->foreign_reruns) + " rerun(s): row flagged");
+  return std::move(*quietest);
+}
+
+foreign_load_verdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done, double max_cores, int max_reruns) {
+  if (!foreign_cores || *foreign_cores <= max_cores) return foreign_load_verdict::keep;
+  return reruns_done < max_reruns ? foreign_load_verdict::rerun : foreign_load_verdict::flag;
+}
+
+}  // namespace knit::bench
