@@ -10,15 +10,10 @@
 
 namespace knit::bench {
 
-// A built-in plan with the durations it was sized for.
-struct builtin_plan {
+// A built-in plan with the durations, repetitions and connections it was sized for.
+struct builtin_plan : plan_sizing {
   std::string name;
   std::vector<plan_case> cases;
-  double idle_s = 2;
-  double warmup_s = 2;
-  double window_s = 5;
-  int repeat = 1;
-  int conns = 50;
 };
 
 // One plan file's text, as embedded (generated from bench/plans by embed_plans.cmake).

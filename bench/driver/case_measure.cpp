@@ -10,10 +10,9 @@
 
 #include "driver/interrupt.hpp"
 #include "driver/numfmt.hpp"
-#include "driver/peer_process.hpp"
+#include "driver/case_process.hpp"
 #include "driver/peers.hpp"
 #include "driver/process_tree.hpp"
-#include "driver/server_process.hpp"
 
 namespace knit::bench {
 namespace {
@@ -38,47 +37,34 @@ std::optional<machine_cpu_sample> machine_sample() {
   }
 }
 
-// What measure() needs from the process under test. knit-server is one process that
-// answers SIGUSR1 with its counters; an external peer is a process tree with no counters.
-struct knit_target {
-  using Sample = cpu_sample;
-  server_process srv;
-  explicit knit_target(server_options o) : srv(std::move(o)) {}
-  pid_t pid() const { return srv.pid(); }
-  void check_alive(const char* phase) { srv.check_alive(phase); }
-  Sample sample() { return sample_cpu(srv.pid()); }
-  static cpu_usage delta(const Sample& a, const Sample& b) { return cpu_delta(a, b); }
-  std::optional<server_stats> stats() { return srv.request_stats(); }
-  int threads() { return thread_count(srv.pid()); }
-  int processes() { return 1; }
-  std::string stop() { return srv.stop(); }
+// How a server's CPU is counted: knit-server is one process; an external peer is a process
+// tree (nginx: master and workers), summed over its members.
+struct one_process_cpu {
+  using sample = cpu_sample;
+  static sample take(pid_t pid) { return sample_cpu(pid); }
+  static cpu_usage delta(const sample& a, const sample& b) { return cpu_delta(a, b); }
+  static int threads(pid_t pid) { return thread_count(pid); }
+  static int processes(pid_t) { return 1; }
 };
 
-struct peer_target {
-  using Sample = tree_cpu_sample;
-  peer_process peer;
-  explicit peer_target(peer_options o) : peer(std::move(o)) {}
-  pid_t pid() const { return peer.pid(); }
-  void check_alive(const char* phase) { peer.check_alive(phase); }
-  Sample sample() { return sample_tree_cpu(peer.pid()); }
-  static cpu_usage delta(const Sample& a, const Sample& b) { return tree_cpu_delta(a, b); }
-  // Never signalled: SIGUSR1 means something else to other servers (nginx reopens its logs).
-  std::optional<server_stats> stats() { return std::nullopt; }
-  int threads() { return sample_tree_cpu(peer.pid()).threads(); }
-  int processes() { return static_cast<int>(process_tree(peer.pid()).size()); }
-  std::string stop() { return peer.stop(); }
+struct process_tree_cpu {
+  using sample = tree_cpu_sample;
+  static sample take(pid_t pid) { return sample_tree_cpu(pid); }
+  static cpu_usage delta(const sample& a, const sample& b) { return tree_cpu_delta(a, b); }
+  static int threads(pid_t pid) { return sample_tree_cpu(pid).threads(); }
+  static int processes(pid_t pid) { return static_cast<int>(process_tree(pid).size()); }
 };
 
 // Everything that happens while the server is up: measure its idle CPU, warm up, run the
 // measured window, read its counters, stop it.
-template <class Target>
-void measure_running(Target& srv, const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
+template <class Cpu>
+void measure_running(case_process& srv, const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
                      const fs::path& bodies, case_measurement& m) {
   m.server_pid = srv.pid();
   auto sample = [&](const char* phase) {
     srv.check_alive(phase);
     try {
-      return srv.sample();
+      return Cpu::take(srv.pid());
     } catch (const std::exception& e) {
       throw case_error(std::string(phase) + ": " + e.what());
     }
@@ -89,7 +75,7 @@ void measure_running(Target& srv, const plan_case& c, const run_options& cfg, co
     auto i0 = sample("idle");
     sleep_for(cfg.idle_s);
     auto i1 = sample("idle");
-    m.idle = Target::delta(i0, i1);
+    m.idle = Cpu::delta(i0, i1);
 
     load_spec ls;
     ls.exe = cfg.load_exe;
@@ -111,7 +97,7 @@ void measure_running(Target& srv, const plan_case& c, const run_options& cfg, co
     ls.duration_s = cfg.window_s;
     ls.json_path = (logs / (stem + ".load.json")).string();
     m.load_cmd = load_argv(ls);
-    m.stats_before = srv.stats();
+    m.stats_before = srv.request_stats();
     // The machine's busy CPU brackets the server's samples; the driver's own CPU and the
     // generator's (reaped inside run_load) bracket both.
     const double own0 = own_and_reaped_children_cpu_s();
@@ -121,20 +107,20 @@ void measure_running(Target& srv, const plan_case& c, const run_options& cfg, co
     auto w1 = sample("window");
     std::optional<machine_cpu_sample> mc1 = machine_sample();
     const double own1 = own_and_reaped_children_cpu_s();
-    m.window = Target::delta(w0, w1);
+    m.window = Cpu::delta(w0, w1);
     if (mc0 && mc1 && mc1->wall_s > mc0->wall_s) {
       // Ticks on both sides: /proc/stat counts in ticks, so the server's ticks cancel it exactly.
       m.foreign_cores = foreign_cores(*mc0, *mc1, m.window.ticks_s, own1 - own0);
       m.steal_cores = (mc1->steal_s - mc0->steal_s) / (mc1->wall_s - mc0->wall_s);
     }
-    m.stats_after = srv.stats();
+    m.stats_after = srv.request_stats();
     if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
     if (m.stats_after && !m.stats_after->mode.empty() && m.stats_after->mode != c.server_mode)
       m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode + "\", the case asked for \"" +
                         c.server_mode + "\": the row is kept (reported_mode) and the report warns");
-    m.os_threads = srv.threads();
-    m.processes = srv.processes();
+    m.os_threads = Cpu::threads(srv.pid());
+    m.processes = Cpu::processes(srv.pid());
   } catch (const fatal_error&) {
     throw;
   } catch (const std::exception& e) {
@@ -158,41 +144,35 @@ case_measurement measure(const plan_case& c, const run_options& cfg, const fs::p
   m.server_env = server_env(c, cfg.host, cfg.port);
   const std::string log_path = (logs / (stem + ".server.log")).string();
 
+  process_options po;
+  po.env = m.server_env;
+  po.host = cfg.host;
+  po.port = cfg.port;
+  po.cpus = cfg.server_cpus;
+  po.log_path = log_path;
+  po.stop_grace_s = cfg.stop_grace_s;
   if (is_peer_case(c)) {
-    peer_options po;
+    po.kind = server_kind::peer;
     po.name = c.tag;
     po.command = peer_command_text(c.peer_command, cfg.host, cfg.port);
-    po.env = m.server_env;
-    po.host = cfg.host;
-    po.port = cfg.port;
-    po.cpus = cfg.server_cpus;
-    po.log_path = log_path;
     po.ready_timeout_s = cfg.peer_ready_timeout_s;
-    po.stop_grace_s = cfg.stop_grace_s;
     m.peer_command = po.command;
-    peer_target t(std::move(po));
-    measure_running(t, c, cfg, logs, stem, bodies, m);
+    case_process srv(std::move(po));
+    measure_running<process_tree_cpu>(srv, c, cfg, logs, stem, bodies, m);
     return m;
   }
-  server_options so;
-  so.exe = cfg.server_exe;
-  so.args = cfg.server_args;
-  so.env = m.server_env;
-  so.host = cfg.host;
-  so.port = cfg.port;
-  so.cpus = cfg.server_cpus;
-  so.log_path = log_path;
-  so.ready_timeout_s = cfg.ready_timeout_s;
-  so.stop_grace_s = cfg.stop_grace_s;
-  knit_target t(std::move(so));
-  measure_running(t, c, cfg, logs, stem, bodies, m);
+  po.exe = cfg.server_exe;
+  po.args = cfg.server_args;
+  po.ready_timeout_s = cfg.ready_timeout_s;
+  case_process srv(std::move(po));
+  measure_running<one_process_cpu>(srv, c, cfg, logs, stem, bodies, m);
   return m;
 }
 
-// measure(), again while the machine was busy elsewhere (foreign_verdict): the attempt
-// with the least foreign load is kept, with the number of reruns it took.
 }  // namespace
 
+// measure(), again while the machine was busy elsewhere (foreign_verdict): the attempt
+// with the least foreign load is kept, with the number of reruns it took.
 case_measurement measure_quietest(const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
                                  const fs::path& bodies, double rate_per_route) {
   std::optional<case_measurement> quietest;

@@ -256,11 +256,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     builtin_plan p = builtin(builtin_name, profiles);
     cfg.plan_name = p.name;
     cfg.cases = p.cases;
-    cfg.idle_s = p.idle_s;
-    cfg.warmup_s = p.warmup_s;
-    cfg.window_s = p.window_s;
-    cfg.repeat = p.repeat;
-    cfg.conns = p.conns;
+    static_cast<plan_sizing&>(cfg) = p;
   }
   try {
     add_peer_cases(cfg.cases, peers);

@@ -64,6 +64,14 @@ std::vector<std::string> case_routes(const plan_case& c);
 // without an explicit rate offers a fraction of the inline sat total with this key.
 std::string reference_key(const plan_case& c);
 
+// How long and how hard a plan's cases are measured: what a built-in plan was sized for,
+// and what a run uses once the command line has overridden any of it.
+struct plan_sizing {
+  double idle_s = 2, warmup_s = 2, window_s = 5;
+  int repeat = 1;
+  int conns = 50;  // per route, unless the case sets its own
+};
+
 // Seconds a run of `runs` case repetitions takes: the three phases plus start and stop
 // (kSetupS, measured on the 2-CPU machine). Reruns for foreign load come on top.
 inline constexpr double kSetupS = 1.5;

@@ -9,12 +9,11 @@
 
 namespace knit::bench {
 
-struct run_options {
+// The sizing (idle_s, warmup_s, window_s, repeat, conns) is a base, so a built-in plan's
+// is taken over whole.
+struct run_options : plan_sizing {
   std::string plan_name = "custom";
   std::vector<plan_case> cases;
-  double idle_s = 2, warmup_s = 2, window_s = 5;
-  int repeat = 1;
-  int conns = 50;              // per route, unless the case sets its own
   double rate_fraction = 0.7;  // rate cases offer this share of the inline sat total
   std::string out_dir;
   std::string server_exe, load_exe;

@@ -18,11 +18,10 @@
 #include "driver/interrupt.hpp"
 #include "driver/json_write.hpp"
 #include "driver/numfmt.hpp"
-#include "driver/peer_process.hpp"
+#include "driver/case_process.hpp"
 #include "driver/peers.hpp"
 #include "driver/process_tree.hpp"
 #include "driver/report.hpp"
-#include "driver/server_process.hpp"
 #include "driver/single_instance.hpp"
 #include "driver/spawn.hpp"
 

@@ -1,4 +1,4 @@
-// External peers: the process tree, and peer_process run against the fake server started
+// External peers: the process tree, and case_process as a peer, run against the fake server started
 // as a shell command (start, socket identity, CPU of every process, stop), a command that
 // never listens, one that exits, and one that ignores SIGTERM.
 #include <arpa/inet.h>
@@ -15,7 +15,7 @@
 
 #include "driver/cpu_sampler.hpp"
 #include "driver/identity.hpp"
-#include "driver/peer_process.hpp"
+#include "driver/case_process.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
 #include "driver/process_tree.hpp"
@@ -99,8 +99,9 @@ struct peer_box {
     fs::create_directories(dir);
   }
   ~peer_box() { fs::remove_all(dir); }
-  peer_options options(const std::string& command) const {
-    peer_options o;
+  process_options options(const std::string& command) const {
+    process_options o;
+    o.kind = server_kind::peer;
     o.name = "fake";
     o.port = pick_free_port();
     o.command = command;
@@ -123,8 +124,8 @@ bool any_running(const std::vector<proc_entry>& procs) {
 TEST(peer_process, StartsMeasuresTheWholeTreeAndStopsIt) {
   peer_box box;
   // A busy child beside the server: the tree's CPU must include it.
-  peer_options o = box.options("while :; do :; done & exec " + fake());
-  peer_process peer(o);
+  process_options o = box.options("while :; do :; done & exec " + fake());
+  case_process peer(o);
   ASSERT_GT(peer.pid(), 0);
   EXPECT_EQ(peer.argv(), (std::vector<std::string>{"/bin/sh", "-c", o.command}));
   auto tree = process_tree(peer.pid());
@@ -155,10 +156,10 @@ TEST(peer_process, StartsMeasuresTheWholeTreeAndStopsIt) {
 
 TEST(peer_process, ACommandThatNeverListensFailsWithinItsBound) {
   peer_box box;
-  peer_options o = box.options("echo starting; exec sleep 60");
+  process_options o = box.options("echo starting; exec sleep 60");
   o.ready_timeout_s = 0.5;
   try {
-    peer_process peer(o);
+    case_process peer(o);
     FAIL() << "started";
   } catch (const case_error& e) {
     const std::string what = e.what();
@@ -172,7 +173,7 @@ TEST(peer_process, ACommandThatNeverListensFailsWithinItsBound) {
 TEST(peer_process, ACommandThatExitsSaysSo) {
   peer_box box;
   try {
-    peer_process peer(box.options("echo no config >&2; exit 3"));
+    case_process peer(box.options("echo no config >&2; exit 3"));
     FAIL() << "started";
   } catch (const case_error& e) {
     const std::string what = e.what();
@@ -184,9 +185,9 @@ TEST(peer_process, ACommandThatExitsSaysSo) {
 
 TEST(peer_process, APeerIgnoringSigtermIsKilled) {
   peer_box box;
-  peer_options o = box.options("FAKE_IGNORE_TERM=1 " + fake() + " & wait");
+  process_options o = box.options("FAKE_IGNORE_TERM=1 " + fake() + " & wait");
   o.stop_grace_s = 0.3;
-  peer_process peer(o);
+  case_process peer(o);
   auto tree = process_tree(peer.pid());
   ASSERT_GE(tree.size(), 2u);  // the shell waits on the server it started
   std::string note = peer.stop();

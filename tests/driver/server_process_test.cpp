@@ -1,4 +1,4 @@
-// The server lifecycle against the fake server: start checks, stats over SIGUSR1,
+// case_process as knit-server, against the fake server: start checks, stats over SIGUSR1,
 // stop by PID; and the single-instance lock.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -9,15 +9,15 @@
 #include "driver/cpu_sampler.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
-#include "driver/server_process.hpp"
+#include "driver/case_process.hpp"
 #include "driver/server_stats.hpp"
 #include "driver/single_instance.hpp"
 
 namespace knit::bench {
 namespace {
 
-server_options fake_options(const std::string& mode = "pooled") {
-  server_options o;
+process_options fake_options(const std::string& mode = "pooled") {
+  process_options o;
   o.exe = KNIT_FAKE_SERVER;
   o.port = pick_free_port();
   plan_case c;
@@ -31,8 +31,8 @@ server_options fake_options(const std::string& mode = "pooled") {
 }
 
 TEST(server_process, StartStatsStop) {
-  server_options o = fake_options();
-  server_process srv(o);
+  process_options o = fake_options();
+  case_process srv(o);
   ASSERT_GT(srv.pid(), 0);
   EXPECT_FALSE(port_is_free(o.host, o.port));
   auto a = srv.request_stats();
@@ -52,7 +52,7 @@ TEST(server_process, StartStatsStop) {
 }
 
 TEST(server_process, RefusesABusyPort) {
-  server_options o = fake_options();
+  process_options o = fake_options();
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -61,7 +61,7 @@ TEST(server_process, RefusesABusyPort) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(::listen(fd, 4), 0);
   try {
-    server_process srv(o);
+    case_process srv(o);
     FAIL() << "started on a busy port";
   } catch (const case_error& e) {
     EXPECT_NE(std::string(e.what()).find("not free"), std::string::npos) << e.what();
@@ -70,10 +70,10 @@ TEST(server_process, RefusesABusyPort) {
 }
 
 TEST(server_process, ServerThatExitsIsACaseError) {
-  server_options o = fake_options();
+  process_options o = fake_options();
   o.env["FAKE_EXIT_CODE"] = "2";  // like knit-server rejecting an invalid value
   try {
-    server_process srv(o);
+    case_process srv(o);
     FAIL() << "accepted a server that exited";
   } catch (const case_error& e) {
     std::string w = e.what();
@@ -83,11 +83,11 @@ TEST(server_process, ServerThatExitsIsACaseError) {
 }
 
 TEST(server_process, NoListeningLineTimesOut) {
-  server_options o = fake_options();
+  process_options o = fake_options();
   o.env["FAKE_NO_LISTEN_LINE"] = "1";
   o.ready_timeout_s = 0.5;
   try {
-    server_process srv(o);
+    case_process srv(o);
     FAIL() << "ready without a listening line";
   } catch (const case_error& e) {
     EXPECT_NE(std::string(e.what()).find("not ready"), std::string::npos) << e.what();
@@ -96,8 +96,8 @@ TEST(server_process, NoListeningLineTimesOut) {
 }
 
 TEST(server_process, InlineStatsHaveNoPool) {
-  server_options o = fake_options("inline");
-  server_process srv(o);
+  process_options o = fake_options("inline");
+  case_process srv(o);
   auto s = srv.request_stats();
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->has_pool);
@@ -131,8 +131,8 @@ TEST(single_instance, SecondLockIsRefused) {
 }
 
 TEST(single_instance, FindsRunningServersByExe) {
-  server_options o = fake_options();
-  server_process srv(o);
+  process_options o = fake_options();
+  case_process srv(o);
   auto found = processes_running({KNIT_FAKE_SERVER}, ::getpid());
   EXPECT_NE(std::find(found.begin(), found.end(), srv.pid()), found.end());
 }
