@@ -71,7 +71,8 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
   };
 
   try {
-    // Idle: the server up, nothing offered. This column explained the seed's efficiency collapse.
+    // Idle: the server up, nothing offered. This column explained the reference
+    // benchmark's efficiency collapse.
     auto i0 = sample("idle");
     sleep_for(cfg.idle_s);
     auto i1 = sample("idle");

@@ -9,7 +9,7 @@
 
 namespace knit::bench {
 
-// Pure: the row for a case, rounded as the seed's drive.py rounds (idle_cores 3
+// Pure: the row for a case, rounded as the reference benchmark's drive.py rounds (idle_cores 3
 // decimals, cores 2, rps_per_core / cpu_us_per_req / total_rps integers, route values 2).
 // For an external peer, rps counts successful responses only (rps x success rate), so a
 // peer answering 404 to a route it lacks adds nothing to its throughput.

@@ -122,10 +122,10 @@ std::string plot_columns(const std::string& block, const std::vector<std::string
 
 void profile_charts(const std::vector<measured_config>& cs, const std::string& profile, chart_drawer& d, chart_set& out) {
   const std::string sec = "profile:" + profile;
-  const std::string suffix = file_safe(profile.empty() ? "seed" : profile);
+  const std::string suffix = file_safe(profile.empty() ? "reference" : profile);
   config_scope sat{profile, std::nullopt, "sat"}, rate{profile, std::nullopt, "rate"};
 
-  // 1. rps per route vs pool size, seed policy, saturating.
+  // 1. rps per route vs pool size, default policy, saturating.
   {
     std::vector<std::pair<std::string, std::vector<std::string>>> rows;
     auto add = [&](const measured_config* c, const std::string& label) {
@@ -134,12 +134,12 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
                               num(c->route("jwt", &route_row_stats::rps))}});
     };
     add(inline_config(cs, sat), "inline");
-    for (int n : pool_sizes(cs, sat)) add(seed_policy_config(cs, sat, n), std::to_string(n));
+    for (int n : pool_sizes(cs, sat)) add(default_policy_config(cs, sat, n), std::to_string(n));
     if (rows.size() >= 2) {
       std::vector<std::string> cols = {"/ping", "/ssr", "/jwt"};
-      d.draw({"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (seed policy)", sec,
+      d.draw({"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (default policy)", sec,
               categorical_block("d", cols, rows) +
-                  "set title \"Saturating load: rps per route vs pool size (seed policy)\"\n"
+                  "set title \"Saturating load: rps per route vs pool size (default policy)\"\n"
                   "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
                   plot_columns("d", cols, "linespoints lw 2 pt 7")},
              out);
@@ -178,13 +178,13 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
   }
 
   // knit against the peers: saturating total rps and fixed-rate server cores for inline,
-  // the seed policy at each N, auto, asio, multi and external peers, side by side.
+  // the default policy at each N, auto, asio, multi and external peers, side by side.
   {
     auto headline = [&](const config_scope& s) {
       std::vector<const measured_config*> v;
       if (auto* c = inline_config(cs, s)) v.push_back(c);
       for (int n : pool_sizes(cs, s))
-        if (auto* c = seed_policy_config(cs, s, n)) v.push_back(c);
+        if (auto* c = default_policy_config(cs, s, n)) v.push_back(c);
       for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi, config_kind::peer})
         for (const auto& c : cs)
           if (in_scope(c, s) && c.policy == p) v.push_back(&c);
@@ -238,10 +238,10 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
       series[name].push_back({n, v});
     };
     for (int n : sizes) {
-      if (auto* c = seed_policy_config(cs, sat, n)) put("seed policy", n, metric(*c));
+      if (auto* c = default_policy_config(cs, sat, n)) put("default policy", n, metric(*c));
       if (auto* c = policy_config(cs, sat, n, config_kind::old_default)) put("old default (N*50us, park 1ms)", n, metric(*c));
       if (auto* c = policy_config(cs, sat, n, config_kind::flat50)) put("flat 50us", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, config_kind::no_spin); c && !c->seed_equivalent) put("no spin", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::no_spin); c && !c->stands_for_default) put("no spin", n, metric(*c));
     }
     // auto and the asio / multi peers at their N, beside knit's pool.
     for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi})
@@ -308,7 +308,7 @@ void sweep_charts(const std::vector<measured_config>& cs, const std::string& pro
       auto* in = inline_config(cs, s);
       vals.push_back(in ? num(f(*in)) : "?");
       for (int n : sizes) {
-        auto* c = seed_policy_config(cs, s, n);
+        auto* c = default_policy_config(cs, s, n);
         vals.push_back(c ? num(f(*c)) : "?");
       }
       rows.push_back({std::to_string(cost), vals});
@@ -325,7 +325,7 @@ void sweep_charts(const std::vector<measured_config>& cs, const std::string& pro
   body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
   body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
   body += "unset multiplot\n";
-  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "seed" : profile), "Cost sweep: where pooling starts to pay",
+  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "reference" : profile), "Cost sweep: where pooling starts to pay",
           "sweep:" + profile, body},
          out);
 }

@@ -1,5 +1,5 @@
 // Groups rows into configurations (all repetitions of one case) and names their
-// timer policy, reading both the seed's schema and ours. Shared by report and charts.
+// timer policy, reading both the reference benchmark's schema and ours. Shared by report and charts.
 #include "driver/configs.hpp"
 
 #include <algorithm>
@@ -14,7 +14,7 @@ namespace {
 bool park_is_default(const std::string& park) { return park.empty() || park == "default"; }
 bool park_is_1ms(const std::string& park) { return park == "1" || park == "default"; }
 
-// The spin an old-default row used: seed "default" means threads*50.
+// The spin an old-default row used: the reference rows' "default" means threads*50.
 std::optional<double> spin_us(const result_row& r) {
   if (r.spin == "default") return r.threads * 50.0;
   if (r.spin.empty()) return std::nullopt;
@@ -22,7 +22,7 @@ std::optional<double> spin_us(const result_row& r) {
 }
 
 std::optional<double> park_ms(const result_row& r) {
-  if (r.park == "default") return 1.0;  // the seed's library default
+  if (r.park == "default") return 1.0;  // the reference server's library default
   if (r.park.empty()) return std::nullopt;
   return std::stod(r.park);
 }
@@ -61,8 +61,8 @@ config_kind classify(const result_row& r) {
   const bool extras = (r.doorbell && !*r.doorbell) || (r.steal && !*r.steal) || !r.env.empty();
   if (extras) return config_kind::other;
   if (r.spin.empty() && r.park.empty()) return config_kind::default_policy;
-  // Seed rows spell the old default "default"; ours spell it out as N*50 and park 1.
-  // (The seed's flat-50 row at N=1 has spin "50" with park "default": that is Flat50.)
+  // Reference rows spell the old default "default"; ours spell it out as N*50 and park 1.
+  // (The reference flat-50 row at N=1 has spin "50" with park "default": that is Flat50.)
   if (r.spin == "default" && park_is_1ms(r.park)) return config_kind::old_default;
   if (r.spin == std::to_string(r.threads * 50) && r.park == "1") return config_kind::old_default;
   if (r.spin == "50" && park_is_default(r.park)) return config_kind::flat50;
@@ -73,7 +73,7 @@ config_kind classify(const result_row& r) {
 std::string policy_name(config_kind p) {
   switch (p) {
     case config_kind::inline_loop: return "inline";
-    case config_kind::default_policy: return "seed policy";
+    case config_kind::default_policy: return "default policy";
     case config_kind::old_default: return "old default";
     case config_kind::flat50: return "flat 50us";
     case config_kind::no_spin: return "no spin";
@@ -149,17 +149,17 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
       case config_kind::peer: c.label = "peer: " + r.server_mode.substr(5); break;
       default: c.label = "threads: " + n; break;
     }
-    c.seed_equivalent = (c.threads == 1 && c.policy == config_kind::old_default) ||
+    c.stands_for_default = (c.threads == 1 && c.policy == config_kind::old_default) ||
                         (c.threads >= 2 && c.policy == config_kind::no_spin);
     switch (c.policy) {
       case config_kind::inline_loop: c.policy_label = "inline"; break;
-      case config_kind::default_policy: c.policy_label = "seed policy (library default)"; break;
+      case config_kind::default_policy: c.policy_label = "default policy (library default)"; break;
       case config_kind::old_default:
         c.policy_label = "old default (" + std::to_string(r.threads * 50) + "us + park 1ms)";
-        if (c.threads == 1) c.policy_label += ", = seed policy at N=1";
+        if (c.threads == 1) c.policy_label += ", = default policy at N=1";
         break;
       case config_kind::flat50: c.policy_label = "flat 50us"; break;
-      case config_kind::no_spin: c.policy_label = c.threads >= 2 ? "no spin (= seed policy)" : "no spin"; break;
+      case config_kind::no_spin: c.policy_label = c.threads >= 2 ? "no spin (= default policy)" : "no spin"; break;
       case config_kind::other: c.policy_label = other_label(r); break;
       case config_kind::auto_mode: c.policy_label = "auto (inline or pool per route, by measured cost)"; break;
       case config_kind::asio: c.policy_label = "asio thread_pool(" + n + "), results posted to the io_context"; break;
@@ -216,10 +216,10 @@ std::vector<std::string> routes_of(const measured_config& c) {
   return v;
 }
 
-const measured_config* seed_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads) {
+const measured_config* default_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads) {
   if (auto* c = policy_config(cs, s, threads, config_kind::default_policy)) return c;
   for (const auto& c : cs)
-    if (in_scope(c, s) && c.threads == threads && c.seed_equivalent) return &c;
+    if (in_scope(c, s) && c.threads == threads && c.stands_for_default) return &c;
   return nullptr;
 }
 

@@ -1,5 +1,5 @@
 // Groups rows into configurations (all repetitions of one case) and names their
-// timer policy, reading both the seed's schema and ours. Shared by report and charts.
+// timer policy, reading both the reference benchmark's schema and ours. Shared by report and charts.
 #pragma once
 
 #include <functional>
@@ -12,9 +12,9 @@
 namespace knit::bench {
 
 enum class config_kind {
-  inline_loop,     // route work on the event loop (seed: tag "only")
-  default_policy,  // the library default, which is the seed's policy (spin unset)
-  old_default,     // spin N*50us + park 1ms (seed: spin "default")
+  inline_loop,     // route work on the event loop (reference rows: tag "only")
+  default_policy,  // the library default, the reference server's policy (spin unset)
+  old_default,     // spin N*50us + park 1ms (reference rows: spin "default")
   flat50,          // spin 50us at every N
   no_spin,         // spin 0
   other,           // anything else (park, doorbell, steal, env changed)
@@ -39,14 +39,14 @@ struct rep_stat {
 };
 
 struct measured_config {
-  std::string profile;                // cost_profile ("" for seed rows)
+  std::string profile;                // cost_profile ("" for reference rows)
   std::optional<int> extra_cost_us;   // cost sweep rows only
   std::string mode;                   // "sat" | "rate"
   std::string tag;
   config_kind policy = config_kind::other;
-  // Stands in for the seed policy at its N when no library-default row exists:
-  // the seed's own rows are spin "default" at N=1 and spin "0" above.
-  bool seed_equivalent = false;
+  // Stands in for the default policy at its N when no library-default row exists:
+  // the reference benchmark's own rows are spin "default" at N=1 and spin "0" above.
+  bool stands_for_default = false;
   int threads = 0;
   std::string label;         // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"
   std::string policy_label;  // e.g. "old default (200us + park 1ms)"
@@ -71,8 +71,8 @@ struct config_scope {
 };
 bool in_scope(const measured_config& c, const config_scope& s);
 const measured_config* inline_config(const std::vector<measured_config>& cs, const config_scope& s);
-// The seed policy at N: a library-default row if any, else the seed-equivalent row.
-const measured_config* seed_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads);
+// The default policy at N: a library-default row if any, else the row standing for it.
+const measured_config* default_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads);
 const measured_config* policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads, config_kind p);
 // The auto / asio / multi configuration at N threads, or nullptr.
 const measured_config* mode_config(const std::vector<measured_config>& cs, const config_scope& s, config_kind p, int threads);
@@ -93,7 +93,7 @@ sweep_axes sweep_axes_of(const std::vector<measured_config>& cs, const std::stri
 // Cost profiles in first-seen order (rows without extra_cost_us only, or with, per flag).
 std::vector<std::string> profiles(const std::vector<measured_config>& cs, bool sweep);
 
-// Predicted idle cores of a spinning pool: N * spin / (spin + park) (seed section C).
+// Predicted idle cores of a spinning pool: N * spin / (spin + park) (reference section C).
 std::optional<double> idle_model(const result_row& r);
 
 // "8208" / "2.00 (1.98–2.05)": the median, with min–max when there were repetitions.

@@ -11,7 +11,7 @@
 namespace knit::bench {
 
 struct cpu_sample {
-  double ticks_s = 0;              // (utime + stime) / CLK_TCK from /proc/PID/stat, as the seed did
+  double ticks_s = 0;              // (utime + stime) / CLK_TCK from /proc/PID/stat, as the reference benchmark did
   std::optional<double> sched_s;   // sum over /proc/PID/task/*/schedstat, ns precision
   double wall_s = 0;               // steady clock when the sample was taken
   int threads = 0;                 // num_threads from the same stat read

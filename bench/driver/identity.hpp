@@ -17,7 +17,7 @@ struct expected_identity {
   std::map<std::string, std::string> env;   // every KNIT_* plus PORT/HOST we set
 };
 
-// Empty when everything matches; otherwise one line per mismatch. The seed's first
+// Empty when everything matches; otherwise one line per mismatch. The reference benchmark's first
 // harness measured one stale process six times while labelling it six configurations,
 // so every mismatch is fatal to the case.
 std::vector<std::string> check_process_identity(pid_t pid, const expected_identity& expected);

@@ -19,9 +19,9 @@ struct load_route {
   std::string body_file;  // sent as application/json; "" = no body
 };
 
-// The seed's three routes (load.sh): GET /ping, POST /ssr and POST /jwt with its bodies.
+// The reference benchmark's three routes: GET /ping, POST /ssr and POST /jwt with its bodies.
 std::vector<load_route> standard_routes(int conns, double rate_per_route, const std::string& body_dir);
-// Writes ssr.json and jwt.json (the seed's bodies) into dir.
+// Writes ssr.json and jwt.json (the reference benchmark's bodies) into dir.
 void write_bodies(const std::string& dir);
 extern const char* const kSsrBody;
 extern const char* const kJwtBody;

@@ -39,7 +39,7 @@ std::vector<knit_slot> knit_slots(const std::vector<measured_config>& cs, const 
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   for (int n : sizes)
-    slots.push_back({"threads: " + std::to_string(n), [&cs, n](const config_scope& s) { return seed_policy_config(cs, s, n); }});
+    slots.push_back({"threads: " + std::to_string(n), [&cs, n](const config_scope& s) { return default_policy_config(cs, s, n); }});
   std::vector<int> autos;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::auto_mode) autos.push_back(c.threads);

@@ -1,4 +1,4 @@
-// The report's "knit vs the peers": for each knit configuration (inline, the seed policy
+// The report's "knit vs the peers": for each knit configuration (inline, the default policy
 // at N workers, auto at N), its ratio to the best in-process peer (asio, multi) with as
 // many route threads, on throughput, /ping tail latency (saturating and at a fixed rate),
 // cores and CPU per request. External servers (nginx) get a table of their own, next to

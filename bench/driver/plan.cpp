@@ -306,7 +306,7 @@ json::array plan_to_json(const std::vector<plan_case>& cases) {
 }
 
 std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host, int port) {
-  // A fixed secret like the seed's srvctl.sh (JWT_SECRET=x): the server would otherwise
+  // A fixed secret like the reference benchmark's (JWT_SECRET=x): the server would otherwise
   // pick a random one and warn. The cost of signing does not depend on it.
   std::map<std::string, std::string> env = {{"JWT_SECRET", "x"}};
   for (const auto& [k, v] : c.env) env[k] = v;

@@ -13,7 +13,7 @@
 namespace knit::bench {
 
 // One configuration to measure. Empty strings mean "leave unset": the server then
-// uses its library default, which is how the seed distinguished "default" rows.
+// uses its library default, which is how the reference benchmark told "default" rows apart.
 struct plan_case {
   std::string tag;                     // short name, e.g. "t4" or "inline"
   std::string mode = "sat";            // "sat" (closed loop) or "rate" (open loop, fixed rate)
@@ -51,7 +51,7 @@ boost::json::value case_to_json(const plan_case& c);
 boost::json::array plan_to_json(const std::vector<plan_case>& cases);
 
 // The environment a case's server runs with: PORT, HOST, the KNIT_* the case sets,
-// JWT_SECRET=x (as the seed did; a plan's env may override it) and the plan's env.
+// JWT_SECRET=x (as the reference benchmark did; a plan's env may override it) and the plan's env.
 // The rest of the environment is inherited minus any stray KNIT_* from the caller.
 std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host, int port);
 

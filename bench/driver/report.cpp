@@ -1,5 +1,5 @@
-// report.md from rows.jsonl alone (plus meta.json when present): the seed's tables
-// A, B, C, pool counters and the cost sweep, one table set per cost profile.
+// report.md from rows.jsonl alone (plus meta.json when present): the reference tables
+// A, B, C, the peers, pool counters and the cost sweep, one table set per cost profile.
 #include "driver/report.hpp"
 
 #include <algorithm>
@@ -111,26 +111,26 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
       plist += (plist.empty() ? "" : ", ") + (p.empty() ? std::string("not recorded") : p) + " (cost sweep)";
   md << "Cost profile(s): " << (plist.empty() ? "none" : plist) << ".\n\n";
 
-  bool repeated = false, seed_rows = false;
+  bool repeated = false, reference_rows = false;
   for (const auto& c : cs) {
     if (c.reps.size() > 1) repeated = true;
     for (const result_row* r : c.reps)
-      if (is_seed_schema(*r)) seed_rows = true;
+      if (is_reference_schema(*r)) reference_rows = true;
   }
   md << "Columns: *idle cores* is server CPU with no load offered; *server cores* is server CPU-seconds over the "
         "window divided by its length; *CPU-us/req* is server CPU per request served. Latencies are in ms. "
-        "The *seed policy* is the library default (spin 50us at one worker, none above); the *old default* spins "
+        "The *default policy* is the library default (spin 50us at one worker, none above); the *old default* spins "
         "N*50us and parks 1ms.\n\n";
   if (repeated) md << "Repeated configurations show the median, with min–max in parentheses.\n\n";
-  if (seed_rows)
-    md << "Some rows use the seed's schema: tag `only` is the inline server; spin `default` is the old default "
-          "(N*50us, park 1ms), which is also the seed policy at N=1; spin `0` is the seed policy at N>=2.\n\n";
+  if (reference_rows)
+    md << "Some rows use the reference benchmark's schema (see `docs/reference-server.md`): tag `only` is the inline server; spin `default` is the old default "
+          "(N*50us, park 1ms), which is also the default policy at N=1; spin `0` is the default policy at N>=2.\n\n";
   for (const auto& w : warnings) md << "> Warning: " << w << "\n\n";
   md << mode_mismatch_note(rows);
   md << foreign_load_note(rows);
 
   for (const auto& p : prof) {
-    md << "## Cost profile: " << (p.empty() ? "not recorded (seed rows)" : p) << "\n\n";
+    md << "## Cost profile: " << (p.empty() ? "not recorded (reference benchmark rows)" : p) << "\n\n";
     config_scope sat{p, std::nullopt, "sat"}, rate{p, std::nullopt, "rate"};
     section_a(md, cs, sat);
     section_b(md, cs, rate);

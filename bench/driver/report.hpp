@@ -1,5 +1,5 @@
-// report.md from rows.jsonl alone (plus meta.json when present): the seed's tables
-// A, B, C, pool counters and the cost sweep, one table set per cost profile.
+// report.md from rows.jsonl alone (plus meta.json when present): the reference tables
+// A, B, C, the peers, pool counters and the cost sweep, one table set per cost profile.
 #pragma once
 
 #include <boost/json.hpp>

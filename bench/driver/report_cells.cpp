@@ -41,7 +41,7 @@ std::string header(const std::vector<std::string>& cells, const std::vector<bool
 
 namespace {
 
-// Order of policies inside one pool size in the full CPU picture (the seed's order).
+// Order of policies inside one pool size in the full CPU picture (the reference tables' order).
 int policy_rank(const measured_config& c) {
   switch (c.policy) {
     case config_kind::old_default: return 0;
@@ -65,13 +65,13 @@ std::vector<const measured_config*> scoped(const std::vector<measured_config>& c
   return v;
 }
 
-// The rows of sections A and B: inline, the seed policy at each pool size, knit's auto
+// The rows of sections A and B: inline, the default policy at each pool size, knit's auto
 // mode, then the peers (asio, multi, external servers), each by thread count.
 std::vector<const measured_config*> headline(const std::vector<measured_config>& cs, const config_scope& s) {
   std::vector<const measured_config*> v;
   if (auto* c = inline_config(cs, s)) v.push_back(c);
   for (int n : pool_sizes(cs, s))
-    if (auto* c = seed_policy_config(cs, s, n)) v.push_back(c);
+    if (auto* c = default_policy_config(cs, s, n)) v.push_back(c);
   for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi}) {
     std::vector<const measured_config*> of;
     for (const auto& c : cs)

@@ -22,7 +22,7 @@ void pool_counter_section(Lines& md, const std::vector<measured_config>& cs, con
   }
   md << "### Pool counters\n\n";
   if (v.empty()) {
-    md << "No pool counters in these rows (inline only, seed rows, or a server without SIGUSR1 stats).\n\n";
+    md << "No pool counters in these rows (inline only, reference benchmark rows, or a server without SIGUSR1 stats).\n\n";
     return;
   }
   // Stuck calls are rare events: per call they would print as 0.000, so they get their own

@@ -21,7 +21,7 @@ void section_a(Lines& md, const std::vector<measured_config>& cs, const config_s
     return static_cast<double>(*r.conns);
   });
   md << "Closed loop, " << (conns ? fixed(conns.median, 0) + " connections per route" : "connections per route not recorded")
-     << ", all three routes at once. Rows are the inline server and the seed policy at each pool size, "
+     << ", all three routes at once. Rows are the inline server and the default policy at each pool size, "
         "then knit's auto mode and the peers (asio, multi, external servers) where measured.\n\n";
   const measured_config* base = inline_config(cs, sat);
   rep_stat base_total = base ? total(*base) : rep_stat{};
@@ -63,7 +63,8 @@ void section_b(Lines& md, const std::vector<measured_config>& cs, const config_s
     md << "No fixed-rate rows for this profile.\n\n";
     return;
   }
-  // Offered rate: recorded in our rows; the seed's rows only show what was achieved.
+  // Offered rate: recorded in our rows; the reference rows only show what was
+  // achieved.
   rep_stat offered = rows.front()->stat([](const result_row& r) { return r.rate_per_route; });
   if (offered) {
     md << "Offered " << cell(offered, 0) << " rps per route (" << fixed(3 * offered.median, 0)
@@ -125,19 +126,19 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
     md << "No pooled rows for this profile.\n\n";
     return;
   }
-  // Idle cores come from the saturating rows (as in the seed), else the fixed-rate ones.
+  // Idle cores come from the saturating rows (as in the reference tables), else the fixed-rate ones.
   auto pick = [&](int n, config_kind p) -> const measured_config* {
-    if (auto* c = p == config_kind::default_policy ? seed_policy_config(cs, sat, n) : policy_config(cs, sat, n, p)) return c;
-    return p == config_kind::default_policy ? seed_policy_config(cs, rate, n) : policy_config(cs, rate, n, p);
+    if (auto* c = p == config_kind::default_policy ? default_policy_config(cs, sat, n) : policy_config(cs, sat, n, p)) return c;
+    return p == config_kind::default_policy ? default_policy_config(cs, rate, n) : policy_config(cs, rate, n, p);
   };
   md << "Idle cores: CPU used with the server started and no load offered. The old default spins "
         "N*50us and then parks 1ms, so the model predicts N * spin / (spin + park) cores.\n\n";
-  md << header({"N", "idle cores, old default", "model", "idle cores, seed policy"}, {true, true, true, true});
+  md << header({"N", "idle cores, old default", "model", "idle cores, default policy"}, {true, true, true, true});
   for (int n : sizes) {
     const measured_config* old = pick(n, config_kind::old_default);
-    const measured_config* seed = pick(n, config_kind::default_policy);
+    const measured_config* dflt = pick(n, config_kind::default_policy);
     double model = n * (n * 50.0) / (n * 50.0 + 1000.0);
-    md << row({std::to_string(n), old ? cell(idle(*old), 3) : "-", fixed(model, 3), seed ? cell(idle(*seed), 3) : "-"});
+    md << row({std::to_string(n), old ? cell(idle(*old), 3) : "-", fixed(model, 3), dflt ? cell(idle(*dflt), 3) : "-"});
   }
   md << "\n";
 
@@ -156,7 +157,7 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
     md << "\n";
   }
 
-  md << "#### The full CPU picture\n\nEvery pool size against every policy measured. **Bold** marks the seed policy "
+  md << "#### The full CPU picture\n\nEvery pool size against every policy measured. **Bold** marks the default policy "
         "(the row used in sections A and B).\n\n";
   for (const config_scope* s : {&sat, &rate}) {
     auto v = scoped(cs, *s, true);
@@ -171,7 +172,7 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
                    {true, false, true, true, true, true});
     int last_n = -1;
     for (const measured_config* c : v) {
-      const bool bold = c == seed_policy_config(cs, *s, c->threads);
+      const bool bold = c == default_policy_config(cs, *s, c->threads);
       auto b = [&](const std::string& x) { return bold && x != "-" ? "**" + x + "**" : x; };
       std::string n = c->threads == last_n ? "" : std::to_string(c->threads);
       last_n = c->threads;
@@ -185,7 +186,7 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
     md << "\n";
   }
 
-  // Before / after: the old default against the seed policy at each size where both ran.
+  // Before / after: the old default against the default policy at each size where both ran.
   std::string ba;
   for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
     int n = *it;
@@ -196,9 +197,9 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
       ba += row({who + " " + what, cell(o, dec) + unit, cell(s, dec) + unit, change});
     };
     const measured_config* o_sat = policy_config(cs, sat, n, config_kind::old_default);
-    const measured_config* s_sat = seed_policy_config(cs, sat, n);
+    const measured_config* s_sat = default_policy_config(cs, sat, n);
     const measured_config* o_rate = policy_config(cs, rate, n, config_kind::old_default);
-    const measured_config* s_rate = seed_policy_config(cs, rate, n);
+    const measured_config* s_rate = default_policy_config(cs, rate, n);
     if (o_sat && s_sat && o_sat != s_sat) {
       rep_stat a = rps_core(*o_sat), b = rps_core(*s_sat);
       if (a && b) add("rps/core, saturating", a, b, 0, "", ratio_text(a.median, b.median, true));
@@ -218,7 +219,7 @@ void section_c(Lines& md, const std::vector<measured_config>& cs, const config_s
   }
   if (!ba.empty()) {
     md << "#### Before and after\n\nSame machine, same workload; only the timer policy differs.\n\n";
-    md << header({"", "old default", "seed policy", "change"}, {false, true, true, false}) << ba << "\n";
+    md << header({"", "old default", "default policy", "change"}, {false, true, true, false}) << ba << "\n";
   }
 }
 

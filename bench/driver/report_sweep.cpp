@@ -41,7 +41,7 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
 
   md << "## Cost sweep" << (profile.empty() ? "" : " (cost profile " + profile + ")") << "\n\n"
      << "Extra CPU added to every /ssr and /jwt call (`KNIT_SSR_COST_US`, `KNIT_JWT_COST_US`): where does moving "
-        "the heavy routes off the event loop start to pay? Pools use the seed policy; the crossover below compares "
+        "the heavy routes off the event loop start to pay? Pools use the default policy; the crossover below compares "
         "them with inline, and auto and the asio peer are shown beside them.\n\n";
 
   // knit's auto mode and the peers (asio, multi) at each thread count measured in the sweep.
@@ -68,7 +68,7 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
     std::vector<std::string> cells = {std::to_string(cost), cell(base, 0) + (in ? mark(*in) : "")};
     std::optional<double> best;
     for (int n : sizes) {
-      const measured_config* c = seed_policy_config(cs, s, n);
+      const measured_config* c = default_policy_config(cs, s, n);
       rep_stat t = c ? total(*c) : rep_stat{};
       cells.push_back(cell(t, 0) + (c ? mark(*c) : ""));
       if (t && (!best || t.median > *best)) best = t.median;
@@ -93,7 +93,7 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
     std::vector<std::string> cells = {std::to_string(cost), cell(offered, 0), cell(base, 2)};
     std::optional<double> best;
     for (int n : sizes) {
-      const measured_config* c = seed_policy_config(cs, s, n);
+      const measured_config* c = default_policy_config(cs, s, n);
       rep_stat p = c ? c->route("ping", &route_row_stats::p99) : rep_stat{};
       cells.push_back(cell(p, 2));
       if (p && (!best || p.median < *best)) best = p.median;

@@ -42,13 +42,13 @@ std::string str(const json::object& o, const char* key, bool required) {
     return "";
   }
   if (v->is_string()) return std::string(v->get_string());
-  // The seed wrote strings for spin/park; accept plain numbers too.
+  // The reference benchmark wrote strings for spin/park; accept plain numbers too.
   if (v->is_int64()) return std::to_string(v->get_int64());
   if (v->is_uint64()) return std::to_string(v->get_uint64());
   bad(key, "expected a string");
 }
 
-// Seed rows carry doorbell as a boolean; plans write "0"/"1"; null means unset.
+// Reference rows carry doorbell as a boolean; plans write "0"/"1"; null means unset.
 std::optional<bool> flag(const json::object& o, const char* key) {
   const json::value* v = o.if_contains(key);
   if (!v || v->is_null()) return std::nullopt;
@@ -141,11 +141,11 @@ const std::set<std::string>& known_keys() {
 
 }  // namespace
 
-bool is_seed_schema(const result_row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
+bool is_reference_schema(const result_row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
 
 json::object row_to_json(const result_row& r) {
   json::object o;
-  // The seed's fields first, in the seed's order, so rows diff cleanly against Appendix A.
+  // The reference fields first, in their order, so rows diff cleanly against its rows.
   o["tag"] = r.tag;
   o["mode"] = r.mode;
   o["threads"] = r.threads;
@@ -220,7 +220,7 @@ result_row row_from_json(const json::value& v) {
   r.doorbell = flag(o, "doorbell");
   r.steal = flag(o, "steal");
   r.server_mode = str(o, "server_mode", false);
-  // Seed rows: the inline baseline was tagged "only" (hono_only); everything else was a pool.
+  // Reference rows: the inline baseline was tagged "only" (hono_only); everything else was a pool.
   if (r.server_mode.empty()) r.server_mode = r.tag == "only" ? "inline" : "pooled";
   r.cost_profile = str(o, "cost_profile", false);
   if (auto x = opt_num(o, "extra_cost_us")) r.extra_cost_us = static_cast<int>(*x);

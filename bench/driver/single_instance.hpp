@@ -23,7 +23,7 @@ class instance_lock {
 };
 
 // PIDs of running processes whose /proc/PID/exe is one of `exes` (canonical paths
-// compared), excluding `self`. Two drivers measuring at once was the seed's third
+// compared), excluding `self`. Two drivers measuring at once was the reference benchmark's third
 // harness bug; a stray knit-load skews every number without failing anything.
 std::vector<pid_t> processes_running(const std::vector<std::string>& exes, pid_t self);
 

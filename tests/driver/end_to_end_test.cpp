@@ -119,7 +119,7 @@ TEST(end_to_end, RunWritesRowsMetaAndReport) {
   for (const auto& a : t2rate.load_cmd)
     if (a.find("ssr:POST:/ssr:50:1400:") == 0) rate_in_cmd = true;
   EXPECT_TRUE(rate_in_cmd);
-  // Bodies are the seed's.
+  // Bodies are the reference benchmark's.
   EXPECT_EQ(slurp(out / "bodies/jwt.json"), R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})");
 
   auto meta = parse_json(slurp(out / "meta.json"), "meta");

@@ -115,16 +115,16 @@ TEST(foreign_row, FieldsSurviveTheJsonRoundTrip) {
   EXPECT_TRUE(back.unknown.empty());
 }
 
-std::vector<result_row> seed_rows() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl"); }
+std::vector<result_row> reference_rows() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl"); }
 
 TEST(foreign_report, RowsWithoutReadingsGetNoNoteAndNoMark) {
-  const auto rows = seed_rows();
+  const auto rows = reference_rows();
   EXPECT_EQ(foreign_load_note(rows), "");
   EXPECT_EQ(render_markdown(rows, nullptr, {}, {}).find("\u26a0"), std::string::npos);
 }
 
 TEST(foreign_report, QuietRowsGetANoteWithoutAMark) {
-  auto rows = seed_rows();
+  auto rows = reference_rows();
   for (auto& r : rows) {
     r.foreign_cores = 0.02;
     r.foreign_flagged = false;
@@ -139,7 +139,7 @@ TEST(foreign_report, QuietRowsGetANoteWithoutAMark) {
 }
 
 TEST(foreign_report, AFlaggedRowIsMarkedInItsTableRowAndNamedInTheNote) {
-  auto rows = seed_rows();
+  auto rows = reference_rows();
   result_row* inline_sat = nullptr;
   for (auto& r : rows)
     if (r.server_mode == "inline" && r.mode == "sat") inline_sat = &r;

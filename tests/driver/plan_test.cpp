@@ -104,7 +104,7 @@ TEST(plan, DefaultPlanShape) {
 
 TEST(plan, FullAndSweepShapes) {
   builtin_plan f = load_builtin_plan("full");
-  // (inline + 5 sizes x (seed policy, old default, flat 50us, asio)) x (sat, rate).
+  // (inline + 5 sizes x (default policy, old default, flat 50us, asio)) x (sat, rate).
   EXPECT_EQ(f.cases.size(), 2u * (1 + 5 * 4));
   EXPECT_EQ(f.repeat, 3);
   EXPECT_EQ(f.window_s, 15);
@@ -189,7 +189,7 @@ TEST(plan, ServerEnvironment) {
   EXPECT_EQ(env.at("KNIT_JWT_COST_US"), "20");
   EXPECT_EQ(env.at("KNIT_MAX_SPINNERS"), "2");
   EXPECT_EQ(env.count("KNIT_STEAL"), 0u);  // "" = unset, not empty
-  EXPECT_EQ(env.at("JWT_SECRET"), "x");      // the seed's fixed secret
+  EXPECT_EQ(env.at("JWT_SECRET"), "x");      // the reference benchmark's secret
   plan_case i;
   i.server_mode = "inline";
   auto ienv = server_env(i, "127.0.0.1", 3000);

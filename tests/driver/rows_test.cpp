@@ -1,4 +1,4 @@
-// Rows: JSON line round trips (ours and the seed's), Python-compatible rounding,
+// Rows: JSON line round trips (ours and the reference benchmark's), Python-compatible rounding,
 // and the row a measurement turns into.
 #include <gtest/gtest.h>
 
@@ -100,7 +100,7 @@ TEST(rows, StuckCallCountersTravelInPoolCounters) {
   EXPECT_EQ(row_from_json_line(line), r);
 }
 
-TEST(rows, SeedKeysComeFirstInSeedOrder) {
+TEST(rows, ReferenceKeysComeFirstInTheirOrder) {
   std::string line = row_to_json_line(sample_row());
   EXPECT_EQ(line.rfind("{\"tag\": \"t4old\", \"mode\": \"rate\", \"threads\": 4, \"spin\": \"200\", \"park\": \"1\", "
                        "\"doorbell\": true, \"idle_cores\": 0.682, \"total_rps\": 5999, \"cores\": 2.49, ",
@@ -112,8 +112,8 @@ TEST(rows, SeedKeysComeFirstInSeedOrder) {
   EXPECT_NE(line.find("\"ok\": 1.0"), std::string::npos);
 }
 
-TEST(rows, EverySeedRowRoundTrips) {
-  std::ifstream in(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+TEST(rows, EveryReferenceRowRoundTrips) {
+  std::ifstream in(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -125,11 +125,11 @@ TEST(rows, EverySeedRowRoundTrips) {
   EXPECT_EQ(n, 29);
 }
 
-TEST(rows, SeedRowIsNormalised) {
+TEST(rows, ReferenceRowIsNormalised) {
   result_row only = row_from_json_line(
       R"({"tag": "only", "mode": "sat", "threads": 1, "spin": "default", "park": "default", "doorbell": true, "idle_cores": 0.002, "total_rps": 8208, "cores": 1.19, "rps_per_core": 6909, "cpu_us_per_req": 145, "os_threads": 20, "gen_cores": 0.22, "routes": {"ping": {"rps": 2815.1, "p50": 35.42, "p99": 42.99, "ok": 1.0}}})");
   EXPECT_EQ(only.server_mode, "inline");
-  EXPECT_TRUE(is_seed_schema(only));
+  EXPECT_TRUE(is_reference_schema(only));
   EXPECT_EQ(only.doorbell, std::optional<bool>(true));
   EXPECT_FALSE(only.routes.at("ping").p90.has_value());
   result_row t1 = row_from_json_line(
