@@ -65,8 +65,9 @@ builtin_plan parse_builtin_plan(std::string_view name, std::string_view json_tex
   for (const auto& prof : profiles.empty() ? default_profiles(o, ctx) : profiles) {
     for (const auto& c : cases->get_array()) {
       if (!c.is_object() || c.get_object().contains("cost_profile"))
-        throw plan_error(ctx + ": cases are objects without \"cost_profile\" (it comes from "
-                               "the run's profiles)");
+        throw plan_error(ctx +
+                         ": cases are objects without \"cost_profile\" (it comes from "
+                         "the run's profiles)");
       json::object one = c.get_object();
       one["cost_profile"] = prof;
       expanded.push_back(std::move(one));

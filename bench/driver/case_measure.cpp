@@ -8,9 +8,9 @@
 #include <iostream>
 #include <thread>
 
+#include "driver/case_process.hpp"
 #include "driver/interrupt.hpp"
 #include "driver/numfmt.hpp"
-#include "driver/case_process.hpp"
 #include "driver/peers.hpp"
 #include "driver/process_tree.hpp"
 
@@ -58,8 +58,9 @@ struct process_tree_cpu {
 // Everything that happens while the server is up: measure its idle CPU, warm up, run the
 // measured window, read its counters, stop it.
 template <class Cpu>
-void measure_running(case_process& srv, const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
-                     const fs::path& bodies, case_measurement& m) {
+void measure_running(case_process& srv, const plan_case& c, const run_options& cfg,
+                     const fs::path& logs, const std::string& stem, const fs::path& bodies,
+                     case_measurement& m) {
   m.server_pid = srv.pid();
   auto sample = [&](const char* phase) {
     srv.check_alive(phase);
@@ -84,7 +85,8 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
     ls.port = cfg.port;
     ls.threads = cfg.gen_threads > 0 ? cfg.gen_threads : static_cast<int>(cfg.gen_cpus.size());
     // A peer is loaded on the routes it serves only, each with the same per-route load.
-    for (auto& r : standard_routes(m.conns, c.mode == "rate" ? m.rate_per_route : 0.0, bodies.string())) {
+    for (auto& r :
+         standard_routes(m.conns, c.mode == "rate" ? m.rate_per_route : 0.0, bodies.string())) {
       auto served = case_routes(c);
       if (std::find(served.begin(), served.end(), r.name) != served.end()) ls.routes.push_back(r);
     }
@@ -118,8 +120,9 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
     if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
     if (m.stats_after && !m.stats_after->mode.empty() && m.stats_after->mode != c.server_mode)
-      m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode + "\", the case asked for \"" +
-                        c.server_mode + "\": the row is kept (reported_mode) and the report warns");
+      m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode +
+                        "\", the case asked for \"" + c.server_mode +
+                        "\": the row is kept (reported_mode) and the report warns");
     m.os_threads = Cpu::threads(srv.pid());
     m.processes = Cpu::processes(srv.pid());
   } catch (const fatal_error&) {
@@ -136,8 +139,8 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
 
 // One case, start to stop: knit-server (port check, exec, identity, readiness, socket
 // ownership) or an external peer (its command, readiness, its tree's socket ownership).
-case_measurement measure(const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
-                        const fs::path& bodies, double rate_per_route) {
+case_measurement measure(const plan_case& c, const run_options& cfg, const fs::path& logs,
+                         const std::string& stem, const fs::path& bodies, double rate_per_route) {
   case_measurement m;
   m.window_s = cfg.window_s;
   m.conns = c.conns > 0 ? c.conns : cfg.conns;
@@ -174,13 +177,15 @@ case_measurement measure(const plan_case& c, const run_options& cfg, const fs::p
 
 // measure(), again while the machine was busy elsewhere (foreign_verdict): the attempt
 // with the least foreign load is kept, with the number of reruns it took.
-case_measurement measure_quietest(const plan_case& c, const run_options& cfg, const fs::path& logs, const std::string& stem,
-                                 const fs::path& bodies, double rate_per_route) {
+case_measurement measure_quietest(const plan_case& c, const run_options& cfg, const fs::path& logs,
+                                  const std::string& stem, const fs::path& bodies,
+                                  double rate_per_route) {
   std::optional<case_measurement> quietest;
   for (int reruns = 0;; ++reruns) {
     std::optional<case_measurement> attempt;
     try {
-      attempt = measure(c, cfg, logs, reruns ? stem + "-f" + std::to_string(reruns) : stem, bodies, rate_per_route);
+      attempt = measure(c, cfg, logs, reruns ? stem + "-f" + std::to_string(reruns) : stem, bodies,
+                        rate_per_route);
     } catch (const fatal_error&) {
       throw;
     } catch (const std::exception& e) {
@@ -190,21 +195,25 @@ case_measurement measure_quietest(const plan_case& c, const run_options& cfg, co
       break;
     }
     case_measurement& m = *attempt;
-    const foreign_load_verdict v = foreign_verdict(m.foreign_cores, reruns, cfg.foreign_max, cfg.foreign_retries);
+    const foreign_load_verdict v =
+        foreign_verdict(m.foreign_cores, reruns, cfg.foreign_max, cfg.foreign_retries);
     const double foreign = m.foreign_cores.value_or(0);
     if (!quietest || foreign < quietest->foreign_cores.value_or(0)) quietest = std::move(m);
     quietest->foreign_reruns = reruns;
     if (v != foreign_load_verdict::rerun) break;
-    std::cerr << "      foreign load " << fixed(foreign, 2) << " cores (> " << fixed(cfg.foreign_max, 2)
-              << "): measuring again (" << reruns + 1 << "/" << cfg.foreign_retries << ")\n";
+    std::cerr << "      foreign load " << fixed(foreign, 2) << " cores (> "
+              << fixed(cfg.foreign_max, 2) << "): measuring again (" << reruns + 1 << "/"
+              << cfg.foreign_retries << ")\n";
   }
   if (quietest->foreign_cores && *quietest->foreign_cores > cfg.foreign_max)
-    quietest->notes.push_back("foreign load " + fixed(*quietest->foreign_cores, 2) + " cores after " +
-                              std::to_string(quietest->foreign_reruns) + " rerun(s): row flagged");
+    quietest->notes.push_back("foreign load " + fixed(*quietest->foreign_cores, 2) +
+                              " cores after " + std::to_string(quietest->foreign_reruns) +
+                              " rerun(s): row flagged");
   return std::move(*quietest);
 }
 
-foreign_load_verdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done, double max_cores, int max_reruns) {
+foreign_load_verdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done,
+                                     double max_cores, int max_reruns) {
   if (!foreign_cores || *foreign_cores <= max_cores) return foreign_load_verdict::keep;
   return reruns_done < max_reruns ? foreign_load_verdict::rerun : foreign_load_verdict::flag;
 }

@@ -21,14 +21,14 @@ namespace knit::bench {
 struct case_measurement {
   cpu_usage idle;
   cpu_usage window;
-  double window_s = 0;         // nominal window (CPU is divided by it, as drive.py did)
+  double window_s = 0;  // nominal window (CPU is divided by it, as drive.py did)
   load_result load;
   int os_threads = 0;
   std::optional<server_stats> stats_before, stats_after;
   std::map<std::string, std::string> server_env;
   std::vector<std::string> load_cmd;
   long long server_pid = 0;
-  double rate_per_route = 0;   // rate mode
+  double rate_per_route = 0;  // rate mode
   int conns = 0;
   std::vector<std::string> notes;  // things worth a line on stderr (no stats reply, unclean exit)
   std::optional<double> foreign_cores;  // machine busy CPU outside the measured processes, cores
@@ -43,7 +43,8 @@ struct case_measurement {
 // many reruns this case has had: keep it (no reading, or at most max_cores), measure it
 // again (reruns left), or keep it flagged.
 enum class foreign_load_verdict { keep, rerun, flag };
-foreign_load_verdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done, double max_cores, int max_reruns);
+foreign_load_verdict foreign_verdict(std::optional<double> foreign_cores, int reruns_done,
+                                     double max_cores, int max_reruns);
 
 // One case, start to stop, measured again up to opts.foreign_retries times while the
 // machine was busy elsewhere (foreign_verdict); the quietest attempt is kept. Files go to

@@ -92,9 +92,7 @@ void case_process::start() {
   sp.env = child_environment(opts_.env);
   sp.output_path = opts_.log_path;
   sp.cpus = opts_.cpus;
-  {
-    std::ofstream truncate(opts_.log_path, std::ios::trunc);
-  }
+  { std::ofstream truncate(opts_.log_path, std::ios::trunc); }
   try {
     pid_ = spawn_process(sp);  // in a process group of its own: pgid == pid_
   } catch (const std::exception& e) {
@@ -115,10 +113,10 @@ void case_process::check_listener() {
   seen_.insert(seen_.end(), tree.begin(), tree.end());
   std::vector<pid_t> pids;
   for (const auto& p : tree) pids.push_back(p.pid);
-  auto problems = check_socket_owner(pids, opts_.port,
-                                     who() + " (PID " + std::to_string(pid_) + " and the " +
-                                         std::to_string(pids.size() - 1) +
-                                         " process(es) it started)");
+  auto problems =
+      check_socket_owner(pids, opts_.port,
+                         who() + " (PID " + std::to_string(pid_) + " and the " +
+                             std::to_string(pids.size() - 1) + " process(es) it started)");
   if (!problems.empty()) throw case_error(who() + ": socket check failed:" + join_lines(problems));
 }
 
@@ -130,7 +128,8 @@ void case_process::check_alive(const char* phase) {
   pid_ = -1;  // reaped; whatever a peer started is still in seen_, for stop() to end
   if (is_peer())
     throw case_error(who() + " (PID " + std::to_string(dead) + ") exited during " + phase + " (" +
-                     st->text() + "); a peer must stay in the foreground (nginx: daemon off;); log: " +
+                     st->text() +
+                     "); a peer must stay in the foreground (nginx: daemon off;); log: " +
                      file_tail(opts_.log_path));
   throw case_error("server PID " + std::to_string(dead) + " exited during " + phase + " (" +
                    st->text() + "); log: " + file_tail(opts_.log_path));
@@ -149,8 +148,8 @@ void case_process::wait_server_ready() {
     }
     if (announced && tcp_connect_ok(opts_.host, opts_.port, 200)) return;
     if (since(t0) > opts_.ready_timeout_s)
-      throw case_error(std::string("server not ready after ") + seconds_text(opts_.ready_timeout_s) +
-                       " s (" +
+      throw case_error(std::string("server not ready after ") +
+                       seconds_text(opts_.ready_timeout_s) + " s (" +
                        (announced ? "printed 'listening on' but refuses connections"
                                   : "no 'listening on' line yet") +
                        "); log: " + file_tail(opts_.log_path));
@@ -255,9 +254,8 @@ std::string case_process::stop_tree() {
     if (root > 0 && !root_status) root_status = reap_nohang(root);
     if (root > 0 && !root_status) return false;
     if (group > 0 && ::kill(-group, 0) == 0) return false;  // a group member still exists
-    return std::none_of(tree.begin(), tree.end(), [&](const proc_entry& p) {
-      return p.pid != root && still_running(p);
-    });
+    return std::none_of(tree.begin(), tree.end(),
+                        [&](const proc_entry& p) { return p.pid != root && still_running(p); });
   };
   auto wait_gone = [&](double s) {
     auto t0 = std::chrono::steady_clock::now();

@@ -39,15 +39,15 @@ enum class server_kind {
 
 struct process_options {
   server_kind kind = server_kind::knit_server;
-  std::string exe;                          // knit_server: the binary
-  std::vector<std::string> args;            // knit_server: argv after argv[0] (fakes in tests)
-  std::string name;                         // peer: for messages, "peer nginx"
-  std::string command;                      // peer: already substituted ({port}, {host})
-  std::map<std::string, std::string> env;   // exactly what the case sets (server_env())
+  std::string exe;                         // knit_server: the binary
+  std::vector<std::string> args;           // knit_server: argv after argv[0] (fakes in tests)
+  std::string name;                        // peer: for messages, "peer nginx"
+  std::string command;                     // peer: already substituted ({port}, {host})
+  std::map<std::string, std::string> env;  // exactly what the case sets (server_env())
   std::string host = "127.0.0.1";
   int port = 3000;
-  std::vector<int> cpus;                    // affinity, set in the child before exec
-  std::string log_path;                     // stdout+stderr (of the whole tree, for a peer)
+  std::vector<int> cpus;  // affinity, set in the child before exec
+  std::string log_path;   // stdout+stderr (of the whole tree, for a peer)
   double ready_timeout_s = 20;
   double stop_grace_s = 5;
   double port_free_timeout_s = 10;
@@ -97,7 +97,7 @@ class case_process {
   process_options opts_;
   std::vector<std::string> argv_;
   pid_t pid_ = -1;
-  pid_t pgid_ = -1;  // peer: the group spawn_process made (== the shell's PID)
+  pid_t pgid_ = -1;               // peer: the group spawn_process made (== the shell's PID)
   std::vector<proc_entry> seen_;  // peer: every process of the tree seen, to stop even orphans
   long log_offset_ = 0;
   std::string partial_;  // an unterminated last line, kept until its newline arrives

@@ -11,7 +11,8 @@ namespace knit::bench {
 
 namespace json = boost::json;
 
-result_row build_row(const plan_case& c, int rep, const case_measurement& m, const run_options& cfg) {
+result_row build_row(const plan_case& c, int rep, const case_measurement& m,
+                     const run_options& cfg) {
   result_row r;
   r.tag = c.tag;
   r.mode = c.mode;
@@ -84,7 +85,8 @@ result_row build_row(const plan_case& c, int rep, const case_measurement& m, con
   cpu["idle_sched_s"] = m.idle.sched_s ? json::value(six(*m.idle.sched_s)) : json::value(nullptr);
   cpu["idle_wall_s"] = six(m.idle.wall_s);
   cpu["window_ticks_s"] = six(m.window.ticks_s);
-  cpu["window_sched_s"] = m.window.sched_s ? json::value(six(*m.window.sched_s)) : json::value(nullptr);
+  cpu["window_sched_s"] =
+      m.window.sched_s ? json::value(six(*m.window.sched_s)) : json::value(nullptr);
   cpu["window_wall_s"] = six(m.window.wall_s);
   cpu["cores_ticks"] = m.window_s > 0 ? py_round(m.window.ticks_s / m.window_s, 2) : 0.0;
   cpu["idle_cores_ticks"] = idle_wall > 0 ? py_round(m.idle.ticks_s / idle_wall, 3) : 0.0;

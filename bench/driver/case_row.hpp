@@ -13,6 +13,7 @@ namespace knit::bench {
 // decimals, cores 2, rps_per_core / cpu_us_per_req / total_rps integers, route values 2).
 // For an external peer, rps counts successful responses only (rps x success rate), so a
 // peer answering 404 to a route it lacks adds nothing to its throughput.
-result_row build_row(const plan_case& c, int rep, const case_measurement& m, const run_options& cfg);
+result_row build_row(const plan_case& c, int rep, const case_measurement& m,
+                     const run_options& cfg);
 
 }  // namespace knit::bench

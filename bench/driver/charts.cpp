@@ -42,7 +42,8 @@ struct gnuplot_script {
 
 class chart_drawer {
  public:
-  chart_drawer(std::string report_dir, std::string gnuplot) : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
+  chart_drawer(std::string report_dir, std::string gnuplot)
+      : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
     ::mkdir((dir_ + "/charts").c_str(), 0755);
     // pngcairo draws nicer text; plain png (libgd) is the fallback some builds have.
     terminal_ = capture_output({gnuplot_, "-e", "set terminal pngcairo"}) ? "pngcairo" : "png";
@@ -120,7 +121,8 @@ std::string plot_columns(const std::string& block, const std::vector<std::string
   return p + "\n";
 }
 
-void profile_charts(const std::vector<measured_config>& cs, const std::string& profile, chart_drawer& d, chart_set& out) {
+void profile_charts(const std::vector<measured_config>& cs, const std::string& profile,
+                    chart_drawer& d, chart_set& out) {
   const std::string sec = "profile:" + profile;
   const std::string suffix = file_safe(profile.empty() ? "reference" : profile);
   config_scope sat{profile, std::nullopt, "sat"}, rate{profile, std::nullopt, "rate"};
@@ -130,19 +132,22 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
     std::vector<std::pair<std::string, std::vector<std::string>>> rows;
     auto add = [&](const measured_config* c, const std::string& label) {
       if (!c) return;
-      rows.push_back({label, {num(c->route("ping", &route_row_stats::rps)), num(c->route("ssr", &route_row_stats::rps)),
-                              num(c->route("jwt", &route_row_stats::rps))}});
+      rows.push_back({label,
+                      {num(c->route("ping", &route_row_stats::rps)),
+                       num(c->route("ssr", &route_row_stats::rps)),
+                       num(c->route("jwt", &route_row_stats::rps))}});
     };
     add(inline_config(cs, sat), "inline");
     for (int n : pool_sizes(cs, sat)) add(default_policy_config(cs, sat, n), std::to_string(n));
     if (rows.size() >= 2) {
       std::vector<std::string> cols = {"/ping", "/ssr", "/jwt"};
-      d.draw({"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (default policy)", sec,
-              categorical_block("d", cols, rows) +
-                  "set title \"Saturating load: rps per route vs pool size (default policy)\"\n"
-                  "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
-                  plot_columns("d", cols, "linespoints lw 2 pt 7")},
-             out);
+      d.draw(
+          {"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (default policy)", sec,
+           categorical_block("d", cols, rows) +
+               "set title \"Saturating load: rps per route vs pool size (default policy)\"\n"
+               "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
+               plot_columns("d", cols, "linespoints lw 2 pt 7")},
+          out);
     }
   }
 
@@ -185,7 +190,8 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
       if (auto* c = inline_config(cs, s)) v.push_back(c);
       for (int n : pool_sizes(cs, s))
         if (auto* c = default_policy_config(cs, s, n)) v.push_back(c);
-      for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi, config_kind::peer})
+      for (config_kind p :
+           {config_kind::auto_mode, config_kind::asio, config_kind::multi, config_kind::peer})
         for (const auto& c : cs)
           if (in_scope(c, s) && c.policy == p) v.push_back(&c);
       return v;
@@ -201,7 +207,9 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
                             }))}});
     for (const measured_config* c : headline(rate))
       if (routes_of(*c).size() == 3)
-        core_rows.push_back({c->label, {num(c->stat([](const result_row& r) { return std::optional<double>(r.cores); }))}});
+        core_rows.push_back(
+            {c->label,
+             {num(c->stat([](const result_row& r) { return std::optional<double>(r.cores); }))}});
     if (peers && (!rps_rows.empty() || !core_rows.empty())) {
       std::string body, plots;
       int panels = 0;
@@ -226,8 +234,10 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
   }
 
   // 3 and 4. Idle cores and CPU-us/request vs N, one line per policy (saturating).
-  auto per_policy = [&](const std::string& stem, const std::string& title, const std::string& ylabel,
-                        const std::function<rep_stat(const measured_config&)>& metric, bool with_model) {
+  auto per_policy = [&](const std::string& stem, const std::string& title,
+                        const std::string& ylabel,
+                        const std::function<rep_stat(const measured_config&)>& metric,
+                        bool with_model) {
     std::vector<int> sizes = pool_sizes(cs, sat);
     if (sizes.empty()) return;
     std::map<std::string, std::vector<std::pair<int, rep_stat>>> series;
@@ -239,9 +249,11 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
     };
     for (int n : sizes) {
       if (auto* c = default_policy_config(cs, sat, n)) put("default policy", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, config_kind::old_default)) put("old default (N*50us, park 1ms)", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::old_default))
+        put("old default (N*50us, park 1ms)", n, metric(*c));
       if (auto* c = policy_config(cs, sat, n, config_kind::flat50)) put("flat 50us", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, config_kind::no_spin); c && !c->stands_for_default) put("no spin", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::no_spin); c && !c->stands_for_default)
+        put("no spin", n, metric(*c));
     }
     // auto and the asio / multi peers at their N, beside knit's pool.
     for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi})
@@ -258,7 +270,8 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
     for (const auto& name : order) {
       std::string block = "s" + std::to_string(i);
       body += "$" + block + " << EOD\n";
-      for (const auto& [n, v] : series[name]) body += std::to_string(n) + " " + shortest(v.median) + "\n";
+      for (const auto& [n, v] : series[name])
+        body += std::to_string(n) + " " + shortest(v.median) + "\n";
       body += "EOD\n";
       if (i) plot += ", \\\n     ";
       plot += "$" + block + " using 1:2 with linespoints lw 2 pt 7 title " + quoted(name);
@@ -266,7 +279,8 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
     }
     if (with_model) {
       body += "$model << EOD\n";
-      for (int n : sizes) body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
+      for (int n : sizes)
+        body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
       body += "EOD\n";
       plot += ", \\\n     $model using 1:2 with lines dt 2 lw 2 title \"model N*spin/(spin+park), old default\"";
     }
@@ -279,20 +293,25 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
                 }() + ")\n" + plot + "\n"},
            out);
   };
-  per_policy("idle_by_n", "Idle cores vs pool size, per timer policy", "cores with no load",
-             [](const measured_config& c) { return c.stat([](const result_row& r) { return std::optional<double>(r.idle_cores); }); },
-             true);
-  per_policy("cpu_per_req_by_n", "CPU-us per request vs pool size (saturating)", "CPU-us / request",
-             [](const measured_config& c) {
-               return c.stat([](const result_row& r) -> std::optional<double> {
-                 if (!r.cpu_us_per_req) return std::nullopt;
-                 return static_cast<double>(*r.cpu_us_per_req);
-               });
-             },
-             false);
+  per_policy(
+      "idle_by_n", "Idle cores vs pool size, per timer policy", "cores with no load",
+      [](const measured_config& c) {
+        return c.stat([](const result_row& r) { return std::optional<double>(r.idle_cores); });
+      },
+      true);
+  per_policy(
+      "cpu_per_req_by_n", "CPU-us per request vs pool size (saturating)", "CPU-us / request",
+      [](const measured_config& c) {
+        return c.stat([](const result_row& r) -> std::optional<double> {
+          if (!r.cpu_us_per_req) return std::nullopt;
+          return static_cast<double>(*r.cpu_us_per_req);
+        });
+      },
+      false);
 }
 
-void sweep_charts(const std::vector<measured_config>& cs, const std::string& profile, chart_drawer& d, chart_set& out) {
+void sweep_charts(const std::vector<measured_config>& cs, const std::string& profile,
+                  chart_drawer& d, chart_set& out) {
   const sweep_axes axes = sweep_axes_of(cs, profile);
   const std::vector<int>& costs = axes.costs;
   const std::vector<int>& sizes = axes.sizes;
@@ -300,7 +319,8 @@ void sweep_charts(const std::vector<measured_config>& cs, const std::string& pro
   std::vector<std::string> cols = {"inline"};
   for (int n : sizes) cols.push_back("threads: " + std::to_string(n));
 
-  auto block = [&](const std::string& name, const std::string& mode, const std::function<rep_stat(const measured_config&)>& f) {
+  auto block = [&](const std::string& name, const std::string& mode,
+                   const std::function<rep_stat(const measured_config&)>& f) {
     std::vector<std::pair<std::string, std::vector<std::string>>> rows;
     for (int cost : costs) {
       config_scope s{profile, cost, mode};
@@ -315,24 +335,28 @@ void sweep_charts(const std::vector<measured_config>& cs, const std::string& pro
     }
     return categorical_block(name, cols, rows);
   };
-  std::string body =
-      block("rps", "sat",
-            [](const measured_config& c) {
-              return c.stat([](const result_row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
-            }) +
-      block("p99", "rate", [](const measured_config& c) { return c.route("ping", &route_row_stats::p99); });
+  std::string body = block("rps", "sat",
+                           [](const measured_config& c) {
+                             return c.stat([](const result_row& r) {
+                               return std::optional<double>(static_cast<double>(r.total_rps));
+                             });
+                           }) +
+                     block("p99", "rate", [](const measured_config& c) {
+                       return c.route("ping", &route_row_stats::p99);
+                     });
   body += "set key outside right top\nset multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
   body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
   body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
   body += "unset multiplot\n";
-  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "reference" : profile), "Cost sweep: where pooling starts to pay",
-          "sweep:" + profile, body},
+  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "reference" : profile),
+          "Cost sweep: where pooling starts to pay", "sweep:" + profile, body},
          out);
 }
 
 }  // namespace
 
-chart_set render_charts(const std::vector<measured_config>& configs, const std::string& report_dir) {
+chart_set render_charts(const std::vector<measured_config>& configs,
+                        const std::string& report_dir) {
   chart_set out;
   std::string gnuplot, wanted = "gnuplot";
   if (const char* g = std::getenv("KNIT_BENCH_GNUPLOT")) {

@@ -1,5 +1,6 @@
 // Groups rows into configurations (all repetitions of one case) and names their
-// timer policy, reading both the reference benchmark's schema and ours. Shared by report and charts.
+// timer policy, reading both the reference benchmark's schema and ours. Shared by report and
+// charts.
 #include "driver/configs.hpp"
 
 #include <algorithm>
@@ -86,14 +87,17 @@ std::string policy_name(config_kind p) {
   return "?";
 }
 
-bool is_peer(config_kind p) { return p == config_kind::asio || p == config_kind::multi || p == config_kind::peer; }
-
-bool is_pool_policy(config_kind p) {
-  return p == config_kind::default_policy || p == config_kind::old_default || p == config_kind::flat50 || p == config_kind::no_spin ||
-         p == config_kind::other;
+bool is_peer(config_kind p) {
+  return p == config_kind::asio || p == config_kind::multi || p == config_kind::peer;
 }
 
-rep_stat measured_config::stat(const std::function<std::optional<double>(const result_row&)>& f) const {
+bool is_pool_policy(config_kind p) {
+  return p == config_kind::default_policy || p == config_kind::old_default ||
+         p == config_kind::flat50 || p == config_kind::no_spin || p == config_kind::other;
+}
+
+rep_stat measured_config::stat(
+    const std::function<std::optional<double>(const result_row&)>& f) const {
   std::vector<double> v;
   for (const result_row* r : reps)
     if (auto x = f(*r); x && std::isfinite(*x)) v.push_back(*x);
@@ -115,7 +119,8 @@ rep_stat measured_config::route(const std::string& route, double route_row_stats
   });
 }
 
-rep_stat measured_config::route_opt(const std::string& route, std::optional<double> route_row_stats::*field) const {
+rep_stat measured_config::route_opt(const std::string& route,
+                                    std::optional<double> route_row_stats::*field) const {
   return stat([&](const result_row& r) -> std::optional<double> {
     auto it = r.routes.find(route);
     if (it == r.routes.end()) return std::nullopt;
@@ -139,7 +144,8 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
     c.mode = r.mode;
     c.tag = r.tag;
     c.policy = classify(r);
-    c.threads = c.policy == config_kind::inline_loop || c.policy == config_kind::peer ? 0 : r.threads;
+    c.threads =
+        c.policy == config_kind::inline_loop || c.policy == config_kind::peer ? 0 : r.threads;
     const std::string n = std::to_string(r.threads);
     switch (c.policy) {
       case config_kind::inline_loop: c.label = "inline"; break;
@@ -150,7 +156,7 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
       default: c.label = "threads: " + n; break;
     }
     c.stands_for_default = (c.threads == 1 && c.policy == config_kind::old_default) ||
-                        (c.threads >= 2 && c.policy == config_kind::no_spin);
+                           (c.threads >= 2 && c.policy == config_kind::no_spin);
     switch (c.policy) {
       case config_kind::inline_loop: c.policy_label = "inline"; break;
       case config_kind::default_policy: c.policy_label = "default policy (library default)"; break;
@@ -159,11 +165,19 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
         if (c.threads == 1) c.policy_label += ", = default policy at N=1";
         break;
       case config_kind::flat50: c.policy_label = "flat 50us"; break;
-      case config_kind::no_spin: c.policy_label = c.threads >= 2 ? "no spin (= default policy)" : "no spin"; break;
+      case config_kind::no_spin:
+        c.policy_label = c.threads >= 2 ? "no spin (= default policy)" : "no spin";
+        break;
       case config_kind::other: c.policy_label = other_label(r); break;
-      case config_kind::auto_mode: c.policy_label = "auto (inline or pool per route, by measured cost)"; break;
-      case config_kind::asio: c.policy_label = "asio thread_pool(" + n + "), results posted to the io_context"; break;
-      case config_kind::multi: c.policy_label = "one io_context run by " + n + " threads, every route inline"; break;
+      case config_kind::auto_mode:
+        c.policy_label = "auto (inline or pool per route, by measured cost)";
+        break;
+      case config_kind::asio:
+        c.policy_label = "asio thread_pool(" + n + "), results posted to the io_context";
+        break;
+      case config_kind::multi:
+        c.policy_label = "one io_context run by " + n + " threads, every route inline";
+        break;
       case config_kind::peer: c.policy_label = "external peer"; break;
     }
     c.reps.push_back(&r);
@@ -177,25 +191,29 @@ bool in_scope(const measured_config& c, const config_scope& s) {
   return c.profile == s.profile && c.extra_cost_us == s.extra_cost_us && c.mode == s.mode;
 }
 
-const measured_config* inline_config(const std::vector<measured_config>& cs, const config_scope& s) {
+const measured_config* inline_config(const std::vector<measured_config>& cs,
+                                     const config_scope& s) {
   for (const auto& c : cs)
     if (in_scope(c, s) && c.policy == config_kind::inline_loop) return &c;
   return nullptr;
 }
 
-const measured_config* policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads, config_kind p) {
+const measured_config* policy_config(const std::vector<measured_config>& cs, const config_scope& s,
+                                     int threads, config_kind p) {
   for (const auto& c : cs)
     if (in_scope(c, s) && c.threads == threads && c.policy == p) return &c;
   return nullptr;
 }
 
-const measured_config* mode_config(const std::vector<measured_config>& cs, const config_scope& s, config_kind p, int threads) {
+const measured_config* mode_config(const std::vector<measured_config>& cs, const config_scope& s,
+                                   config_kind p, int threads) {
   for (const auto& c : cs)
     if (in_scope(c, s) && c.policy == p && c.threads == threads) return &c;
   return nullptr;
 }
 
-std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs, const config_scope& s) {
+std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs,
+                                                   const config_scope& s) {
   std::vector<const measured_config*> v;
   for (const auto& c : cs)
     if (in_scope(c, s) && c.policy == config_kind::peer) v.push_back(&c);
@@ -216,7 +234,8 @@ std::vector<std::string> routes_of(const measured_config& c) {
   return v;
 }
 
-const measured_config* default_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads) {
+const measured_config* default_policy_config(const std::vector<measured_config>& cs,
+                                             const config_scope& s, int threads) {
   if (auto* c = policy_config(cs, s, threads, config_kind::default_policy)) return c;
   for (const auto& c : cs)
     if (in_scope(c, s) && c.threads == threads && c.stands_for_default) return &c;

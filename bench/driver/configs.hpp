@@ -1,5 +1,6 @@
 // Groups rows into configurations (all repetitions of one case) and names their
-// timer policy, reading both the reference benchmark's schema and ours. Shared by report and charts.
+// timer policy, reading both the reference benchmark's schema and ours. Shared by report and
+// charts.
 #pragma once
 
 #include <functional>
@@ -72,12 +73,16 @@ struct config_scope {
 bool in_scope(const measured_config& c, const config_scope& s);
 const measured_config* inline_config(const std::vector<measured_config>& cs, const config_scope& s);
 // The default policy at N: a library-default row if any, else the row standing for it.
-const measured_config* default_policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads);
-const measured_config* policy_config(const std::vector<measured_config>& cs, const config_scope& s, int threads, config_kind p);
+const measured_config* default_policy_config(const std::vector<measured_config>& cs,
+                                             const config_scope& s, int threads);
+const measured_config* policy_config(const std::vector<measured_config>& cs, const config_scope& s,
+                                     int threads, config_kind p);
 // The auto / asio / multi configuration at N threads, or nullptr.
-const measured_config* mode_config(const std::vector<measured_config>& cs, const config_scope& s, config_kind p, int threads);
+const measured_config* mode_config(const std::vector<measured_config>& cs, const config_scope& s,
+                                   config_kind p, int threads);
 // External peers in scope (config_kind::peer), first-seen order.
-std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs, const config_scope& s);
+std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs,
+                                                   const config_scope& s);
 // The routes a configuration was loaded on (union over its repetitions).
 std::vector<std::string> routes_of(const measured_config& c);
 

@@ -130,7 +130,8 @@ double own_and_reaped_children_cpu_s() {
   return secs(self.ru_utime) + secs(self.ru_stime) + secs(children.ru_utime) + secs(children.ru_stime);
 }
 
-double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s, double own_cpu_s) {
+double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s,
+                     double own_cpu_s) {
   const double wall = b.wall_s - a.wall_s;
   if (wall <= 0) return 0;
   return std::max(0.0, (b.busy_s - a.busy_s - server_cpu_s - own_cpu_s) / wall);

@@ -11,7 +11,8 @@
 namespace knit::bench {
 
 struct cpu_sample {
-  double ticks_s = 0;              // (utime + stime) / CLK_TCK from /proc/PID/stat, as the reference benchmark did
+  double ticks_s =
+      0;  // (utime + stime) / CLK_TCK from /proc/PID/stat, as the reference benchmark did
   std::optional<double> sched_s;   // sum over /proc/PID/task/*/schedstat, ns precision
   double wall_s = 0;               // steady clock when the sample was taken
   int threads = 0;                 // num_threads from the same stat read
@@ -58,7 +59,8 @@ double own_and_reaped_children_cpu_s();
 // Cores of CPU the machine spent outside the measured processes over a window:
 // (machine busy - server - driver and generator) / wall, floored at 0 (tick rounding can
 // make the difference slightly negative on an otherwise idle machine).
-double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s, double own_cpu_s);
+double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s,
+                     double own_cpu_s);
 
 struct machine_description {
   std::string model;     // lscpu "Model name" (or /proc/cpuinfo)

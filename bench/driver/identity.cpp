@@ -101,7 +101,8 @@ std::vector<unsigned long> socket_inodes(pid_t pid) {
 namespace {
 
 // Every mismatch between what /proc shows for `pid` and `expected`.
-std::vector<std::string> compare_identity(pid_t pid, const std::string& who, const expected_identity& expected) {
+std::vector<std::string> compare_identity(pid_t pid, const std::string& who,
+                                          const expected_identity& expected) {
   std::vector<std::string> problems;
 
   auto exe = read_exe(pid);

@@ -57,7 +57,8 @@ void write_bodies(const std::string& dir) {
   }
 }
 
-std::vector<load_route> standard_routes(int conns, double rate_per_route, const std::string& body_dir) {
+std::vector<load_route> standard_routes(int conns, double rate_per_route,
+                                        const std::string& body_dir) {
   return {
       {"ping", "GET", "/ping", conns, rate_per_route, ""},
       {"ssr", "POST", "/ssr", conns, rate_per_route, body_dir + "/ssr.json"},
@@ -148,7 +149,8 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s;
 }
 
-load_result run_load(const load_spec& spec, const std::vector<int>& cpus, const std::string& log_path) {
+load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
+                     const std::string& log_path) {
   spawn_spec sp;
   sp.exe = spec.exe;
   sp.argv = load_argv(spec);

@@ -20,7 +20,8 @@ struct load_route {
 };
 
 // The reference benchmark's three routes: GET /ping, POST /ssr and POST /jwt with its bodies.
-std::vector<load_route> standard_routes(int conns, double rate_per_route, const std::string& body_dir);
+std::vector<load_route> standard_routes(int conns, double rate_per_route,
+                                        const std::string& body_dir);
 // Writes ssr.json and jwt.json (the reference benchmark's bodies) into dir.
 void write_bodies(const std::string& dir);
 extern const char* const kSsrBody;
@@ -64,7 +65,8 @@ load_result parse_load_json(std::string_view text);
 // Runs knit-load to completion (deadline: duration + 30 s, then SIGTERM/SIGKILL by PID),
 // output to log_path, pinned to cpus. Throws on a non-zero exit, with the log's tail.
 // Ends early (throwing) when the driver is interrupted.
-load_result run_load(const load_spec& spec, const std::vector<int>& cpus, const std::string& log_path);
+load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
+                     const std::string& log_path);
 
 // The last `max_bytes` of a file, for error messages.
 std::string file_tail(const std::string& path, size_t max_bytes = 800);

@@ -1,4 +1,5 @@
-// Number rounding and formatting that matches what the reference benchmark's Python harness printed.
+// Number rounding and formatting that matches what the reference benchmark's Python harness
+// printed.
 #pragma once
 
 #include <string>

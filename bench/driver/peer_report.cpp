@@ -16,7 +16,8 @@ namespace {
 const char* const kForeignMark = " \u26a0";
 
 bool flagged(const measured_config& c) {
-  return std::any_of(c.reps.begin(), c.reps.end(), [](const result_row* r) { return r->foreign_flagged.value_or(false); });
+  return std::any_of(c.reps.begin(), c.reps.end(),
+                     [](const result_row* r) { return r->foreign_flagged.value_or(false); });
 }
 
 bool serves(const measured_config& c, const peer_metric& m) {
@@ -31,7 +32,8 @@ struct knit_slot {
   std::function<const measured_config*(const config_scope&)> find;
 };
 
-std::vector<knit_slot> knit_slots(const std::vector<measured_config>& cs, const config_scope& sat, const config_scope& rate) {
+std::vector<knit_slot> knit_slots(const std::vector<measured_config>& cs, const config_scope& sat,
+                                  const config_scope& rate) {
   std::vector<knit_slot> slots;
   slots.push_back({"inline", [&cs](const config_scope& s) { return inline_config(cs, s); }});
   std::vector<int> sizes = pool_sizes(cs, sat);
@@ -39,14 +41,18 @@ std::vector<knit_slot> knit_slots(const std::vector<measured_config>& cs, const 
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   for (int n : sizes)
-    slots.push_back({"threads: " + std::to_string(n), [&cs, n](const config_scope& s) { return default_policy_config(cs, s, n); }});
+    slots.push_back({"threads: " + std::to_string(n),
+                     [&cs, n](const config_scope& s) { return default_policy_config(cs, s, n); }});
   std::vector<int> autos;
   for (const auto& c : cs)
-    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::auto_mode) autos.push_back(c.threads);
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::auto_mode)
+      autos.push_back(c.threads);
   std::sort(autos.begin(), autos.end());
   autos.erase(std::unique(autos.begin(), autos.end()), autos.end());
   for (int n : autos)
-    slots.push_back({"auto: " + std::to_string(n), [&cs, n](const config_scope& s) { return mode_config(cs, s, config_kind::auto_mode, n); }});
+    slots.push_back({"auto: " + std::to_string(n), [&cs, n](const config_scope& s) {
+                       return mode_config(cs, s, config_kind::auto_mode, n);
+                     }});
   return slots;
 }
 
@@ -55,8 +61,9 @@ bool is_in_process_peer(config_kind p) { return p == config_kind::asio || p == c
 
 // In-process peers in scope that `knit` is compared with on `m`: asio and multi with as
 // many route threads; each must have served the routes the measure needs.
-std::vector<const measured_config*> candidates(const std::vector<measured_config>& cs, const config_scope& s, const measured_config& knit,
-                                      const peer_metric& m) {
+std::vector<const measured_config*> candidates(const std::vector<measured_config>& cs,
+                                               const config_scope& s, const measured_config& knit,
+                                               const peer_metric& m) {
   std::vector<const measured_config*> v;
   for (const auto& c : cs) {
     // External servers are a reference, reported apart (external_table), not a C++ user's alternative.
@@ -77,7 +84,8 @@ struct versus_cell {
   double knit_median = 0, best_median = 0;  // the figures behind the ratio
 };
 
-versus_cell compare(const std::vector<measured_config>& cs, const config_scope& s, const measured_config* knit, const peer_metric& m) {
+versus_cell compare(const std::vector<measured_config>& cs, const config_scope& s,
+                    const measured_config* knit, const peer_metric& m) {
   versus_cell out;
   if (!knit || !serves(*knit, m)) return out;
   if (m.needs_rate_met && !met_rate(*knit)) {
@@ -156,17 +164,20 @@ std::optional<double> cpu_us_per_req(const result_row& r) {
 const std::vector<peer_metric>& peer_metrics() {
   static const std::vector<peer_metric> metrics = {
       {"total rps, saturating", "sat", true, true, false,
-       [](const result_row& r) -> std::optional<double> { return static_cast<double>(r.total_rps); }},
-      {"/ping p99, saturating", "sat", false, false, false,
-       ping_p99},
+       [](const result_row& r) -> std::optional<double> {
+         return static_cast<double>(r.total_rps);
+       }},
+      {"/ping p99, saturating", "sat", false, false, false, ping_p99},
       {"/ping p99, fixed rate", "rate", false, false, true, ping_p99},
-      {"server cores, fixed rate", "rate", false, true, true, [](const result_row& r) -> std::optional<double> { return r.cores; }},
+      {"server cores, fixed rate", "rate", false, true, true,
+       [](const result_row& r) -> std::optional<double> { return r.cores; }},
       {"CPU-us/req, fixed rate", "rate", false, true, true, cpu_us_per_req},
   };
   return metrics;
 }
 
-rep_stat paired_ratio(const measured_config& knit, const measured_config& peer, const peer_metric& m) {
+rep_stat paired_ratio(const measured_config& knit, const measured_config& peer,
+                      const peer_metric& m) {
   std::vector<double> ratios;
   for (const result_row* k : knit.reps) {
     auto kv = m.value(*k);
@@ -219,7 +230,8 @@ const std::vector<external_measure>& external_measures() {
 }
 
 // knit's configuration with the best median on `m` (each knit row of the main table).
-const measured_config* knit_best(const std::vector<knit_slot>& slots, const config_scope& s, const peer_metric& m) {
+const measured_config* knit_best(const std::vector<knit_slot>& slots, const config_scope& s,
+                                 const peer_metric& m) {
   const measured_config* best = nullptr;
   rep_stat best_v;
   for (const auto& slot : slots) {
@@ -235,16 +247,20 @@ const measured_config* knit_best(const std::vector<knit_slot>& slots, const conf
   return best;
 }
 
-std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs, const config_scope& sat, const config_scope& rate) {
+std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs,
+                                                   const config_scope& sat,
+                                                   const config_scope& rate) {
   std::vector<const measured_config*> ext;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::peer &&
-        std::none_of(ext.begin(), ext.end(), [&](const measured_config* e) { return e->label == c.label; }))
+        std::none_of(ext.begin(), ext.end(),
+                     [&](const measured_config* e) { return e->label == c.label; }))
       ext.push_back(&c);
   return ext;
 }
 
-const measured_config* external_in(const std::vector<measured_config>& cs, const config_scope& s, const std::string& label) {
+const measured_config* external_in(const std::vector<measured_config>& cs, const config_scope& s,
+                                   const std::string& label) {
   for (const auto& c : cs)
     if (in_scope(c, s) && c.policy == config_kind::peer && c.label == label) return &c;
   return nullptr;
@@ -252,8 +268,10 @@ const measured_config* external_in(const std::vector<measured_config>& cs, const
 
 // Each external peer's figures next to knit's best row per measure, and one line per peer
 // with knit's ratio to it (same direction as the main table).
-void external_table(std::ostringstream& md, const std::vector<measured_config>& cs, const config_scope& sat, const config_scope& rate,
-                    const std::vector<const measured_config*>& ext, std::vector<std::string>& summary) {
+void external_table(std::ostringstream& md, const std::vector<measured_config>& cs,
+                    const config_scope& sat, const config_scope& rate,
+                    const std::vector<const measured_config*>& ext,
+                    std::vector<std::string>& summary) {
   const auto slots = knit_slots(cs, sat, rate);
   std::vector<std::string> head = {"server"};
   for (const auto& e : external_measures()) head.push_back(e.metric.name);
@@ -291,7 +309,8 @@ void external_table(std::ostringstream& md, const std::vector<measured_config>& 
 
 }  // namespace
 
-std::string peers_section(const std::vector<measured_config>& cs, const config_scope& sat, const config_scope& rate) {
+std::string peers_section(const std::vector<measured_config>& cs, const config_scope& sat,
+                          const config_scope& rate) {
   bool any_peer = false;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && is_peer(c.policy)) any_peer = true;
@@ -355,8 +374,9 @@ std::string peers_section(const std::vector<measured_config>& cs, const config_s
   // What the ratios above do not say.
   std::vector<std::string> missed;
   for (const auto& c : cs)
-    if (in_scope(c, rate) && (is_peer(c.policy) || c.policy == config_kind::inline_loop || c.policy == config_kind::auto_mode ||
-                              is_pool_policy(c.policy)) &&
+    if (in_scope(c, rate) &&
+        (is_peer(c.policy) || c.policy == config_kind::inline_loop ||
+         c.policy == config_kind::auto_mode || is_pool_policy(c.policy)) &&
         !met_rate(c))
       missed.push_back("`" + c.label + "`");
   if (!missed.empty()) {

@@ -38,13 +38,15 @@ const std::vector<peer_metric>& peer_metrics();
 // knit's advantage over `peer` per repetition, paired by repetition number (interleaved
 // runs measure rep r of both close in time): knit / peer when higher is better, else
 // peer / knit, so above 1 knit is ahead. Median, min and max over the pairs.
-rep_stat paired_ratio(const measured_config& knit, const measured_config& peer, const peer_metric& m);
+rep_stat paired_ratio(const measured_config& knit, const measured_config& peer,
+                      const peer_metric& m);
 
 // "1.32× (1.20–1.41)": the median ratio with its min–max over repetitions.
 std::string ratio_cell(const rep_stat& ratio);
 
 // The section's markdown for one cost profile: the in-process table, where an in-process
 // peer wins, one line per external peer and its own table; "" when there is no peer in it.
-std::string peers_section(const std::vector<measured_config>& cs, const config_scope& sat, const config_scope& rate);
+std::string peers_section(const std::vector<measured_config>& cs, const config_scope& sat,
+                          const config_scope& rate);
 
 }  // namespace knit::bench

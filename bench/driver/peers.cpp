@@ -23,7 +23,8 @@ std::pair<std::string, std::string> split_eq(const std::string& arg, const char*
     throw plan_error(std::string(flag) + " needs NAME=VALUE, got \"" + arg + "\"");
   std::string name = arg.substr(0, eq);
   if (!valid_name(name))
-    throw plan_error(std::string(flag) + ": peer name \"" + name + "\" must be letters, digits, '_', '-' or '.'");
+    throw plan_error(std::string(flag) + ": peer name \"" + name +
+                     "\" must be letters, digits, '_', '-' or '.'");
   return {name, arg.substr(eq + 1)};
 }
 
@@ -42,8 +43,10 @@ peer_spec parse_peer_arg(const std::string& arg) {
 
 void apply_peer_routes(std::vector<peer_spec>& peers, const std::string& arg) {
   auto [name, list] = split_eq(arg, "--peer-routes");
-  auto it = std::find_if(peers.begin(), peers.end(), [&](const peer_spec& p) { return p.name == name; });
-  if (it == peers.end()) throw plan_error("--peer-routes " + name + ": no --peer " + name + "=COMMAND before it");
+  auto it =
+      std::find_if(peers.begin(), peers.end(), [&](const peer_spec& p) { return p.name == name; });
+  if (it == peers.end())
+    throw plan_error("--peer-routes " + name + ": no --peer " + name + "=COMMAND before it");
   std::vector<std::string> routes;
   std::stringstream ss(list);
   std::string r;
@@ -72,7 +75,9 @@ void add_peer_cases(std::vector<plan_case>& cases, const std::vector<peer_spec>&
   std::vector<plan_case> added;
   for (const peer_spec& p : peers) {
     if (!names.insert(p.name).second) throw plan_error("--peer " + p.name + " is given twice");
-    if (tags.count(p.name)) throw plan_error("--peer " + p.name + ": the plan already has a case tagged \"" + p.name + "\"");
+    if (tags.count(p.name))
+      throw plan_error("--peer " + p.name + ": the plan already has a case tagged \"" + p.name +
+                       "\"");
     for (const plan_case* s : scopes) {
       plan_case c;
       c.tag = p.name;

@@ -42,8 +42,8 @@ std::string setting_text(const json::value& v, const std::string& ctx, const std
   if (v.is_int64() && v.get_int64() >= 0) return std::to_string(v.get_int64());
   if (v.is_uint64()) return std::to_string(v.get_uint64());
   if (v.is_bool()) return v.get_bool() ? "1" : "0";
-  throw plan_error(ctx + ": field \"" + field + "\" must be a string or a non-negative integer, got " +
-                  kind_name(v));
+  throw plan_error(ctx + ": field \"" + field +
+                   "\" must be a string or a non-negative integer, got " + kind_name(v));
 }
 
 bool all_digits(const std::string& s) {
@@ -71,7 +71,7 @@ long long integer_field(const json::value& v, const std::string& ctx, const std:
   }
   if (n < lo || n > hi)
     throw plan_error(ctx + ": field \"" + field + "\" must be between " + std::to_string(lo) +
-                    " and " + std::to_string(hi) + ", got " + std::to_string(n));
+                     " and " + std::to_string(hi) + ", got " + std::to_string(n));
   return n;
 }
 
@@ -90,7 +90,7 @@ void check_one_of(const std::string& value, std::initializer_list<const char*> a
     list += std::string("\"") + a + "\"";
   }
   throw plan_error(ctx + ": field \"" + field + "\" must be one of " + list + ", got \"" + value +
-                  "\"");
+                   "\"");
 }
 
 // The variables the driver derives from fields; a plan's "env" may not override them,
@@ -111,7 +111,8 @@ bool valid_peer_name(const std::string& s) {
 }
 
 plan_case parse_case(const json::value& v, size_t index) {
-  if (!v.is_object()) throw plan_error(where(index, "") + ": must be an object, got " + kind_name(v));
+  if (!v.is_object())
+    throw plan_error(where(index, "") + ": must be an object, got " + kind_name(v));
   const auto& o = v.get_object();
   plan_case c;
   std::string tag;
@@ -124,9 +125,10 @@ plan_case parse_case(const json::value& v, size_t index) {
       "rate_per_route", "note",  "command",     "routes"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
-      throw plan_error(ctx + ": unknown field \"" + std::string(kv.key()) +
-                      "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
-                      "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
+      throw plan_error(
+          ctx + ": unknown field \"" + std::string(kv.key()) +
+          "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
+          "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
   }
 
   const json::value* tv = o.if_contains("tag");
@@ -141,7 +143,7 @@ plan_case parse_case(const json::value& v, size_t index) {
   if (is_peer_case(c)) {
     if (!valid_peer_name(c.server_mode.substr(5)))
       throw plan_error(ctx + ": field \"server_mode\" \"" + c.server_mode +
-                      "\": a peer name is letters, digits, '_', '-' or '.'");
+                       "\": a peer name is letters, digits, '_', '-' or '.'");
   } else {
     check_one_of(c.server_mode, {"inline", "pooled", "asio", "multi", "auto"}, ctx, "server_mode");
   }
@@ -149,10 +151,12 @@ plan_case parse_case(const json::value& v, size_t index) {
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
   if (!c.spin.empty() && !all_digits(c.spin))
-    throw plan_error(ctx + ": field \"spin\" must be microseconds (digits) or \"\", got \"" + c.spin + "\"");
+    throw plan_error(ctx + ": field \"spin\" must be microseconds (digits) or \"\", got \"" +
+                     c.spin + "\"");
   if (auto* s = o.if_contains("park")) c.park = setting_text(*s, ctx, "park");
   if (!c.park.empty() && !all_digits(c.park))
-    throw plan_error(ctx + ": field \"park\" must be milliseconds (digits) or \"\", got \"" + c.park + "\"");
+    throw plan_error(ctx + ": field \"park\" must be milliseconds (digits) or \"\", got \"" +
+                     c.park + "\"");
   if (auto* s = o.if_contains("doorbell")) c.doorbell = setting_text(*s, ctx, "doorbell");
   check_one_of(c.doorbell, {"", "0", "1"}, ctx, "doorbell");
   if (auto* s = o.if_contains("steal")) c.steal = setting_text(*s, ctx, "steal");
@@ -163,7 +167,8 @@ plan_case parse_case(const json::value& v, size_t index) {
     c.extra_cost_us = static_cast<int>(integer_field(*s, ctx, "extra_cost_us", 0, 10'000'000));
   if (auto* s = o.if_contains("conns")) c.conns = static_cast<int>(integer_field(*s, ctx, "conns", 0, 100000));
   if (auto* s = o.if_contains("rate_per_route")) {
-    if (!s->is_number()) throw plan_error(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
+    if (!s->is_number())
+      throw plan_error(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
     c.rate_per_route = s->to_number<double>();
     if (!(c.rate_per_route >= 0) || !std::isfinite(c.rate_per_route))
       throw plan_error(ctx + ": field \"rate_per_route\" must be >= 0");
@@ -171,25 +176,32 @@ plan_case parse_case(const json::value& v, size_t index) {
       throw plan_error(ctx + ": field \"rate_per_route\" only applies to mode \"rate\"");
   }
   if (auto* e = o.if_contains("env")) {
-    if (!e->is_object()) throw plan_error(ctx + ": field \"env\" must be an object, got " + kind_name(*e));
+    if (!e->is_object())
+      throw plan_error(ctx + ": field \"env\" must be an object, got " + kind_name(*e));
     for (const auto& kv : e->get_object()) {
       std::string name(kv.key());
-      if (!valid_env_name(name)) throw plan_error(ctx + ": env name \"" + name + "\" is not a valid variable name");
+      if (!valid_env_name(name))
+        throw plan_error(ctx + ": env name \"" + name + "\" is not a valid variable name");
       if (owned_vars().count(name))
-        throw plan_error(ctx + ": env \"" + name + "\" is set by the driver from the case's fields; use the field instead");
+        throw plan_error(ctx + ": env \"" + name +
+                         "\" is set by the driver from the case's fields; use the field instead");
       if (kv.value().is_string()) c.env[name] = std::string(kv.value().get_string());
       else if (kv.value().is_number()) c.env[name] = setting_text(kv.value(), ctx, "env." + name);
-      else throw plan_error(ctx + ": env \"" + name + "\" must be a string, got " + kind_name(kv.value()));
+      else
+        throw plan_error(ctx + ": env \"" + name + "\" must be a string, got " +
+                         kind_name(kv.value()));
     }
   }
   // Only knit's own pool (pooled, auto) reads the timer settings.
   const bool knit_pool = c.server_mode == "pooled" || c.server_mode == "auto";
   if (!knit_pool && (!c.spin.empty() || !c.park.empty() || !c.doorbell.empty() || !c.steal.empty()))
-    throw plan_error(ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"" +
-                    c.server_mode + "\"");
+    throw plan_error(
+        ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"" +
+        c.server_mode + "\"");
   if (auto* cmd = o.if_contains("command")) c.peer_command = string_field(*cmd, ctx, "command");
   if (auto* r = o.if_contains("routes")) {
-    if (!r->is_array()) throw plan_error(ctx + ": field \"routes\" must be an array, got " + kind_name(*r));
+    if (!r->is_array())
+      throw plan_error(ctx + ": field \"routes\" must be an array, got " + kind_name(*r));
     for (const auto& e : r->get_array()) {
       std::string name = string_field(e, ctx, "routes");
       check_one_of(name, {"ping", "ssr", "jwt"}, ctx, "routes");
@@ -197,16 +209,20 @@ plan_case parse_case(const json::value& v, size_t index) {
         throw plan_error(ctx + ": field \"routes\" names \"" + name + "\" twice");
       c.peer_routes.push_back(name);
     }
-    if (c.peer_routes.empty()) throw plan_error(ctx + ": field \"routes\" must name at least one route");
+    if (c.peer_routes.empty())
+      throw plan_error(ctx + ": field \"routes\" must name at least one route");
   }
   if (is_peer_case(c)) {
-    if (c.peer_command.empty()) throw plan_error(ctx + ": a peer case needs a non-empty \"command\"");
+    if (c.peer_command.empty())
+      throw plan_error(ctx + ": a peer case needs a non-empty \"command\"");
     if (c.threads != 0)
-      throw plan_error(ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
+      throw plan_error(
+          ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
   } else {
     if (!c.peer_command.empty() || !c.peer_routes.empty())
-      throw plan_error(ctx + ": fields \"command\" and \"routes\" are for server_mode \"peer:NAME\" only "
-                      "(knit-server serves every route)");
+      throw plan_error(ctx +
+                       ": fields \"command\" and \"routes\" are for server_mode \"peer:NAME\" only "
+                       "(knit-server serves every route)");
   }
   return c;
 }
@@ -249,13 +265,15 @@ std::vector<plan_case> parse_plan(std::string_view json_text) {
     plan_case c = parse_case(e, index);
     std::string key = c.tag + "|" + c.mode + "|" + reference_key(c);
     if (!seen.insert(key).second)
-      throw plan_error(where(index, c.tag) + ": duplicate of an earlier case with the same tag, mode, "
-                      "cost_profile and extra_cost_us (rows could not be told apart)");
+      throw plan_error(where(index, c.tag) +
+                       ": duplicate of an earlier case with the same tag, mode, "
+                       "cost_profile and extra_cost_us (rows could not be told apart)");
     if (c.server_mode == "inline" && c.mode == "sat") inline_sat_refs.insert(reference_key(c));
     if (c.mode == "rate" && c.rate_per_route == 0 && !inline_sat_refs.count(reference_key(c)))
-      throw plan_error(where(index, c.tag) +
-                      ": rate case without \"rate_per_route\" needs an earlier inline \"sat\" case with the "
-                      "same cost_profile and extra_cost_us to derive its rate from");
+      throw plan_error(
+          where(index, c.tag) +
+          ": rate case without \"rate_per_route\" needs an earlier inline \"sat\" case with the "
+          "same cost_profile and extra_cost_us to derive its rate from");
     cases.push_back(std::move(c));
     ++index;
   }
@@ -305,7 +323,8 @@ json::array plan_to_json(const std::vector<plan_case>& cases) {
   return a;
 }
 
-std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host, int port) {
+std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host,
+                                              int port) {
   // A fixed secret like the reference benchmark's (JWT_SECRET=x): the server would otherwise
   // pick a random one and warn. The cost of signing does not depend on it.
   std::map<std::string, std::string> env = {{"JWT_SECRET", "x"}};

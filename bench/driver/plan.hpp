@@ -53,7 +53,8 @@ boost::json::array plan_to_json(const std::vector<plan_case>& cases);
 // The environment a case's server runs with: PORT, HOST, the KNIT_* the case sets,
 // JWT_SECRET=x (as the reference benchmark did; a plan's env may override it) and the plan's env.
 // The rest of the environment is inherited minus any stray KNIT_* from the caller.
-std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host, int port);
+std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host,
+                                              int port);
 
 // True for an external peer case (server_mode "peer:NAME").
 bool is_peer_case(const plan_case& c);

@@ -61,7 +61,8 @@ std::vector<proc_entry> list_processes() {
 std::vector<proc_entry> process_tree(pid_t root, const std::vector<proc_entry>& all) {
   std::vector<proc_entry> tree;
   std::set<pid_t> in;
-  auto root_it = std::find_if(all.begin(), all.end(), [&](const proc_entry& p) { return p.pid == root; });
+  auto root_it =
+      std::find_if(all.begin(), all.end(), [&](const proc_entry& p) { return p.pid == root; });
   if (root_it != all.end()) {
     tree.push_back(*root_it);
     in.insert(root);

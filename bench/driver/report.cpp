@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "driver/configs.hpp"
-#include "driver/report_cells.hpp"
-#include "driver/report_counters.hpp"
-#include "driver/report_reference_tables.hpp"
-#include "driver/report_sweep.hpp"
 #include "driver/json_write.hpp"
 #include "driver/md_table.hpp"
 #include "driver/numfmt.hpp"
 #include "driver/peer_report.hpp"
+#include "driver/report_cells.hpp"
+#include "driver/report_counters.hpp"
+#include "driver/report_reference_tables.hpp"
+#include "driver/report_sweep.hpp"
 
 namespace knit::bench {
 namespace {
@@ -77,7 +77,8 @@ void run_header(Lines& md, const json::object* run, size_t index, size_t count) 
 
 }  // namespace
 
-std::string render_markdown(const std::vector<result_row>& rows, const json::object* meta, const std::vector<chart_ref>& charts,
+std::string render_markdown(const std::vector<result_row>& rows, const json::object* meta,
+                            const std::vector<chart_ref>& charts,
                             const std::vector<std::string>& warnings) {
   Lines md;
   auto cs = group_configs(rows);
@@ -117,20 +118,26 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
     for (const result_row* r : c.reps)
       if (is_reference_schema(*r)) reference_rows = true;
   }
-  md << "Columns: *idle cores* is server CPU with no load offered; *server cores* is server CPU-seconds over the "
-        "window divided by its length; *CPU-us/req* is server CPU per request served. Latencies are in ms. "
-        "The *default policy* is the library default (spin 50us at one worker, none above); the *old default* spins "
+  md << "Columns: *idle cores* is server CPU with no load offered; *server cores* is server "
+        "CPU-seconds over the "
+        "window divided by its length; *CPU-us/req* is server CPU per request served. Latencies "
+        "are in ms. "
+        "The *default policy* is the library default (spin 50us at one worker, none above); the "
+        "*old default* spins "
         "N*50us and parks 1ms.\n\n";
   if (repeated) md << "Repeated configurations show the median, with min–max in parentheses.\n\n";
   if (reference_rows)
-    md << "Some rows use the reference benchmark's schema (see `docs/reference-server.md`): tag `only` is the inline server; spin `default` is the old default "
-          "(N*50us, park 1ms), which is also the default policy at N=1; spin `0` is the default policy at N>=2.\n\n";
+    md << "Some rows use the reference benchmark's schema (see `docs/reference-server.md`): tag "
+          "`only` is the inline server; spin `default` is the old default "
+          "(N*50us, park 1ms), which is also the default policy at N=1; spin `0` is the default "
+          "policy at N>=2.\n\n";
   for (const auto& w : warnings) md << "> Warning: " << w << "\n\n";
   md << mode_mismatch_note(rows);
   md << foreign_load_note(rows);
 
   for (const auto& p : prof) {
-    md << "## Cost profile: " << (p.empty() ? "not recorded (reference benchmark rows)" : p) << "\n\n";
+    md << "## Cost profile: " << (p.empty() ? "not recorded (reference benchmark rows)" : p)
+       << "\n\n";
     config_scope sat{p, std::nullopt, "sat"}, rate{p, std::nullopt, "rate"};
     section_a(md, cs, sat);
     section_b(md, cs, rate);

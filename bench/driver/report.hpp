@@ -16,7 +16,8 @@ namespace knit::bench {
 // Markdown for `rows`. `meta` is meta.json's object (or null); charts are linked in
 // their sections; warnings (e.g. charts skipped) are listed in the header.
 std::string render_markdown(const std::vector<result_row>& rows, const boost::json::object* meta,
-                            const std::vector<chart_ref>& charts, const std::vector<std::string>& warnings);
+                            const std::vector<chart_ref>& charts,
+                            const std::vector<std::string>& warnings);
 
 // Reads rows_path and meta.json beside it, draws charts (unless with_charts is false)
 // and writes report.md beside it. Returns the report's path; throws on unreadable rows.

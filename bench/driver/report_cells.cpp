@@ -14,13 +14,22 @@ std::optional<double> opt_d(const std::optional<long long>& v) {
   return static_cast<double>(*v);
 }
 
-rep_stat idle(const measured_config& c) { return c.stat([](const result_row& r) { return std::optional<double>(r.idle_cores); }); }
-rep_stat cores(const measured_config& c) { return c.stat([](const result_row& r) { return std::optional<double>(r.cores); }); }
-rep_stat total(const measured_config& c) {
-  return c.stat([](const result_row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
+rep_stat idle(const measured_config& c) {
+  return c.stat([](const result_row& r) { return std::optional<double>(r.idle_cores); });
 }
-rep_stat rps_core(const measured_config& c) { return c.stat([](const result_row& r) { return opt_d(r.rps_per_core); }); }
-rep_stat cpu_us(const measured_config& c) { return c.stat([](const result_row& r) { return opt_d(r.cpu_us_per_req); }); }
+rep_stat cores(const measured_config& c) {
+  return c.stat([](const result_row& r) { return std::optional<double>(r.cores); });
+}
+rep_stat total(const measured_config& c) {
+  return c.stat(
+      [](const result_row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
+}
+rep_stat rps_core(const measured_config& c) {
+  return c.stat([](const result_row& r) { return opt_d(r.rps_per_core); });
+}
+rep_stat cpu_us(const measured_config& c) {
+  return c.stat([](const result_row& r) { return opt_d(r.cpu_us_per_req); });
+}
 
 // Next to every figure that rests on a window the machine was busy elsewhere during
 // (result_row::foreign_flagged), explained by foreign_load_note().
@@ -54,7 +63,8 @@ int policy_rank(const measured_config& c) {
 
 }  // namespace
 
-std::vector<const measured_config*> scoped(const std::vector<measured_config>& cs, const config_scope& s, bool pooled_only) {
+std::vector<const measured_config*> scoped(const std::vector<measured_config>& cs,
+                                           const config_scope& s, bool pooled_only) {
   std::vector<const measured_config*> v;
   for (const auto& c : cs)
     if (in_scope(c, s) && (!pooled_only || is_pool_policy(c.policy))) v.push_back(&c);
@@ -67,7 +77,8 @@ std::vector<const measured_config*> scoped(const std::vector<measured_config>& c
 
 // The rows of sections A and B: inline, the default policy at each pool size, knit's auto
 // mode, then the peers (asio, multi, external servers), each by thread count.
-std::vector<const measured_config*> headline(const std::vector<measured_config>& cs, const config_scope& s) {
+std::vector<const measured_config*> headline(const std::vector<measured_config>& cs,
+                                             const config_scope& s) {
   std::vector<const measured_config*> v;
   if (auto* c = inline_config(cs, s)) v.push_back(c);
   for (int n : pool_sizes(cs, s))
@@ -76,7 +87,9 @@ std::vector<const measured_config*> headline(const std::vector<measured_config>&
     std::vector<const measured_config*> of;
     for (const auto& c : cs)
       if (in_scope(c, s) && c.policy == p) of.push_back(&c);
-    std::stable_sort(of.begin(), of.end(), [](const measured_config* a, const measured_config* b) { return a->threads < b->threads; });
+    std::stable_sort(of.begin(), of.end(), [](const measured_config* a, const measured_config* b) {
+      return a->threads < b->threads;
+    });
     v.insert(v.end(), of.begin(), of.end());
   }
   for (const measured_config* c : external_peers(cs, s)) v.push_back(c);

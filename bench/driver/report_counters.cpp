@@ -7,7 +7,8 @@
 
 namespace knit::bench::report_detail {
 
-void pool_counter_section(Lines& md, const std::vector<measured_config>& cs, const std::string& profile) {
+void pool_counter_section(Lines& md, const std::vector<measured_config>& cs,
+                          const std::string& profile) {
   std::vector<const measured_config*> v;
   std::set<std::string> keys;
   for (const auto& c : cs) {
@@ -22,7 +23,8 @@ void pool_counter_section(Lines& md, const std::vector<measured_config>& cs, con
   }
   md << "### Pool counters\n\n";
   if (v.empty()) {
-    md << "No pool counters in these rows (inline only, reference benchmark rows, or a server without SIGUSR1 stats).\n\n";
+    md << "No pool counters in these rows (inline only, reference benchmark rows, or a server "
+          "without SIGUSR1 stats).\n\n";
     return;
   }
   // Stuck calls are rare events: per call they would print as 0.000, so they get their own
@@ -45,15 +47,17 @@ void pool_counter_section(Lines& md, const std::vector<measured_config>& cs, con
   }
   // The counters that explain a pool's cost first; anything new the server adds follows.
   std::vector<std::string> cols;
-  for (const char* k : {"host_wakes", "completion_batches", "completion_signals", "peer_wakes", "wakes_doorbell",
-                        "wakes_timeout", "parks", "spin_hits", "calls_stolen", "calls_run", "calls_completed"})
+  for (const char* k :
+       {"host_wakes", "completion_batches", "completion_signals", "peer_wakes", "wakes_doorbell",
+        "wakes_timeout", "parks", "spin_hits", "calls_stolen", "calls_run", "calls_completed"})
     if (keys.erase(k)) cols.push_back(k);
   for (const auto& k : keys) cols.push_back(k);
   // Counters that stayed at zero everywhere (rejections, timeouts...) only widen the table.
   std::erase_if(cols, [&](const std::string& k) {
     for (const measured_config* c : v)
       for (const result_row* r : c->reps)
-        if (auto it = r->pool_per_call.find(k); it != r->pool_per_call.end() && it->second != 0) return false;
+        if (auto it = r->pool_per_call.find(k); it != r->pool_per_call.end() && it->second != 0)
+          return false;
     zero.push_back(k);
     return true;
   });
@@ -75,26 +79,27 @@ void pool_counter_section(Lines& md, const std::vector<measured_config>& cs, con
   for (const auto& k : stuck_cols) head.push_back(k);
   md << header(head);
   for (const measured_config* c : v) {
-    std::vector<std::string> cells = {label_of(*c), c->policy_label, c->mode,
-                                      cell(c->stat([](const result_row& r) -> std::optional<double> {
-                                        auto it = r.pool_counters.find("calls_submitted");
-                                        if (it == r.pool_counters.end()) return std::nullopt;
-                                        return it->second;
-                                      }),
-                                           0)};
+    std::vector<std::string> cells = {
+        label_of(*c), c->policy_label, c->mode,
+        cell(c->stat([](const result_row& r) -> std::optional<double> {
+          auto it = r.pool_counters.find("calls_submitted");
+          if (it == r.pool_counters.end()) return std::nullopt;
+          return it->second;
+        }),
+             0)};
     for (const auto& k : cols)
       cells.push_back(cell(c->stat([&](const result_row& r) -> std::optional<double> {
-                             auto it = r.pool_per_call.find(k);
-                             if (it == r.pool_per_call.end()) return std::nullopt;
-                             return it->second;
-                           }),
+        auto it = r.pool_per_call.find(k);
+        if (it == r.pool_per_call.end()) return std::nullopt;
+        return it->second;
+      }),
                            3));
     for (const auto& k : stuck_cols)
       cells.push_back(cell(c->stat([&](const result_row& r) -> std::optional<double> {
-                             auto it = r.pool_counters.find(k);
-                             if (it == r.pool_counters.end()) return std::nullopt;
-                             return it->second;
-                           }),
+        auto it = r.pool_counters.find(k);
+        if (it == r.pool_counters.end()) return std::nullopt;
+        return it->second;
+      }),
                            0));
     md << row(cells);
   }

@@ -45,18 +45,20 @@ std::string foreign_load_note(const std::vector<result_row>& rows) {
   }
   if (measured == 0) return "";
   Lines md;
-  md << "Foreign load: each window recorded the CPU the machine spent outside the server, the load generator and "
+  md << "Foreign load: each window recorded the CPU the machine spent outside the server, the load "
+        "generator and "
         "the driver (`foreign_cores`, from `/proc/stat`); at most "
      << fixed(worst, 2) << " cores over " << measured << " window(s)";
-  if (reran) md << "; " << reran << " case(s) were measured again because another job was using the machine";
+  if (reran)
+    md << "; " << reran << " case(s) were measured again because another job was using the machine";
   md << ".";
   if (flagged.empty()) {
     md << " No window stayed over the limit.\n\n";
     return md.str();
   }
   md << "\n\n>" << kForeignMark << " " << flagged.size()
-     << " window(s) stayed over the limit after their reruns; figures resting on them are marked" << kForeignMark
-     << " and may be low: ";
+     << " window(s) stayed over the limit after their reruns; figures resting on them are marked"
+     << kForeignMark << " and may be low: ";
   for (size_t i = 0; i < flagged.size(); ++i) {
     const result_row& r = *flagged[i];
     md << (i ? "; " : "") << r.tag << " " << r.mode;
@@ -71,12 +73,15 @@ std::string mode_mismatch_note(const std::vector<result_row>& rows) {
   std::vector<std::string> seen;
   for (const result_row& r : rows) {
     if (!r.reported_mode || *r.reported_mode == r.server_mode) continue;
-    std::string what = "`" + r.tag + "` " + r.mode + " asked for " + r.server_mode + ", knit-stats said " + *r.reported_mode;
+    std::string what = "`" + r.tag + "` " + r.mode + " asked for " + r.server_mode +
+                       ", knit-stats said " + *r.reported_mode;
     if (std::find(seen.begin(), seen.end(), what) == seen.end()) seen.push_back(what);
   }
   if (seen.empty()) return "";
-  std::string s = "> Warning: the server ran another mode than some rows are named for, so those rows measure the "
-                  "reported mode: ";
+  std::string s =
+      "> Warning: the server ran another mode than some rows are named for, so those rows measure "
+      "the "
+      "reported mode: ";
   for (size_t i = 0; i < seen.size(); ++i) s += (i ? "; " : "") + seen[i];
   return s + ".\n\n";
 }

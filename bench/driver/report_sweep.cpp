@@ -21,12 +21,13 @@ std::string crossover(const std::vector<int>& costs, const std::map<int, std::op
     if (wins.at(c).has_value()) known.push_back(c);
   if (known.empty()) return "- " + what + ": not enough data.\n";
   if (!*wins.at(known.back()))
-    return "- " + what + ": pooling did not pay at the largest measured cost (" + std::to_string(known.back()) +
-           " us); no crossover in range.\n";
+    return "- " + what + ": pooling did not pay at the largest measured cost (" +
+           std::to_string(known.back()) + " us); no crossover in range.\n";
   size_t i = known.size();
   while (i > 0 && *wins.at(known[i - 1])) --i;
   if (i == 0)
-    return "- " + what + ": pooling pays at every measured cost, already at " + std::to_string(known.front()) + " us.\n";
+    return "- " + what + ": pooling pays at every measured cost, already at " +
+           std::to_string(known.front()) + " us.\n";
   return "- " + what + ": pooling starts to pay between " + std::to_string(known[i - 1]) + " and " +
          std::to_string(known[i]) + " us of extra CPU per heavy call (and keeps paying above).\n";
 }
@@ -40,15 +41,18 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
   const std::vector<int>& sizes = axes.sizes;
 
   md << "## Cost sweep" << (profile.empty() ? "" : " (cost profile " + profile + ")") << "\n\n"
-     << "Extra CPU added to every /ssr and /jwt call (`KNIT_SSR_COST_US`, `KNIT_JWT_COST_US`): where does moving "
-        "the heavy routes off the event loop start to pay? Pools use the default policy; the crossover below compares "
+     << "Extra CPU added to every /ssr and /jwt call (`KNIT_SSR_COST_US`, `KNIT_JWT_COST_US`): "
+        "where does moving "
+        "the heavy routes off the event loop start to pay? Pools use the default policy; the "
+        "crossover below compares "
         "them with inline, and auto and the asio peer are shown beside them.\n\n";
 
   // knit's auto mode and the peers (asio, multi) at each thread count measured in the sweep.
   std::vector<std::pair<config_kind, int>> others;
   for (const auto& c : cs)
-    if (c.extra_cost_us && c.profile == profile && (c.policy == config_kind::auto_mode || c.policy == config_kind::asio ||
-                                                    c.policy == config_kind::multi)) {
+    if (c.extra_cost_us && c.profile == profile &&
+        (c.policy == config_kind::auto_mode || c.policy == config_kind::asio ||
+         c.policy == config_kind::multi)) {
       std::pair<config_kind, int> k{c.policy, c.threads};
       if (std::find(others.begin(), others.end(), k) == others.end()) others.push_back(k);
     }
@@ -89,7 +93,8 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
     config_scope s{profile, cost, "rate"};
     const measured_config* in = inline_config(cs, s);
     rep_stat base = in ? in->route("ping", &route_row_stats::p99) : rep_stat{};
-    rep_stat offered = in ? in->stat([](const result_row& r) { return r.rate_per_route; }) : rep_stat{};
+    rep_stat offered =
+        in ? in->stat([](const result_row& r) { return r.rate_per_route; }) : rep_stat{};
     std::vector<std::string> cells = {std::to_string(cost), cell(offered, 0), cell(base, 2)};
     std::optional<double> best;
     for (int n : sizes) {
@@ -106,8 +111,8 @@ void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std:
     p99_wins[cost] = (base && best) ? std::optional<bool>(*best < base.median) : std::nullopt;
   }
   md << "\nCrossover (best pool size against inline):\n\n"
-     << crossover(costs, rps_wins, "Total rps, saturating") << crossover(costs, p99_wins, "/ping p99, fixed rate")
-     << "\n";
+     << crossover(costs, rps_wins, "Total rps, saturating")
+     << crossover(costs, p99_wins, "/ping p99, fixed rate") << "\n";
   for (const auto& ch : charts)
     if (ch.section == "sweep:" + profile) md << "![" << ch.title << "](" << ch.file << ")\n\n";
 }

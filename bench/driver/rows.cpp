@@ -141,7 +141,9 @@ const std::set<std::string>& known_keys() {
 
 }  // namespace
 
-bool is_reference_schema(const result_row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
+bool is_reference_schema(const result_row& r) {
+  return r.spin == "default" || r.park == "default" || r.tag == "only";
+}
 
 json::object row_to_json(const result_row& r) {
   json::object o;
@@ -265,7 +267,9 @@ result_row row_from_json(const json::value& v) {
   return r;
 }
 
-result_row row_from_json_line(std::string_view line) { return row_from_json(parse_json(line, "row")); }
+result_row row_from_json_line(std::string_view line) {
+  return row_from_json(parse_json(line, "row"));
+}
 
 std::vector<result_row> read_rows_file(const std::string& path) {
   std::ifstream in(path);

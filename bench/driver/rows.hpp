@@ -30,8 +30,8 @@ struct result_row {
   std::string tag;
   std::string mode;            // "sat" | "rate"
   int threads = 0;
-  std::string spin;            // reference: "default" = threads*50; ours: "" = unset (library default)
-  std::string park;            // reference: "default" = 1 ms;  ours: "" = unset
+  std::string spin;  // reference: "default" = threads*50; ours: "" = unset (library default)
+  std::string park;  // reference: "default" = 1 ms;  ours: "" = unset
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
   std::string server_mode;     // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"

@@ -21,7 +21,7 @@ struct run_options : plan_sizing {
   std::vector<int> server_cpus, gen_cpus;
   std::string host = "127.0.0.1";
   int port = 3000;
-  int gen_threads = 0;         // knit-load --threads; 0 = one per generator CPU, or its default
+  int gen_threads = 0;  // knit-load --threads; 0 = one per generator CPU, or its default
   std::vector<std::string> command_line;
   bool append = false;
   std::string lock_path = "/tmp/knit-bench.lock";

@@ -15,10 +15,10 @@
 #include <sstream>
 #include <thread>
 
+#include "driver/case_process.hpp"
 #include "driver/interrupt.hpp"
 #include "driver/json_write.hpp"
 #include "driver/numfmt.hpp"
-#include "driver/case_process.hpp"
 #include "driver/peers.hpp"
 #include "driver/process_tree.hpp"
 #include "driver/report.hpp"
@@ -226,7 +226,8 @@ int run_benchmark(const run_options& cfg) {
           } else {
             auto it = inline_total.find(reference_key(c));
             if (it == inline_total.end())
-              throw case_error("no inline saturating measurement to derive the rate from (did it fail?)");
+              throw case_error(
+                  "no inline saturating measurement to derive the rate from (did it fail?)");
             rate = std::max(1.0, std::round(cfg.rate_fraction * it->second / 3.0));
           }
         }

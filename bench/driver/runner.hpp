@@ -21,4 +21,3 @@ int run_benchmark(const run_options& cfg);
 std::string clock_text(double seconds);
 
 }  // namespace knit::bench
-

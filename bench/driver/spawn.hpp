@@ -21,9 +21,9 @@ struct spawn_spec {
 };
 
 // Starts the child and returns its PID: the PID of the program itself, since we exec
-// directly (the reference benchmark recorded a setsid shell's PID and then stopped the wrong process).
-// Returns only after exec succeeded AND the kernel has laid out the new program's argument
-// and environment strings, so /proc/PID/{exe,cmdline,environ} show the new program the
+// directly (the reference benchmark recorded a setsid shell's PID and then stopped the wrong
+// process). Returns only after exec succeeded AND the kernel has laid out the new program's
+// argument and environment strings, so /proc/PID/{exe,cmdline,environ} show the new program the
 // moment this returns; an exec failure throws with the child's errno.
 pid_t spawn_process(const spawn_spec& spec);
 

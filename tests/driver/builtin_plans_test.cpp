@@ -43,10 +43,8 @@ builtin_plan old_default_plan(const std::vector<std::string>& profiles) {
   for (const auto& prof : profiles) {
     for (const char* mode : {"sat", "rate"}) {
       p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
-      for (int n : {1, 2})
-        p.cases.push_back(make(tagged("t", n), mode, "pooled", n, "", "", prof));
-      for (int n : {1, 2})
-        p.cases.push_back(make(tagged("a", n), mode, "asio", n, "", "", prof));
+      for (int n : {1, 2}) p.cases.push_back(make(tagged("t", n), mode, "pooled", n, "", "", prof));
+      for (int n : {1, 2}) p.cases.push_back(make(tagged("a", n), mode, "asio", n, "", "", prof));
       p.cases.push_back(make("m2", mode, "multi", 2, "", "", prof));
       p.cases.push_back(make("auto1", mode, "auto", 1, "", "", prof));
     }
@@ -111,8 +109,8 @@ void expect_same(const builtin_plan& got, const builtin_plan& want) {
   EXPECT_EQ(got.conns, want.conns);
   ASSERT_EQ(got.cases.size(), want.cases.size());
   for (size_t i = 0; i < got.cases.size(); ++i)
-    EXPECT_EQ(got.cases[i], want.cases[i]) << got.name << " case " << i + 1 << " ("
-                                            << want.cases[i].tag << ")";
+    EXPECT_EQ(got.cases[i], want.cases[i])
+        << got.name << " case " << i + 1 << " (" << want.cases[i].tag << ")";
 }
 
 TEST(builtin_plans, each_embedded_plan_parses) {
@@ -146,10 +144,12 @@ TEST(builtin_plans, embedded_text_is_the_file_in_bench_plans) {
 TEST(builtin_plans, reject_unknown_names_and_fields) {
   EXPECT_THROW(load_builtin_plan("nope"), plan_error);
   EXPECT_THROW(parse_builtin_plan("x", R"({"idle_s":1,"warmup_s":1,"window_s":1,"repeat":1,
-      "conns":1,"profiles":["bun"],"cases":[],"extra":1})"), plan_error);
+      "conns":1,"profiles":["bun"],"cases":[],"extra":1})"),
+               plan_error);
   EXPECT_THROW(parse_builtin_plan("x", R"({"idle_s":1,"warmup_s":1,"window_s":1,"repeat":1,
       "conns":1,"profiles":["bun"],"cases":[{"tag":"i","server_mode":"inline",
-      "cost_profile":"bun"}]})"), plan_error);
+      "cost_profile":"bun"}]})"),
+               plan_error);
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ TEST(proc_stat, BusyIsUserNiceSystemOfTheAggregateLine) {
 }
 
 TEST(proc_stat, PerCpuLinesAreNotTakenForTheAggregate) {
-  const machine_cpu_sample s = parse_proc_stat("cpu0 1 1 1 1 1 1 1 1\ncpu  200 0 100 5 0 0 0 0\n", 100.0);
+  const machine_cpu_sample s =
+      parse_proc_stat("cpu0 1 1 1 1 1 1 1 1\ncpu  200 0 100 5 0 0 0 0\n", 100.0);
   EXPECT_DOUBLE_EQ(s.busy_s, 3.0);
 }
 
@@ -61,7 +62,8 @@ TEST(foreign_cores, NoElapsedWallIsNoReading) {
 TEST(foreign_verdict, KeepsQuietWindowsAndWindowsWithoutAReading) {
   EXPECT_EQ(foreign_verdict(std::nullopt, 0, 0.1, 2), foreign_load_verdict::keep);
   EXPECT_EQ(foreign_verdict(0.0, 0, 0.1, 2), foreign_load_verdict::keep);
-  EXPECT_EQ(foreign_verdict(0.1, 0, 0.1, 2), foreign_load_verdict::keep);  // at the limit is not over it
+  EXPECT_EQ(foreign_verdict(0.1, 0, 0.1, 2),
+            foreign_load_verdict::keep);  // at the limit is not over it
 }
 
 TEST(foreign_verdict, RerunsABusyWindowWhileRerunsAreLeftThenFlags) {
@@ -115,7 +117,9 @@ TEST(foreign_row, FieldsSurviveTheJsonRoundTrip) {
   EXPECT_TRUE(back.unknown.empty());
 }
 
-std::vector<result_row> reference_rows() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl"); }
+std::vector<result_row> reference_rows() {
+  return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
+}
 
 TEST(foreign_report, RowsWithoutReadingsGetNoNoteAndNoMark) {
   const auto rows = reference_rows();

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
+#include "driver/case_process.hpp"
 #include "driver/cpu_sampler.hpp"
 #include "driver/identity.hpp"
-#include "driver/case_process.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
 #include "driver/process_tree.hpp"
@@ -45,7 +45,7 @@ TEST(process_tree, DescendantsAndGroupMembersNotZombies) {
       {102, 100, 100, 12, 'S'}, {104, 1, 100, 14, 'S'},  // orphan still in root's group
       {105, 1, 105, 15, 'S'},                            // an unrelated process
       {106, 100, 100, 16, 'Z'},                          // a zombie child: nothing to measure
-      {107, 104, 107, 17, 'R'},                          // child of the orphan, in a group of its own
+      {107, 104, 107, 17, 'R'},  // child of the orphan, in a group of its own
   };
   std::vector<pid_t> pids;
   for (const auto& p : process_tree(100, all)) pids.push_back(p.pid);

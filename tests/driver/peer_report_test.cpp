@@ -13,7 +13,9 @@
 namespace knit::bench {
 namespace {
 
-std::vector<result_row> fixture() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/peers_bun.jsonl"); }
+std::vector<result_row> fixture() {
+  return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/peers_bun.jsonl");
+}
 
 std::string section(const std::string& md, const std::string& heading) {
   auto a = md.find(heading);
@@ -22,7 +24,8 @@ std::string section(const std::string& md, const std::string& heading) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
-const measured_config& find(const std::vector<measured_config>& cs, const std::string& tag, const std::string& mode) {
+const measured_config& find(const std::vector<measured_config>& cs, const std::string& tag,
+                            const std::string& mode) {
   for (const auto& c : cs)
     if (c.tag == tag && c.mode == mode) return c;
   throw std::runtime_error("no config " + tag + " " + mode);
@@ -49,8 +52,10 @@ TEST(peer_report, ClassifiesTheModes) {
   EXPECT_EQ(find(cs, "auto1", "sat").label, "auto: 1");
   EXPECT_EQ(find(cs, "nginx", "sat").label, "peer: nginx");
   EXPECT_EQ(find(cs, "nginx", "sat").reps.size(), 3u);
-  EXPECT_TRUE(is_peer(config_kind::asio) && is_peer(config_kind::multi) && is_peer(config_kind::peer));
-  EXPECT_FALSE(is_peer(config_kind::auto_mode) || is_peer(config_kind::inline_loop) || is_peer(config_kind::default_policy));
+  EXPECT_TRUE(is_peer(config_kind::asio) && is_peer(config_kind::multi) &&
+              is_peer(config_kind::peer));
+  EXPECT_FALSE(is_peer(config_kind::auto_mode) || is_peer(config_kind::inline_loop) ||
+               is_peer(config_kind::default_policy));
   // Route threads pair the comparisons: pooled 1 = loop + 1 worker = multi 2.
   EXPECT_EQ(route_threads(find(cs, "t1", "sat")), route_threads(find(cs, "m2", "sat")));
   EXPECT_EQ(route_threads(find(cs, "a1", "sat")), std::optional<int>(2));
@@ -79,14 +84,16 @@ TEST(peer_report, RatiosArePairedByRepetition) {
   const auto rows = fixture();  // configs point into the rows
   auto cs = group_configs(rows);
   // rps 18000/15000, 18600/15000, 17400/15000.
-  rep_stat r = paired_ratio(find(cs, "t1", "sat"), find(cs, "a1", "sat"), metric("total rps, saturating"));
+  rep_stat r =
+      paired_ratio(find(cs, "t1", "sat"), find(cs, "a1", "sat"), metric("total rps, saturating"));
   ASSERT_EQ(r.n, 3);
   EXPECT_DOUBLE_EQ(r.median, 1.2);
   EXPECT_DOUBLE_EQ(r.min, 17400.0 / 15000);
   EXPECT_DOUBLE_EQ(r.max, 18600.0 / 15000);
   EXPECT_EQ(ratio_cell(r), "1.20× (1.16–1.24)");
   // Lower is better: peer / knit. /ping p99 9 ms (multi 2) against 10, 12, 11 ms.
-  rep_stat p = paired_ratio(find(cs, "t1", "sat"), find(cs, "m2", "sat"), metric("/ping p99, saturating"));
+  rep_stat p =
+      paired_ratio(find(cs, "t1", "sat"), find(cs, "m2", "sat"), metric("/ping p99, saturating"));
   EXPECT_DOUBLE_EQ(p.median, 9.0 / 11);
   EXPECT_DOUBLE_EQ(p.min, 9.0 / 12);
   EXPECT_DOUBLE_EQ(p.max, 0.9);
@@ -101,7 +108,8 @@ TEST(peer_report, AConfigurationThatMissedTheRateIsNotCompared) {
   EXPECT_TRUE(met_rate(find(cs, "a2", "rate")));
   EXPECT_TRUE(met_rate(find(cs, "a1", "sat")));  // no rate_met in a saturating row
   // Had it been compared, asio 1 (1.5 cores) would have been the best peer of threads: 1.
-  rep_stat with_a1 = paired_ratio(find(cs, "t1", "rate"), find(cs, "a1", "rate"), metric("server cores, fixed rate"));
+  rep_stat with_a1 = paired_ratio(find(cs, "t1", "rate"), find(cs, "a1", "rate"),
+                                  metric("server cores, fixed rate"));
   EXPECT_DOUBLE_EQ(with_a1.median, 1.25);
 }
 
@@ -109,7 +117,8 @@ TEST(peer_report, FixedRatePingP99IsPairedLikeTheOthers) {
   const auto rows = fixture();
   auto cs = group_configs(rows);
   // Lower is better: multi 2's /ping p99 2.2, 2.4, 2.6 ms against threads: 1's 2.0 ms.
-  rep_stat r = paired_ratio(find(cs, "t1", "rate"), find(cs, "m2", "rate"), metric("/ping p99, fixed rate"));
+  rep_stat r =
+      paired_ratio(find(cs, "t1", "rate"), find(cs, "m2", "rate"), metric("/ping p99, fixed rate"));
   ASSERT_EQ(r.n, 3);
   EXPECT_DOUBLE_EQ(r.median, 1.2);
   EXPECT_DOUBLE_EQ(r.min, 1.1);

@@ -73,8 +73,8 @@ TEST(plan, LoadFileNamesTheFile) {
 }
 
 TEST(plan, BuiltinsSurviveTheirOwnJson) {
-  for (const builtin_plan& p : {load_builtin_plan("default"), load_builtin_plan("full"),
-                                  load_builtin_plan("cost-sweep")}) {
+  for (const builtin_plan& p :
+       {load_builtin_plan("default"), load_builtin_plan("full"), load_builtin_plan("cost-sweep")}) {
     auto text = to_json_pretty(plan_to_json(p.cases));
     auto back = parse_plan(text);
     EXPECT_EQ(back, p.cases) << p.name;
@@ -189,7 +189,7 @@ TEST(plan, ServerEnvironment) {
   EXPECT_EQ(env.at("KNIT_JWT_COST_US"), "20");
   EXPECT_EQ(env.at("KNIT_MAX_SPINNERS"), "2");
   EXPECT_EQ(env.count("KNIT_STEAL"), 0u);  // "" = unset, not empty
-  EXPECT_EQ(env.at("JWT_SECRET"), "x");      // the reference benchmark's secret
+  EXPECT_EQ(env.at("JWT_SECRET"), "x");    // the reference benchmark's secret
   plan_case i;
   i.server_mode = "inline";
   auto ienv = server_env(i, "127.0.0.1", 3000);

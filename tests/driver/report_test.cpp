@@ -75,7 +75,8 @@ TEST(reference_report, SectionBPingMatchesReference) {
            "| threads: 15 | 0.49 | 3.00 | 2.29 | 0.194 |",
        })
     EXPECT_NE(b.find(line), std::string::npos) << "missing: " << line;
-  // /ssr and /jwt tables carry the reference p50/p99 too (reference: hono_only 0.84 / 14.32, threads: 15 0.88 / 4.33).
+  // /ssr and /jwt tables carry the reference p50/p99 too (reference: hono_only 0.84 / 14.32,
+  // threads: 15 0.88 / 4.33).
   EXPECT_NE(b.find("| inline | 0.84 | 14.32 | 1.08 |"), std::string::npos);
   EXPECT_NE(b.find("| threads: 15 | 0.88 | 4.33 | 2.29 |"), std::string::npos);
 }
@@ -110,12 +111,15 @@ TEST(reference_report, SectionCLoadedAndBeforeAfterMatchReference) {
        })
     EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line;
   // Full CPU picture: the default policy row at 15 workers is bold, as in the reference.
-  EXPECT_NE(c.find("| **no spin (= default policy)** | **0.164** | **2.83** | **4238** | **236** |"), std::string::npos);
+  EXPECT_NE(
+      c.find("| **no spin (= default policy)** | **0.164** | **2.83** | **4238** | **236** |"),
+      std::string::npos);
 }
 
 TEST(reference_report, PercentAndRatioFormatting) {
   EXPECT_EQ(pct_change(8208, 18014), "+119%");
-  EXPECT_EQ(pct_change(8208, 15811), "+93%");  // 92.6 rounds up: the reference rounded, not truncated
+  EXPECT_EQ(pct_change(8208, 15811),
+            "+93%");  // 92.6 rounds up: the reference rounded, not truncated
   EXPECT_EQ(pct_change(7.84, 4.12), "-47%");
   EXPECT_EQ(ratio_text(1048, 4238, true), "4.0x");
   EXPECT_EQ(ratio_text(1984, 382, false), "5.2x less");
@@ -126,13 +130,14 @@ TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
   if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl", dir / "rows.jsonl",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
+                dir / "rows.jsonl", fs::copy_options::overwrite_existing);
   ::unsetenv("KNIT_BENCH_GNUPLOT");
   std::vector<std::string> warnings;
   write_report((dir / "rows.jsonl").string(), true, &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings.front();
-  for (const char* png : {"rps_by_pool_reference.png", "ping_p99_reference.png", "idle_by_n_reference.png", "cpu_per_req_by_n_reference.png"}) {
+  for (const char* png : {"rps_by_pool_reference.png", "ping_p99_reference.png",
+                          "idle_by_n_reference.png", "cpu_per_req_by_n_reference.png"}) {
     EXPECT_TRUE(fs::exists(dir / "charts" / png)) << png;
     EXPECT_GT(fs::file_size(dir / "charts" / png), 0u) << png;
   }
@@ -146,8 +151,8 @@ TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
 TEST(reference_report, MissingGnuplotSkipsChartsWithAWarning) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl", dir / "rows.jsonl",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
+                dir / "rows.jsonl", fs::copy_options::overwrite_existing);
   ::setenv("KNIT_BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
   std::vector<std::string> warnings;
   write_report((dir / "rows.jsonl").string(), true, &warnings);

@@ -6,10 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "driver/case_process.hpp"
 #include "driver/cpu_sampler.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
-#include "driver/case_process.hpp"
 #include "driver/server_stats.hpp"
 #include "driver/single_instance.hpp"
 
