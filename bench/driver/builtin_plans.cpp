@@ -3,7 +3,9 @@
 #include "driver/builtin_plans.hpp"
 
 #include <boost/json.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace knit::bench {
 namespace {
@@ -38,7 +40,7 @@ std::vector<std::string> default_profiles(const json::object& o, const std::stri
 
 builtin_plan parse_builtin_plan(std::string_view name, std::string_view json_text,
                                 const std::vector<std::string>& profiles) {
-  const std::string ctx = "built-in plan " + std::string(name);
+  const std::string ctx = "plan " + std::string(name);
   boost::system::error_code ec;
   json::value v = json::parse(json_text, ec);
   if (ec) throw plan_error(ctx + " is not valid JSON: " + ec.message());
@@ -85,6 +87,25 @@ builtin_plan load_builtin_plan(std::string_view name, const std::vector<std::str
   for (const auto& e : embedded_plans())
     if (e.name == name) return parse_builtin_plan(e.name, e.json, profiles);
   throw plan_error("no built-in plan named \"" + std::string(name) + "\"");
+}
+
+plan_file_contents read_plan_file(const std::string& path,
+                                  const std::vector<std::string>& profiles) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  boost::system::error_code ec;
+  const json::value v = json::parse(text.str(), ec);
+  if (!in || ec || !v.is_object()) {
+    // An array of cases, or something load_plan_file explains (missing, not JSON, ...).
+    if (!profiles.empty())
+      throw plan_error(path +
+                       ": --profiles applies to built-in plans and plan objects only, "
+                       "not to an array of cases");
+    return {load_plan_file(path), std::nullopt};
+  }
+  builtin_plan p = parse_builtin_plan(path, text.str(), profiles);
+  return {std::move(p.cases), static_cast<const plan_sizing&>(p)};
 }
 
 }  // namespace knit::bench

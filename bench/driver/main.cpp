@@ -37,7 +37,7 @@ run options:
   --duration S         measured window
   --conns N            connections per route (default: the plan's, 50; --full: 100)
   --rate-fraction F    rate cases offer F x the inline saturating total (default 0.7)
-  --profiles LIST      cost profiles for built-in plans, e.g. bun,native
+  --profiles LIST      cost profiles for built-in plans and plan objects, e.g. bun,native
   --server PATH        knit-server binary (default: beside knit-bench)
   --load PATH          knit-load binary (default: beside knit-bench)
   --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: all but the last quarter of the CPUs)
@@ -61,7 +61,7 @@ run options:
                        three); it is loaded on those only
   --peer-timeout S     a peer must accept connections within S seconds (default 10)
 
-Plans are JSON arrays of cases:
+Plans are JSON arrays of cases (or objects with sizing and profiles, like bench/plans/full.json):
   {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled"|"asio"|"multi"|"auto","threads":4,
    "spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
    "env":{"KNIT_...":"..."},"cost_profile":""|"bun"|"native","extra_cost_us":N,
@@ -240,13 +240,16 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else usage_error("run: unknown argument " + a);
   }
   for (const auto& p : profiles)
-    if (p != "bun" && p != "native") usage_error("--profiles: unknown cost profile \"" + p + "\" (bun, native)");
-  if (!profiles.empty() && !plan_file.empty()) usage_error("--profiles applies to built-in plans only");
+    if (p != "bun" && p != "native")
+      usage_error("--profiles: unknown cost profile \"" + p + "\" (bun, native)");
   if (builtin_name.empty() && plan_file.empty()) builtin_name = "default";
 
   if (!plan_file.empty()) {
     try {
-      cfg.cases = load_plan_file(plan_file);
+      // An array of cases runs with the sizing below; a plan object brings its own.
+      plan_file_contents f = read_plan_file(plan_file, profiles);
+      cfg.cases = std::move(f.cases);
+      if (f.sizing) static_cast<plan_sizing&>(cfg) = *f.sizing;
     } catch (const std::exception& e) {
       std::cerr << "knit-bench: " << e.what() << "\n";
       return 2;

@@ -152,5 +152,23 @@ TEST(builtin_plans, reject_unknown_names_and_fields) {
                plan_error);
 }
 
+TEST(builtin_plans, plan_objects_run_with_their_sizing_from_plan_files) {
+  const std::string dir = KNIT_PLANS_DIR;
+  plan_file_contents full = read_plan_file(dir + "/full.json", {});
+  builtin_plan want = load_builtin_plan("full");
+  EXPECT_EQ(full.cases, want.cases);
+  ASSERT_TRUE(full.sizing);
+  EXPECT_EQ(full.sizing->window_s, want.window_s);
+  EXPECT_EQ(full.sizing->conns, want.conns);
+  EXPECT_EQ(read_plan_file(dir + "/default.json", {"native"}).cases,
+            load_builtin_plan("default", {"native"}).cases);
+  // An array of cases is read as before, without sizing, and takes no profiles.
+  plan_file_contents inline_only = read_plan_file(dir + "/inline-only.json", {});
+  EXPECT_EQ(inline_only.cases, load_plan_file(dir + "/inline-only.json"));
+  EXPECT_FALSE(inline_only.sizing);
+  EXPECT_THROW(read_plan_file(dir + "/inline-only.json", {"bun"}), plan_error);
+  EXPECT_THROW(read_plan_file("/nonexistent/plan.json", {}), plan_error);
+}
+
 }  // namespace
 }  // namespace knit::bench
