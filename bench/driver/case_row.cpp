@@ -2,6 +2,7 @@
 // benchmark's rows were.
 #include "driver/case_row.hpp"
 
+#include "driver/cpu_list.hpp"
 #include "driver/cpu_sampler.hpp"
 #include "driver/numfmt.hpp"
 #include "driver/plan.hpp"

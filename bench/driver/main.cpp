@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "driver/builtin_plans.hpp"
+#include "driver/cpu_list.hpp"
 #include "driver/json_write.hpp"
 #include "driver/peers.hpp"
 #include "driver/plan.hpp"

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "driver/case_process.hpp"
+#include "driver/cpu_list.hpp"
 #include "driver/interrupt.hpp"
 #include "driver/json_write.hpp"
 #include "driver/numfmt.hpp"

@@ -42,10 +42,6 @@ std::optional<exit_status> wait_exit(pid_t pid, double timeout_s);
 // SIGTERM, wait up to grace_s, then SIGKILL and wait. `killed` says whether SIGKILL was needed.
 exit_status stop_process(pid_t pid, double grace_s, bool* killed = nullptr);
 
-// "0-3,6" -> {0,1,2,3,6}. Throws std::invalid_argument on bad syntax.
-std::vector<int> parse_cpu_list(const std::string& text);
-std::string format_cpu_list(const std::vector<int>& cpus);
-
 // This process's environment minus variables the driver controls (any KNIT_*, PORT,
 // HOST, JWT_SECRET), plus `set`. A stray KNIT_SPIN exported in the caller's shell
 // must not leak into a case that means to leave it unset.

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "driver/cpu_list.hpp"
 #include "driver/identity.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
