@@ -91,7 +91,7 @@ class chart_drawer {
   std::string dir_, gnuplot_, terminal_;
 };
 
-// Lines over categorical x labels: rows of (label, values...).
+// md_stream over categorical x labels: rows of (label, values...).
 std::string categorical_block(const std::string& name, const std::vector<std::string>& columns,
                               const std::vector<std::pair<std::string, std::vector<std::string>>>& rows) {
   // Built with append: GCC 12 flags "literal" + std::string with a bogus -Wrestrict at -O3.

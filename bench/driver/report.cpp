@@ -50,7 +50,7 @@ std::string code_span(const std::string& text) {
   return s;
 }
 
-void run_header(Lines& md, const json::object* run, size_t index, size_t count) {
+void run_header(md_stream& md, const json::object* run, size_t index, size_t count) {
   if (count > 1) md << "Run " << index + 1 << " of " << count << ":\n\n";
   const json::object* machine = obj_of(run, "machine");
   const json::object* layout = obj_of(run, "cpu_layout");
@@ -80,7 +80,7 @@ void run_header(Lines& md, const json::object* run, size_t index, size_t count) 
 std::string render_markdown(const std::vector<result_row>& rows, const json::object* meta,
                             const std::vector<chart_ref>& charts,
                             const std::vector<std::string>& warnings) {
-  Lines md;
+  md_stream md;
   auto cs = group_configs(rows);
   md << "# knit-bench report\n\n";
   md << "Rendered from `rows.jsonl` alone (" << rows.size() << " rows";

@@ -11,7 +11,7 @@
 
 namespace knit::bench::report_detail {
 
-using Lines = std::ostringstream;
+using md_stream = std::ostringstream;
 
 inline const char* const kRoutes[] = {"ping", "ssr", "jwt"};
 inline const char* const kForeignMark = " \u26a0";

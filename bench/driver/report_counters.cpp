@@ -7,7 +7,7 @@
 
 namespace knit::bench::report_detail {
 
-void pool_counter_section(Lines& md, const std::vector<measured_config>& cs,
+void pool_counter_section(md_stream& md, const std::vector<measured_config>& cs,
                           const std::string& profile) {
   std::vector<const measured_config*> v;
   std::set<std::string> keys;

@@ -10,7 +10,7 @@
 namespace knit::bench {
 
 using report_detail::kForeignMark;
-using report_detail::Lines;
+using report_detail::md_stream;
 
 std::string pct_change(double base, double value) {
   if (base == 0) return "-";
@@ -44,7 +44,7 @@ std::string foreign_load_note(const std::vector<result_row>& rows) {
     if (r.foreign_flagged.value_or(false)) flagged.push_back(&r);
   }
   if (measured == 0) return "";
-  Lines md;
+  md_stream md;
   md << "Foreign load: each window recorded the CPU the machine spent outside the server, the load "
         "generator and "
         "the driver (`foreign_cores`, from `/proc/stat`); at most "

@@ -9,7 +9,7 @@
 
 namespace knit::bench::report_detail {
 
-void section_a(Lines& md, const std::vector<measured_config>& cs, const config_scope& sat) {
+void section_a(md_stream& md, const std::vector<measured_config>& cs, const config_scope& sat) {
   auto rows = headline(cs, sat);
   md << "### A. Saturating load - throughput\n\n";
   if (rows.empty()) {
@@ -65,7 +65,7 @@ void section_a(Lines& md, const std::vector<measured_config>& cs, const config_s
   md << "\n";
 }
 
-void section_b(Lines& md, const std::vector<measured_config>& cs, const config_scope& rate) {
+void section_b(md_stream& md, const std::vector<measured_config>& cs, const config_scope& rate) {
   auto rows = headline(cs, rate);
   md << "### B. Fixed rate - latency\n\n";
   if (rows.empty()) {
@@ -130,7 +130,7 @@ void section_b(Lines& md, const std::vector<measured_config>& cs, const config_s
   }
 }
 
-void section_c(Lines& md, const std::vector<measured_config>& cs, const config_scope& sat,
+void section_c(md_stream& md, const std::vector<measured_config>& cs, const config_scope& sat,
                const config_scope& rate) {
   md << "### C. What the timer policy is worth\n\n";
   std::vector<int> sizes = pool_sizes(cs, sat);

@@ -34,8 +34,8 @@ std::string crossover(const std::vector<int>& costs, const std::map<int, std::op
 
 }  // namespace
 
-void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std::string& profile,
-                   const std::vector<chart_ref>& charts) {
+void sweep_section(md_stream& md, const std::vector<measured_config>& cs,
+                   const std::string& profile, const std::vector<chart_ref>& charts) {
   const sweep_axes axes = sweep_axes_of(cs, profile);
   const std::vector<int>& costs = axes.costs;
   const std::vector<int>& sizes = axes.sizes;

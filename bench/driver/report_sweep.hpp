@@ -10,7 +10,7 @@
 
 namespace knit::bench::report_detail {
 
-void sweep_section(Lines& md, const std::vector<measured_config>& cs, const std::string& profile,
-                   const std::vector<chart_ref>& charts);
+void sweep_section(md_stream& md, const std::vector<measured_config>& cs,
+                   const std::string& profile, const std::vector<chart_ref>& charts);
 
 }  // namespace knit::bench::report_detail
