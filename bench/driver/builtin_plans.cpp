@@ -98,11 +98,12 @@ plan_file_contents read_plan_file(const std::string& path,
   const json::value v = json::parse(text.str(), ec);
   if (!in || ec || !v.is_object()) {
     // An array of cases, or something load_plan_file explains (missing, not JSON, ...).
+    std::vector<plan_case> cases = load_plan_file(path);
     if (!profiles.empty())
       throw plan_error(path +
                        ": --profiles applies to built-in plans and plan objects only, "
                        "not to an array of cases");
-    return {load_plan_file(path), std::nullopt};
+    return {std::move(cases), std::nullopt};
   }
   builtin_plan p = parse_builtin_plan(path, text.str(), profiles);
   return {std::move(p.cases), static_cast<const plan_sizing&>(p)};
