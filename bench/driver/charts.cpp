@@ -30,25 +30,26 @@ std::string quoted(const std::string& s) {
   return o + "\"";
 }
 
-std::string num(const Stat& s) { return s ? shortest(s.median) : "?"; }
+std::string num(const rep_stat& s) { return s ? shortest(s.median) : "?"; }
 
 // One chart: a gnuplot script with its data inline.
-struct Script {
+struct gnuplot_script {
   std::string name;   // file stem
   std::string title;
   std::string section;
   std::string body;   // data blocks and plot commands, after the terminal/output lines
 };
 
-class Drawer {
+class chart_drawer {
  public:
-  Drawer(std::string report_dir, std::string gnuplot) : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
+  chart_drawer(std::string report_dir, std::string gnuplot)
+      : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
     ::mkdir((dir_ + "/charts").c_str(), 0755);
     // pngcairo draws nicer text; plain png (libgd) is the fallback some builds have.
     terminal_ = capture_output({gnuplot_, "-e", "set terminal pngcairo"}) ? "pngcairo" : "png";
   }
 
-  void draw(const Script& s, ChartSet& out) {
+  void draw(const gnuplot_script& s, chart_set& out) {
     const std::string png = "charts/" + s.name + ".png";
     const std::string gp = dir_ + "/charts/" + s.name + ".gp";
     {
@@ -61,7 +62,7 @@ class Drawer {
         << "set grid\n"
         << s.body;
     }
-    SpawnSpec sp;
+    spawn_spec sp;
     sp.exe = gnuplot_;
     sp.argv = {gnuplot_, gp};
     sp.env = child_environment({});
@@ -90,7 +91,7 @@ class Drawer {
   std::string dir_, gnuplot_, terminal_;
 };
 
-// Lines over categorical x labels: rows of (label, values...).
+// md_stream over categorical x labels: rows of (label, values...).
 std::string categorical_block(const std::string& name, const std::vector<std::string>& columns,
                               const std::vector<std::pair<std::string, std::vector<std::string>>>& rows) {
   // Built with append: GCC 12 flags "literal" + std::string with a bogus -Wrestrict at -O3.
@@ -120,29 +121,33 @@ std::string plot_columns(const std::string& block, const std::vector<std::string
   return p + "\n";
 }
 
-void profile_charts(const std::vector<Config>& cs, const std::string& profile, Drawer& d, ChartSet& out) {
+void profile_charts(const std::vector<measured_config>& cs, const std::string& profile,
+                    chart_drawer& d, chart_set& out) {
   const std::string sec = "profile:" + profile;
-  const std::string suffix = file_safe(profile.empty() ? "seed" : profile);
-  Scope sat{profile, std::nullopt, "sat"}, rate{profile, std::nullopt, "rate"};
+  const std::string suffix = file_safe(profile.empty() ? "reference" : profile);
+  config_scope sat{profile, std::nullopt, "sat"}, rate{profile, std::nullopt, "rate"};
 
-  // 1. rps per route vs pool size, seed policy, saturating.
+  // 1. rps per route vs pool size, default policy, saturating.
   {
     std::vector<std::pair<std::string, std::vector<std::string>>> rows;
-    auto add = [&](const Config* c, const std::string& label) {
+    auto add = [&](const measured_config* c, const std::string& label) {
       if (!c) return;
-      rows.push_back({label, {num(c->route("ping", &RouteStats::rps)), num(c->route("ssr", &RouteStats::rps)),
-                              num(c->route("jwt", &RouteStats::rps))}});
+      rows.push_back({label,
+                      {num(c->route("ping", &route_row_stats::rps)),
+                       num(c->route("ssr", &route_row_stats::rps)),
+                       num(c->route("jwt", &route_row_stats::rps))}});
     };
     add(inline_config(cs, sat), "inline");
-    for (int n : pool_sizes(cs, sat)) add(seed_policy_config(cs, sat, n), std::to_string(n));
+    for (int n : pool_sizes(cs, sat)) add(default_policy_config(cs, sat, n), std::to_string(n));
     if (rows.size() >= 2) {
       std::vector<std::string> cols = {"/ping", "/ssr", "/jwt"};
-      d.draw({"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (seed policy)", sec,
-              categorical_block("d", cols, rows) +
-                  "set title \"Saturating load: rps per route vs pool size (seed policy)\"\n"
-                  "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
-                  plot_columns("d", cols, "linespoints lw 2 pt 7")},
-             out);
+      d.draw(
+          {"rps_by_pool_" + suffix, "Saturating rps per route vs pool size (default policy)", sec,
+           categorical_block("d", cols, rows) +
+               "set title \"Saturating load: rps per route vs pool size (default policy)\"\n"
+               "set xlabel \"pool size\"\nset ylabel \"requests/s\"\nset yrange [0:*]\n" +
+               plot_columns("d", cols, "linespoints lw 2 pt 7")},
+          out);
     }
   }
 
@@ -150,10 +155,10 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
   {
     std::string body;
     int panels = 0;
-    for (const Scope* s : {&sat, &rate}) {
+    for (const config_scope* s : {&sat, &rate}) {
       std::vector<std::pair<std::string, std::vector<std::string>>> rows;
       for (const auto& c : cs)
-        if (in_scope(c, *s)) rows.push_back({c.tag, {num(c.route("ping", &RouteStats::p99))}});
+        if (in_scope(c, *s)) rows.push_back({c.tag, {num(c.route("ping", &route_row_stats::p99))}});
       if (rows.empty()) continue;
       std::string block = s->mode == "sat" ? "sat" : "rate";
       body += categorical_block(block, {"/ping p99"}, rows);
@@ -161,7 +166,7 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
     }
     if (panels > 0) {
       std::string plots;
-      for (const Scope* s : {&sat, &rate}) {
+      for (const config_scope* s : {&sat, &rate}) {
         if (body.find("$" + std::string(s->mode == "sat" ? "sat" : "rate") + " <<") == std::string::npos) continue;
         plots += std::string("set title \"/ping p99 per configuration, ") +
                  (s->mode == "sat" ? "saturating" : "fixed rate") + "\"\n" +
@@ -178,14 +183,15 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
   }
 
   // knit against the peers: saturating total rps and fixed-rate server cores for inline,
-  // the seed policy at each N, auto, asio, multi and external peers, side by side.
+  // the default policy at each N, auto, asio, multi and external peers, side by side.
   {
-    auto headline = [&](const Scope& s) {
-      std::vector<const Config*> v;
+    auto headline = [&](const config_scope& s) {
+      std::vector<const measured_config*> v;
       if (auto* c = inline_config(cs, s)) v.push_back(c);
       for (int n : pool_sizes(cs, s))
-        if (auto* c = seed_policy_config(cs, s, n)) v.push_back(c);
-      for (Policy p : {Policy::Auto, Policy::Asio, Policy::Multi, Policy::Peer})
+        if (auto* c = default_policy_config(cs, s, n)) v.push_back(c);
+      for (config_kind p :
+           {config_kind::auto_mode, config_kind::asio, config_kind::multi, config_kind::peer})
         for (const auto& c : cs)
           if (in_scope(c, s) && c.policy == p) v.push_back(&c);
       return v;
@@ -194,14 +200,16 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
     for (const auto& c : cs)
       if ((in_scope(c, sat) || in_scope(c, rate)) && is_peer(c.policy)) peers = true;
     std::vector<std::pair<std::string, std::vector<std::string>>> rps_rows, core_rows;
-    for (const Config* c : headline(sat))
+    for (const measured_config* c : headline(sat))
       if (routes_of(*c).size() == 3)
-        rps_rows.push_back({c->label, {num(c->stat([](const Row& r) {
+        rps_rows.push_back({c->label, {num(c->stat([](const result_row& r) {
                               return std::optional<double>(static_cast<double>(r.total_rps));
                             }))}});
-    for (const Config* c : headline(rate))
+    for (const measured_config* c : headline(rate))
       if (routes_of(*c).size() == 3)
-        core_rows.push_back({c->label, {num(c->stat([](const Row& r) { return std::optional<double>(r.cores); }))}});
+        core_rows.push_back(
+            {c->label,
+             {num(c->stat([](const result_row& r) { return std::optional<double>(r.cores); }))}});
     if (peers && (!rps_rows.empty() || !core_rows.empty())) {
       std::string body, plots;
       int panels = 0;
@@ -226,29 +234,33 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
   }
 
   // 3 and 4. Idle cores and CPU-us/request vs N, one line per policy (saturating).
-  auto per_policy = [&](const std::string& stem, const std::string& title, const std::string& ylabel,
-                        const std::function<Stat(const Config&)>& metric, bool with_model) {
+  auto per_policy = [&](const std::string& stem, const std::string& title,
+                        const std::string& ylabel,
+                        const std::function<rep_stat(const measured_config&)>& metric,
+                        bool with_model) {
     std::vector<int> sizes = pool_sizes(cs, sat);
     if (sizes.empty()) return;
-    std::map<std::string, std::vector<std::pair<int, Stat>>> series;
+    std::map<std::string, std::vector<std::pair<int, rep_stat>>> series;
     std::vector<std::string> order;
-    auto put = [&](const std::string& name, int n, const Stat& v) {
+    auto put = [&](const std::string& name, int n, const rep_stat& v) {
       if (!v) return;
       if (!series.count(name)) order.push_back(name);
       series[name].push_back({n, v});
     };
     for (int n : sizes) {
-      if (auto* c = seed_policy_config(cs, sat, n)) put("seed policy", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, Policy::OldDefault)) put("old default (N*50us, park 1ms)", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, Policy::Flat50)) put("flat 50us", n, metric(*c));
-      if (auto* c = policy_config(cs, sat, n, Policy::NoSpin); c && !c->seed_equivalent) put("no spin", n, metric(*c));
+      if (auto* c = default_policy_config(cs, sat, n)) put("default policy", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::old_default))
+        put("old default (N*50us, park 1ms)", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::flat50)) put("flat 50us", n, metric(*c));
+      if (auto* c = policy_config(cs, sat, n, config_kind::no_spin); c && !c->stands_for_default)
+        put("no spin", n, metric(*c));
     }
     // auto and the asio / multi peers at their N, beside knit's pool.
-    for (Policy p : {Policy::Auto, Policy::Asio, Policy::Multi})
+    for (config_kind p : {config_kind::auto_mode, config_kind::asio, config_kind::multi})
       for (const auto& c : cs)
         if (in_scope(c, sat) && c.policy == p) put(policy_name(p), c.threads, metric(c));
     if (auto* c = inline_config(cs, sat); c && !with_model) {
-      Stat v = metric(*c);
+      rep_stat v = metric(*c);
       put("inline", sizes.front(), v);
       put("inline", sizes.back(), v);
     }
@@ -258,7 +270,8 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
     for (const auto& name : order) {
       std::string block = "s" + std::to_string(i);
       body += "$" + block + " << EOD\n";
-      for (const auto& [n, v] : series[name]) body += std::to_string(n) + " " + shortest(v.median) + "\n";
+      for (const auto& [n, v] : series[name])
+        body += std::to_string(n) + " " + shortest(v.median) + "\n";
       body += "EOD\n";
       if (i) plot += ", \\\n     ";
       plot += "$" + block + " using 1:2 with linespoints lw 2 pt 7 title " + quoted(name);
@@ -266,7 +279,8 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
     }
     if (with_model) {
       body += "$model << EOD\n";
-      for (int n : sizes) body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
+      for (int n : sizes)
+        body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
       body += "EOD\n";
       plot += ", \\\n     $model using 1:2 with lines dt 2 lw 2 title \"model N*spin/(spin+park), old default\"";
     }
@@ -279,69 +293,71 @@ void profile_charts(const std::vector<Config>& cs, const std::string& profile, D
                 }() + ")\n" + plot + "\n"},
            out);
   };
-  per_policy("idle_by_n", "Idle cores vs pool size, per timer policy", "cores with no load",
-             [](const Config& c) { return c.stat([](const Row& r) { return std::optional<double>(r.idle_cores); }); },
-             true);
-  per_policy("cpu_per_req_by_n", "CPU-us per request vs pool size (saturating)", "CPU-us / request",
-             [](const Config& c) {
-               return c.stat([](const Row& r) -> std::optional<double> {
-                 if (!r.cpu_us_per_req) return std::nullopt;
-                 return static_cast<double>(*r.cpu_us_per_req);
-               });
-             },
-             false);
+  per_policy(
+      "idle_by_n", "Idle cores vs pool size, per timer policy", "cores with no load",
+      [](const measured_config& c) {
+        return c.stat([](const result_row& r) { return std::optional<double>(r.idle_cores); });
+      },
+      true);
+  per_policy(
+      "cpu_per_req_by_n", "CPU-us per request vs pool size (saturating)", "CPU-us / request",
+      [](const measured_config& c) {
+        return c.stat([](const result_row& r) -> std::optional<double> {
+          if (!r.cpu_us_per_req) return std::nullopt;
+          return static_cast<double>(*r.cpu_us_per_req);
+        });
+      },
+      false);
 }
 
-void sweep_charts(const std::vector<Config>& cs, const std::string& profile, Drawer& d, ChartSet& out) {
-  std::vector<int> costs;
-  for (const auto& c : cs)
-    if (c.extra_cost_us && c.profile == profile && std::find(costs.begin(), costs.end(), *c.extra_cost_us) == costs.end())
-      costs.push_back(*c.extra_cost_us);
-  std::sort(costs.begin(), costs.end());
+void sweep_charts(const std::vector<measured_config>& cs, const std::string& profile,
+                  chart_drawer& d, chart_set& out) {
+  const sweep_axes axes = sweep_axes_of(cs, profile);
+  const std::vector<int>& costs = axes.costs;
+  const std::vector<int>& sizes = axes.sizes;
   if (costs.empty()) return;
-  std::vector<int> sizes;
-  for (int cost : costs)
-    for (const char* m : {"sat", "rate"})
-      for (int n : pool_sizes(cs, {profile, cost, m}))
-        if (std::find(sizes.begin(), sizes.end(), n) == sizes.end()) sizes.push_back(n);
-  std::sort(sizes.begin(), sizes.end());
   std::vector<std::string> cols = {"inline"};
   for (int n : sizes) cols.push_back("threads: " + std::to_string(n));
 
-  auto block = [&](const std::string& name, const std::string& mode, const std::function<Stat(const Config&)>& f) {
+  auto block = [&](const std::string& name, const std::string& mode,
+                   const std::function<rep_stat(const measured_config&)>& f) {
     std::vector<std::pair<std::string, std::vector<std::string>>> rows;
     for (int cost : costs) {
-      Scope s{profile, cost, mode};
+      config_scope s{profile, cost, mode};
       std::vector<std::string> vals;
       auto* in = inline_config(cs, s);
       vals.push_back(in ? num(f(*in)) : "?");
       for (int n : sizes) {
-        auto* c = seed_policy_config(cs, s, n);
+        auto* c = default_policy_config(cs, s, n);
         vals.push_back(c ? num(f(*c)) : "?");
       }
       rows.push_back({std::to_string(cost), vals});
     }
     return categorical_block(name, cols, rows);
   };
-  std::string body =
-      block("rps", "sat",
-            [](const Config& c) {
-              return c.stat([](const Row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
-            }) +
-      block("p99", "rate", [](const Config& c) { return c.route("ping", &RouteStats::p99); });
+  std::string body = block("rps", "sat",
+                           [](const measured_config& c) {
+                             return c.stat([](const result_row& r) {
+                               return std::optional<double>(static_cast<double>(r.total_rps));
+                             });
+                           }) +
+                     block("p99", "rate", [](const measured_config& c) {
+                       return c.route("ping", &route_row_stats::p99);
+                     });
   body += "set key outside right top\nset multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
   body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
   body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
   body += "unset multiplot\n";
-  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "seed" : profile), "Cost sweep: where pooling starts to pay",
-          "sweep:" + profile, body},
+  d.draw({"cost_sweep_" + file_safe(profile.empty() ? "reference" : profile),
+          "Cost sweep: where pooling starts to pay", "sweep:" + profile, body},
          out);
 }
 
 }  // namespace
 
-ChartSet render_charts(const std::vector<Config>& configs, const std::string& report_dir) {
-  ChartSet out;
+chart_set render_charts(const std::vector<measured_config>& configs,
+                        const std::string& report_dir) {
+  chart_set out;
   std::string gnuplot, wanted = "gnuplot";
   if (const char* g = std::getenv("KNIT_BENCH_GNUPLOT")) {
     wanted = g;
@@ -357,7 +373,7 @@ ChartSet render_charts(const std::vector<Config>& configs, const std::string& re
     out.warnings.push_back("charts skipped: " + wanted + " not found (install gnuplot-nox)");
     return out;
   }
-  Drawer d(report_dir, gnuplot);
+  chart_drawer d(report_dir, gnuplot);
   for (const auto& p : profiles(configs, false)) profile_charts(configs, p, d, out);
   for (const auto& p : profiles(configs, true)) sweep_charts(configs, p, d, out);
   return out;

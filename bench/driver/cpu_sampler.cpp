@@ -45,8 +45,8 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-CpuSample sample_cpu(pid_t pid) {
-  CpuSample s;
+cpu_sample sample_cpu(pid_t pid) {
+  cpu_sample s;
   s.wall_s = now_s();
   std::ifstream in(proc(pid) + "/stat");
   std::string stat;
@@ -82,15 +82,15 @@ CpuSample sample_cpu(pid_t pid) {
 
 int thread_count(pid_t pid) { return static_cast<int>(task_ids(pid).size()); }
 
-CpuDelta cpu_delta(const CpuSample& a, const CpuSample& b) {
-  CpuDelta d;
+cpu_usage cpu_delta(const cpu_sample& a, const cpu_sample& b) {
+  cpu_usage d;
   d.ticks_s = b.ticks_s - a.ticks_s;
   if (a.sched_s && b.sched_s) d.sched_s = *b.sched_s - *a.sched_s;
   d.wall_s = b.wall_s - a.wall_s;
   return d;
 }
 
-MachineCpuSample parse_proc_stat(const std::string& text, double ticks_per_s) {
+machine_cpu_sample parse_proc_stat(const std::string& text, double ticks_per_s) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -102,7 +102,7 @@ MachineCpuSample parse_proc_stat(const std::string& text, double ticks_per_s) {
     while (fs >> v) f.push_back(v);
     // user nice system idle iowait irq softirq steal [guest guest_nice]
     if (f.size() < 8) throw std::runtime_error("/proc/stat: short cpu line: " + line);
-    MachineCpuSample s;
+    machine_cpu_sample s;
     // irq and softirq are left out: on loopback the kernel's network work for the measured
     // traffic itself runs as softirq (0.47 cores of it at 72,000 rps here) and belongs to no
     // process, so counting it would call the benchmark's own traffic foreign load.
@@ -114,7 +114,7 @@ MachineCpuSample parse_proc_stat(const std::string& text, double ticks_per_s) {
   throw std::runtime_error("/proc/stat: no aggregate cpu line");
 }
 
-MachineCpuSample sample_machine_cpu() {
+machine_cpu_sample sample_machine_cpu() {
   std::ifstream in("/proc/stat");
   std::stringstream text;
   text << in.rdbuf();
@@ -130,14 +130,15 @@ double own_and_reaped_children_cpu_s() {
   return secs(self.ru_utime) + secs(self.ru_stime) + secs(children.ru_utime) + secs(children.ru_stime);
 }
 
-double foreign_cores(const MachineCpuSample& a, const MachineCpuSample& b, double server_cpu_s, double own_cpu_s) {
+double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s,
+                     double own_cpu_s) {
   const double wall = b.wall_s - a.wall_s;
   if (wall <= 0) return 0;
   return std::max(0.0, (b.busy_s - a.busy_s - server_cpu_s - own_cpu_s) / wall);
 }
 
-MachineInfo machine_info() {
-  MachineInfo m;
+machine_description machine_info() {
+  machine_description m;
   if (auto out = capture_output({"lscpu"})) {
     std::istringstream ls(*out);
     std::string line;

@@ -101,7 +101,8 @@ std::vector<unsigned long> socket_inodes(pid_t pid) {
 namespace {
 
 // Every mismatch between what /proc shows for `pid` and `expected`.
-std::vector<std::string> compare_identity(pid_t pid, const std::string& who, const ExpectedIdentity& expected) {
+std::vector<std::string> compare_identity(pid_t pid, const std::string& who,
+                                          const expected_identity& expected) {
   std::vector<std::string> problems;
 
   auto exe = read_exe(pid);
@@ -154,7 +155,7 @@ std::optional<std::string> exit_state(pid_t pid, const std::string& who) {
 
 }  // namespace
 
-std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentity& expected) {
+std::vector<std::string> check_process_identity(pid_t pid, const expected_identity& expected) {
   const std::string who = "PID " + std::to_string(pid);
   // A zombie has no exe link, an empty cmdline and no environ; say so rather than report
   // three mismatches.

@@ -11,16 +11,16 @@
 
 namespace knit::bench {
 
-struct ExpectedIdentity {
+struct expected_identity {
   std::string exe;                          // the binary we exec'd (compared after realpath)
   std::vector<std::string> argv;            // expected /proc/PID/cmdline
   std::map<std::string, std::string> env;   // every KNIT_* plus PORT/HOST we set
 };
 
-// Empty when everything matches; otherwise one line per mismatch. The seed's first
+// Empty when everything matches; otherwise one line per mismatch. The reference benchmark's first
 // harness measured one stale process six times while labelling it six configurations,
 // so every mismatch is fatal to the case.
-std::vector<std::string> check_process_identity(pid_t pid, const ExpectedIdentity& expected);
+std::vector<std::string> check_process_identity(pid_t pid, const expected_identity& expected);
 
 // Empty when `pid` holds every LISTEN socket on `port` (and at least one): a second
 // listener (an old server with SO_REUSEPORT, say) would take part of our load.

@@ -57,7 +57,8 @@ void write_bodies(const std::string& dir) {
   }
 }
 
-std::vector<LoadRoute> standard_routes(int conns, double rate_per_route, const std::string& body_dir) {
+std::vector<load_route> standard_routes(int conns, double rate_per_route,
+                                        const std::string& body_dir) {
   return {
       {"ping", "GET", "/ping", conns, rate_per_route, ""},
       {"ssr", "POST", "/ssr", conns, rate_per_route, body_dir + "/ssr.json"},
@@ -65,7 +66,7 @@ std::vector<LoadRoute> standard_routes(int conns, double rate_per_route, const s
   };
 }
 
-std::vector<std::string> load_argv(const LoadSpec& s) {
+std::vector<std::string> load_argv(const load_spec& s) {
   std::vector<std::string> a = {s.exe, "--host", s.host, "--port", std::to_string(s.port), "--duration",
                                 seconds_text(s.duration_s)};
   if (s.threads > 0) {
@@ -97,12 +98,12 @@ std::vector<std::string> load_argv(const LoadSpec& s) {
   return a;
 }
 
-LoadResult parse_load_json(std::string_view text) {
+load_result parse_load_json(std::string_view text) {
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   if (ec || !v.is_object()) throw std::runtime_error("knit-load JSON: not a JSON object");
   const auto& o = v.get_object();
-  LoadResult r;
+  load_result r;
   r.duration_s = maybe(o, "duration_s").value_or(0);
   r.gen_cpu_s = maybe(o, "gen_cpu_s");
   r.gen_cores = maybe(o, "gen_cores");
@@ -111,7 +112,7 @@ LoadResult parse_load_json(std::string_view text) {
     std::string ctx = "routes." + name;
     if (!kv.value().is_object()) throw std::runtime_error("knit-load JSON: " + ctx + " is not an object");
     const auto& ro = kv.value().get_object();
-    LoadRouteResult rr;
+    load_route_result rr;
     const auto& sum = obj(ro, "summary", ctx);
     rr.rps = need(sum, "requestsPerSec", ctx + ".summary");
     rr.success_rate = maybe(sum, "successRate").value_or(1.0);
@@ -148,8 +149,9 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s;
 }
 
-LoadResult run_load(const LoadSpec& spec, const std::vector<int>& cpus, const std::string& log_path) {
-  SpawnSpec sp;
+load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
+                     const std::string& log_path) {
+  spawn_spec sp;
   sp.exe = spec.exe;
   sp.argv = load_argv(spec);
   sp.env = child_environment({});
@@ -159,7 +161,7 @@ LoadResult run_load(const LoadSpec& spec, const std::vector<int>& cpus, const st
   pid_t pid = spawn_process(sp);
   const double deadline = spec.duration_s + 30.0;
   auto start = std::chrono::steady_clock::now();
-  std::optional<ExitStatus> st;
+  std::optional<exit_status> st;
   while (!(st = reap_nohang(pid))) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (elapsed > deadline || interrupted()) {

@@ -10,7 +10,7 @@
 
 namespace knit::bench {
 
-struct LoadRoute {
+struct load_route {
   std::string name;    // "ping"
   std::string method;  // "GET"
   std::string path;    // "/ping"
@@ -19,14 +19,15 @@ struct LoadRoute {
   std::string body_file;  // sent as application/json; "" = no body
 };
 
-// The seed's three routes (load.sh): GET /ping, POST /ssr and POST /jwt with its bodies.
-std::vector<LoadRoute> standard_routes(int conns, double rate_per_route, const std::string& body_dir);
-// Writes ssr.json and jwt.json (the seed's bodies) into dir.
+// The reference benchmark's three routes: GET /ping, POST /ssr and POST /jwt with its bodies.
+std::vector<load_route> standard_routes(int conns, double rate_per_route,
+                                        const std::string& body_dir);
+// Writes ssr.json and jwt.json (the reference benchmark's bodies) into dir.
 void write_bodies(const std::string& dir);
 extern const char* const kSsrBody;
 extern const char* const kJwtBody;
 
-struct LoadSpec {
+struct load_spec {
   std::string exe;
   std::string host = "127.0.0.1";
   int port = 3000;
@@ -34,13 +35,13 @@ struct LoadSpec {
   int threads = 0;      // 0 = knit-load's default
   int timeout_ms = 0;   // 0 = knit-load's default
   std::string json_path;
-  std::vector<LoadRoute> routes;
+  std::vector<load_route> routes;
 };
 
 // The exact argv (argv[0] = exe) recorded in every row.
-std::vector<std::string> load_argv(const LoadSpec& spec);
+std::vector<std::string> load_argv(const load_spec& spec);
 
-struct LoadRouteResult {
+struct load_route_result {
   double rps = 0;
   double success_rate = 1;
   double requests = 0, successes = 0, errors = 0;
@@ -51,20 +52,21 @@ struct LoadRouteResult {
   std::optional<bool> rate_met;
 };
 
-struct LoadResult {
+struct load_result {
   double duration_s = 0;
   std::optional<double> gen_cpu_s;
   std::optional<double> gen_cores;
-  std::map<std::string, LoadRouteResult> routes;
+  std::map<std::string, load_route_result> routes;
 };
 
 // Parses knit-load's JSON; throws std::runtime_error naming what is missing.
-LoadResult parse_load_json(std::string_view text);
+load_result parse_load_json(std::string_view text);
 
 // Runs knit-load to completion (deadline: duration + 30 s, then SIGTERM/SIGKILL by PID),
 // output to log_path, pinned to cpus. Throws on a non-zero exit, with the log's tail.
 // Ends early (throwing) when the driver is interrupted.
-LoadResult run_load(const LoadSpec& spec, const std::vector<int>& cpus, const std::string& log_path);
+load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
+                     const std::string& log_path);
 
 // The last `max_bytes` of a file, for error messages.
 std::string file_tail(const std::string& path, size_t max_bytes = 800);

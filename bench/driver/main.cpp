@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "driver/builtin_plans.hpp"
+#include "driver/cpu_list.hpp"
 #include "driver/json_write.hpp"
 #include "driver/peers.hpp"
 #include "driver/plan.hpp"
@@ -36,7 +38,7 @@ run options:
   --duration S         measured window
   --conns N            connections per route (default: the plan's, 50; --full: 100)
   --rate-fraction F    rate cases offer F x the inline saturating total (default 0.7)
-  --profiles LIST      cost profiles for built-in plans, e.g. bun,native
+  --profiles LIST      cost profiles for built-in plans and plan objects, e.g. bun,native
   --server PATH        knit-server binary (default: beside knit-bench)
   --load PATH          knit-load binary (default: beside knit-bench)
   --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: all but the last quarter of the CPUs)
@@ -60,7 +62,7 @@ run options:
                        three); it is loaded on those only
   --peer-timeout S     a peer must accept connections within S seconds (default 10)
 
-Plans are JSON arrays of cases:
+Plans are JSON arrays of cases (or objects with sizing and profiles, like bench/plans/full.json):
   {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled"|"asio"|"multi"|"auto","threads":4,
    "spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
    "env":{"KNIT_...":"..."},"cost_profile":""|"bun"|"native","extra_cost_us":N,
@@ -122,10 +124,14 @@ std::string stamp() {
   return buf;
 }
 
-BuiltinPlan builtin(const std::string& which, const std::vector<std::string>& profiles) {
-  if (which == "default") return profiles.empty() ? default_plan() : default_plan(profiles);
-  if (which == "full") return profiles.empty() ? full_plan() : full_plan(profiles);
-  return profiles.empty() ? cost_sweep_plan() : cost_sweep_plan(profiles);
+// A built-in plan, from the JSON embedded at build time (tests check each one parses).
+builtin_plan builtin(const std::string& which, const std::vector<std::string>& profiles) {
+  try {
+    return load_builtin_plan(which, profiles);
+  } catch (const plan_error& e) {
+    std::cerr << "knit-bench: " << e.what() << "\n";
+    std::exit(2);
+  }
 }
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -139,7 +145,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     else usage_error("plan: unknown argument " + args[i]);
   }
   if (which.empty()) usage_error("plan: choose --default, --full or --cost-sweep");
-  BuiltinPlan p = builtin(which, profiles);
+  builtin_plan p = builtin(which, profiles);
   std::cout << to_json_pretty(plan_to_json(p.cases));
   std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
             << " repetition(s): about "
@@ -171,13 +177,13 @@ int cmd_report(const std::vector<std::string>& args) {
 }
 
 int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>& full_argv) {
-  RunConfig cfg;
+  run_options cfg;
   cfg.command_line = full_argv;
   std::string plan_file, builtin_name;
   std::vector<std::string> profiles;
   std::optional<double> idle, warmup, duration;
   std::optional<int> repeat, conns;
-  std::vector<PeerSpec> peers;
+  std::vector<peer_spec> peers;
   std::string server = self_dir() + "/knit-server", load = self_dir() + "/knit-load";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -225,7 +231,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
       try {
         if (a == "--peer") peers.push_back(parse_peer_arg(value()));
         else apply_peer_routes(peers, value());
-      } catch (const PlanError& e) {
+      } catch (const plan_error& e) {
         usage_error(e.what());
       }
     } else if (a == "--peer-timeout") {
@@ -235,31 +241,30 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else usage_error("run: unknown argument " + a);
   }
   for (const auto& p : profiles)
-    if (p != "bun" && p != "native") usage_error("--profiles: unknown cost profile \"" + p + "\" (bun, native)");
-  if (!profiles.empty() && !plan_file.empty()) usage_error("--profiles applies to built-in plans only");
+    if (p != "bun" && p != "native")
+      usage_error("--profiles: unknown cost profile \"" + p + "\" (bun, native)");
   if (builtin_name.empty() && plan_file.empty()) builtin_name = "default";
 
   if (!plan_file.empty()) {
     try {
-      cfg.cases = load_plan_file(plan_file);
+      // An array of cases runs with the sizing below; a plan object brings its own.
+      plan_file_contents f = read_plan_file(plan_file, profiles);
+      cfg.cases = std::move(f.cases);
+      if (f.sizing) static_cast<plan_sizing&>(cfg) = *f.sizing;
     } catch (const std::exception& e) {
       std::cerr << "knit-bench: " << e.what() << "\n";
       return 2;
     }
     cfg.plan_name = plan_file;
   } else {
-    BuiltinPlan p = builtin(builtin_name, profiles);
+    builtin_plan p = builtin(builtin_name, profiles);
     cfg.plan_name = p.name;
     cfg.cases = p.cases;
-    cfg.idle_s = p.idle_s;
-    cfg.warmup_s = p.warmup_s;
-    cfg.window_s = p.window_s;
-    cfg.repeat = p.repeat;
-    cfg.conns = p.conns;
+    static_cast<plan_sizing&>(cfg) = p;
   }
   try {
     add_peer_cases(cfg.cases, peers);
-  } catch (const PlanError& e) {
+  } catch (const plan_error& e) {
     usage_error(e.what());
   }
   if (idle) cfg.idle_s = *idle;

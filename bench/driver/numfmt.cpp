@@ -1,4 +1,5 @@
-// Number rounding and formatting that matches what the seed's Python harness printed.
+// Number rounding and formatting that matches what the reference benchmark's Python harness
+// printed.
 #include "driver/numfmt.hpp"
 
 #include <charconv>

@@ -1,4 +1,5 @@
-// Number rounding and formatting that matches what the seed's Python harness printed.
+// Number rounding and formatting that matches what the reference benchmark's Python harness
+// printed.
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@ double py_round(double x, int ndigits);
 // Python's round(x) -> int (ties to even).
 long long py_round_int(double x);
 
-// printf("%.*f"): fixed decimals, the way the seed's tables print values.
+// printf("%.*f"): fixed decimals, the way the reference tables print values.
 std::string fixed(double x, int decimals);
 
 // Shortest text that reads back as the same double ("5", "0.25", "2815.1").

@@ -15,49 +15,56 @@ namespace {
 
 const char* const kForeignMark = " \u26a0";
 
-bool flagged(const Config& c) {
-  return std::any_of(c.reps.begin(), c.reps.end(), [](const Row* r) { return r->foreign_flagged.value_or(false); });
+bool flagged(const measured_config& c) {
+  return std::any_of(c.reps.begin(), c.reps.end(),
+                     [](const result_row* r) { return r->foreign_flagged.value_or(false); });
 }
 
-bool serves(const Config& c, const PeerMetric& m) {
+bool serves(const measured_config& c, const peer_metric& m) {
   auto routes = routes_of(c);
   if (m.needs_all_routes) return routes.size() == 3;
   return std::find(routes.begin(), routes.end(), "ping") != routes.end();
 }
 
 // A knit configuration as it appears in both load modes.
-struct KnitSlot {
+struct knit_slot {
   std::string label;
-  std::function<const Config*(const Scope&)> find;
+  std::function<const measured_config*(const config_scope&)> find;
 };
 
-std::vector<KnitSlot> knit_slots(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
-  std::vector<KnitSlot> slots;
-  slots.push_back({"inline", [&cs](const Scope& s) { return inline_config(cs, s); }});
+std::vector<knit_slot> knit_slots(const std::vector<measured_config>& cs, const config_scope& sat,
+                                  const config_scope& rate) {
+  std::vector<knit_slot> slots;
+  slots.push_back({"inline", [&cs](const config_scope& s) { return inline_config(cs, s); }});
   std::vector<int> sizes = pool_sizes(cs, sat);
   for (int n : pool_sizes(cs, rate)) sizes.push_back(n);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   for (int n : sizes)
-    slots.push_back({"threads: " + std::to_string(n), [&cs, n](const Scope& s) { return seed_policy_config(cs, s, n); }});
+    slots.push_back({"threads: " + std::to_string(n),
+                     [&cs, n](const config_scope& s) { return default_policy_config(cs, s, n); }});
   std::vector<int> autos;
   for (const auto& c : cs)
-    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Auto) autos.push_back(c.threads);
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::auto_mode)
+      autos.push_back(c.threads);
   std::sort(autos.begin(), autos.end());
   autos.erase(std::unique(autos.begin(), autos.end()), autos.end());
   for (int n : autos)
-    slots.push_back({"auto: " + std::to_string(n), [&cs, n](const Scope& s) { return mode_config(cs, s, Policy::Auto, n); }});
+    slots.push_back({"auto: " + std::to_string(n), [&cs, n](const config_scope& s) {
+                       return mode_config(cs, s, config_kind::auto_mode, n);
+                     }});
   return slots;
 }
 
 // The alternatives a C++ user would write in the same process model: asio and multi.
-bool is_in_process_peer(Policy p) { return p == Policy::Asio || p == Policy::Multi; }
+bool is_in_process_peer(config_kind p) { return p == config_kind::asio || p == config_kind::multi; }
 
 // In-process peers in scope that `knit` is compared with on `m`: asio and multi with as
 // many route threads; each must have served the routes the measure needs.
-std::vector<const Config*> candidates(const std::vector<Config>& cs, const Scope& s, const Config& knit,
-                                      const PeerMetric& m) {
-  std::vector<const Config*> v;
+std::vector<const measured_config*> candidates(const std::vector<measured_config>& cs,
+                                               const config_scope& s, const measured_config& knit,
+                                               const peer_metric& m) {
+  std::vector<const measured_config*> v;
   for (const auto& c : cs) {
     // External servers are a reference, reported apart (external_table), not a C++ user's alternative.
     if (!in_scope(c, s) || !is_in_process_peer(c.policy) || !serves(c, m)) continue;
@@ -69,25 +76,26 @@ std::vector<const Config*> candidates(const std::vector<Config>& cs, const Scope
   return v;
 }
 
-struct Cell {
+struct versus_cell {
   std::string text = "-";
   bool peer_wins = false;
   std::string best;
-  Stat ratio;
+  rep_stat ratio;
   double knit_median = 0, best_median = 0;  // the figures behind the ratio
 };
 
-Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, const PeerMetric& m) {
-  Cell out;
+versus_cell compare(const std::vector<measured_config>& cs, const config_scope& s,
+                    const measured_config* knit, const peer_metric& m) {
+  versus_cell out;
   if (!knit || !serves(*knit, m)) return out;
   if (m.needs_rate_met && !met_rate(*knit)) {
     out.text = "- (rate not achieved)";
     return out;
   }
-  const Config* best = nullptr;
-  Stat best_v;
-  for (const Config* p : candidates(cs, s, *knit, m)) {
-    Stat v = p->stat(m.value);
+  const measured_config* best = nullptr;
+  rep_stat best_v;
+  for (const measured_config* p : candidates(cs, s, *knit, m)) {
+    rep_stat v = p->stat(m.value);
     if (!v) continue;
     if (!best || (m.higher_is_better ? v.median > best_v.median : v.median < best_v.median)) {
       best = p;
@@ -108,23 +116,23 @@ Cell compare(const std::vector<Config>& cs, const Scope& s, const Config* knit, 
 
 }  // namespace
 
-std::optional<int> route_threads(const Config& c) {
+std::optional<int> route_threads(const measured_config& c) {
   switch (c.policy) {
-    case Policy::Inline: return 1;
-    case Policy::Multi: return c.threads;
-    case Policy::Peer: return std::nullopt;
+    case config_kind::inline_loop: return 1;
+    case config_kind::multi: return c.threads;
+    case config_kind::peer: return std::nullopt;
     default: return c.threads + 1;
   }
 }
 
-bool met_rate(const Config& c) {
-  for (const Row* r : c.reps)
+bool met_rate(const measured_config& c) {
+  for (const result_row* r : c.reps)
     for (const auto& [name, rs] : r->routes)
       if (rs.rate_met && !*rs.rate_met) return false;
   return true;
 }
 
-std::string served_note(const Config& c) {
+std::string served_note(const measured_config& c) {
   auto routes = routes_of(c);
   if (routes.size() >= 3 || routes.empty()) return "";
   std::string s = " (";
@@ -134,44 +142,47 @@ std::string served_note(const Config& c) {
 
 namespace {
 
-std::optional<double> ping_p99(const Row& r) {
+std::optional<double> ping_p99(const result_row& r) {
   auto it = r.routes.find("ping");
   if (it == r.routes.end()) return std::nullopt;
   return it->second.p99;
 }
 
-std::optional<double> ping_rps(const Row& r) {
+std::optional<double> ping_rps(const result_row& r) {
   auto it = r.routes.find("ping");
   if (it == r.routes.end()) return std::nullopt;
   return it->second.rps;
 }
 
-std::optional<double> cpu_us_per_req(const Row& r) {
+std::optional<double> cpu_us_per_req(const result_row& r) {
   if (!r.cpu_us_per_req) return std::nullopt;
   return static_cast<double>(*r.cpu_us_per_req);
 }
 
 }  // namespace
 
-const std::vector<PeerMetric>& peer_metrics() {
-  static const std::vector<PeerMetric> metrics = {
+const std::vector<peer_metric>& peer_metrics() {
+  static const std::vector<peer_metric> metrics = {
       {"total rps, saturating", "sat", true, true, false,
-       [](const Row& r) -> std::optional<double> { return static_cast<double>(r.total_rps); }},
-      {"/ping p99, saturating", "sat", false, false, false,
-       ping_p99},
+       [](const result_row& r) -> std::optional<double> {
+         return static_cast<double>(r.total_rps);
+       }},
+      {"/ping p99, saturating", "sat", false, false, false, ping_p99},
       {"/ping p99, fixed rate", "rate", false, false, true, ping_p99},
-      {"server cores, fixed rate", "rate", false, true, true, [](const Row& r) -> std::optional<double> { return r.cores; }},
+      {"server cores, fixed rate", "rate", false, true, true,
+       [](const result_row& r) -> std::optional<double> { return r.cores; }},
       {"CPU-us/req, fixed rate", "rate", false, true, true, cpu_us_per_req},
   };
   return metrics;
 }
 
-Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m) {
+rep_stat paired_ratio(const measured_config& knit, const measured_config& peer,
+                      const peer_metric& m) {
   std::vector<double> ratios;
-  for (const Row* k : knit.reps) {
+  for (const result_row* k : knit.reps) {
     auto kv = m.value(*k);
     if (!kv || !(*kv > 0)) continue;
-    for (const Row* p : peer.reps) {
+    for (const result_row* p : peer.reps) {
       if (p->rep != k->rep) continue;
       auto pv = m.value(*p);
       if (!pv || !(*pv > 0)) continue;
@@ -179,7 +190,7 @@ Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m) {
       break;
     }
   }
-  Stat s;
+  rep_stat s;
   if (ratios.empty()) return s;
   std::sort(ratios.begin(), ratios.end());
   s.n = static_cast<int>(ratios.size());
@@ -190,7 +201,7 @@ Stat paired_ratio(const Config& knit, const Config& peer, const PeerMetric& m) {
   return s;
 }
 
-std::string ratio_cell(const Stat& r) {
+std::string ratio_cell(const rep_stat& r) {
   if (!r) return "-";
   std::string m = fixed(r.median, 2) + "\u00d7";
   std::string lo = fixed(r.min, 2), hi = fixed(r.max, 2);
@@ -201,15 +212,15 @@ std::string ratio_cell(const Stat& r) {
 namespace {
 
 // An external server's own figure, printed with its unit's decimals.
-struct ExternalMeasure {
-  PeerMetric metric;
+struct external_measure {
+  peer_metric metric;
   int decimals;
 };
 
-const std::vector<ExternalMeasure>& external_measures() {
+const std::vector<external_measure>& external_measures() {
   // needs_all_routes false: an external peer may serve /ping alone; these are its own figures
   // on the routes it served, next to knit's, not a ratio of the same work.
-  static const std::vector<ExternalMeasure> measures = {
+  static const std::vector<external_measure> measures = {
       {{"/ping rps, saturating", "sat", true, false, false, ping_rps}, 0},
       {{"/ping p99 ms, saturating", "sat", false, false, false, ping_p99}, 2},
       {{"/ping p99 ms, fixed rate", "rate", false, false, true, ping_p99}, 2},
@@ -219,13 +230,14 @@ const std::vector<ExternalMeasure>& external_measures() {
 }
 
 // knit's configuration with the best median on `m` (each knit row of the main table).
-const Config* knit_best(const std::vector<KnitSlot>& slots, const Scope& s, const PeerMetric& m) {
-  const Config* best = nullptr;
-  Stat best_v;
+const measured_config* knit_best(const std::vector<knit_slot>& slots, const config_scope& s,
+                                 const peer_metric& m) {
+  const measured_config* best = nullptr;
+  rep_stat best_v;
   for (const auto& slot : slots) {
-    const Config* k = slot.find(s);
+    const measured_config* k = slot.find(s);
     if (!k || !serves(*k, m) || (m.needs_rate_met && !met_rate(*k))) continue;
-    Stat v = k->stat(m.value);
+    rep_stat v = k->stat(m.value);
     if (!v) continue;
     if (!best || (m.higher_is_better ? v.median > best_v.median : v.median < best_v.median)) {
       best = k;
@@ -235,41 +247,47 @@ const Config* knit_best(const std::vector<KnitSlot>& slots, const Scope& s, cons
   return best;
 }
 
-std::vector<const Config*> external_peers(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
-  std::vector<const Config*> ext;
+std::vector<const measured_config*> external_peers(const std::vector<measured_config>& cs,
+                                                   const config_scope& sat,
+                                                   const config_scope& rate) {
+  std::vector<const measured_config*> ext;
   for (const auto& c : cs)
-    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == Policy::Peer &&
-        std::none_of(ext.begin(), ext.end(), [&](const Config* e) { return e->label == c.label; }))
+    if ((in_scope(c, sat) || in_scope(c, rate)) && c.policy == config_kind::peer &&
+        std::none_of(ext.begin(), ext.end(),
+                     [&](const measured_config* e) { return e->label == c.label; }))
       ext.push_back(&c);
   return ext;
 }
 
-const Config* external_in(const std::vector<Config>& cs, const Scope& s, const std::string& label) {
+const measured_config* external_in(const std::vector<measured_config>& cs, const config_scope& s,
+                                   const std::string& label) {
   for (const auto& c : cs)
-    if (in_scope(c, s) && c.policy == Policy::Peer && c.label == label) return &c;
+    if (in_scope(c, s) && c.policy == config_kind::peer && c.label == label) return &c;
   return nullptr;
 }
 
 // Each external peer's figures next to knit's best row per measure, and one line per peer
 // with knit's ratio to it (same direction as the main table).
-void external_table(std::ostringstream& md, const std::vector<Config>& cs, const Scope& sat, const Scope& rate,
-                    const std::vector<const Config*>& ext, std::vector<std::string>& summary) {
+void external_table(std::ostringstream& md, const std::vector<measured_config>& cs,
+                    const config_scope& sat, const config_scope& rate,
+                    const std::vector<const measured_config*>& ext,
+                    std::vector<std::string>& summary) {
   const auto slots = knit_slots(cs, sat, rate);
   std::vector<std::string> head = {"server"};
   for (const auto& e : external_measures()) head.push_back(e.metric.name);
   std::string table;
-  for (const Config* e : ext) {
+  for (const measured_config* e : ext) {
     std::vector<std::string> peer_cells = {e->label + served_note(*e)};
     std::vector<std::string> knit_cells = {"knit, best row"};
     std::vector<std::string> ratios;
     for (const auto& x : external_measures()) {
-      const Scope& s = x.metric.mode == "sat" ? sat : rate;
-      const Config* p = external_in(cs, s, e->label);
+      const config_scope& s = x.metric.mode == "sat" ? sat : rate;
+      const measured_config* p = external_in(cs, s, e->label);
       bool peer_ok = p && serves(*p, x.metric) && !(x.metric.needs_rate_met && !met_rate(*p));
-      Stat pv = peer_ok ? p->stat(x.metric.value) : Stat{};
+      rep_stat pv = peer_ok ? p->stat(x.metric.value) : rep_stat{};
       peer_cells.push_back(cell(pv, x.decimals) + (peer_ok && flagged(*p) ? kForeignMark : ""));
-      const Config* k = knit_best(slots, s, x.metric);
-      Stat kv = k ? k->stat(x.metric.value) : Stat{};
+      const measured_config* k = knit_best(slots, s, x.metric);
+      rep_stat kv = k ? k->stat(x.metric.value) : rep_stat{};
       knit_cells.push_back(kv ? "`" + k->label + "`: " + cell(kv, x.decimals) : "-");
       if (pv && kv) ratios.push_back(x.metric.name + " " + ratio_cell(paired_ratio(*k, *p, x.metric)));
     }
@@ -291,7 +309,8 @@ void external_table(std::ostringstream& md, const std::vector<Config>& cs, const
 
 }  // namespace
 
-std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const Scope& rate) {
+std::string peers_section(const std::vector<measured_config>& cs, const config_scope& sat,
+                          const config_scope& rate) {
   bool any_peer = false;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && is_peer(c.policy)) any_peer = true;
@@ -315,8 +334,8 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     std::vector<std::string> cells = {slot.label};
     bool any = false;
     for (const auto& m : peer_metrics()) {
-      const Scope& s = m.mode == "sat" ? sat : rate;
-      Cell c = compare(cs, s, slot.find(s), m);
+      const config_scope& s = m.mode == "sat" ? sat : rate;
+      versus_cell c = compare(cs, s, slot.find(s), m);
       if (c.ratio) any = true;
       if (c.peer_wins) wins.push_back("`" + slot.label + "` on " + m.name + ": " + ratio_cell(c.ratio) + " vs " + c.best);
       cells.push_back(c.text);
@@ -326,7 +345,7 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     }
     if (any) table += md_row(cells);
   }
-  const std::vector<const Config*> ext = external_peers(cs, sat, rate);
+  const std::vector<const measured_config*> ext = external_peers(cs, sat, rate);
   std::vector<std::string> ext_summary;
   if (table.empty()) {
     md << "No knit configuration has a comparable in-process peer in this profile.\n\n";
@@ -355,8 +374,9 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
   // What the ratios above do not say.
   std::vector<std::string> missed;
   for (const auto& c : cs)
-    if (in_scope(c, rate) && (is_peer(c.policy) || c.policy == Policy::Inline || c.policy == Policy::Auto ||
-                              is_pool_policy(c.policy)) &&
+    if (in_scope(c, rate) &&
+        (is_peer(c.policy) || c.policy == config_kind::inline_loop ||
+         c.policy == config_kind::auto_mode || is_pool_policy(c.policy)) &&
         !met_rate(c))
       missed.push_back("`" + c.label + "`");
   if (!missed.empty()) {
@@ -365,7 +385,7 @@ std::string peers_section(const std::vector<Config>& cs, const Scope& sat, const
     for (size_t i = 0; i < missed.size(); ++i) md << (i ? ", " : "") << missed[i];
     md << ".\n";
   }
-  for (const Config* e : ext) {
+  for (const measured_config* e : ext) {
     std::string note = served_note(*e);
     if (!note.empty())
       md << "- `" << e->label << "` serves " << note.substr(2, note.size() - 8)

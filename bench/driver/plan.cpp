@@ -1,4 +1,4 @@
-// Benchmark plans: the list of server configurations to measure, as JSON and as built-ins.
+// Benchmark plans: the list of server configurations to measure, as JSON.
 #include "driver/plan.hpp"
 
 #include <algorithm>
@@ -42,8 +42,8 @@ std::string setting_text(const json::value& v, const std::string& ctx, const std
   if (v.is_int64() && v.get_int64() >= 0) return std::to_string(v.get_int64());
   if (v.is_uint64()) return std::to_string(v.get_uint64());
   if (v.is_bool()) return v.get_bool() ? "1" : "0";
-  throw PlanError(ctx + ": field \"" + field + "\" must be a string or a non-negative integer, got " +
-                  kind_name(v));
+  throw plan_error(ctx + ": field \"" + field +
+                   "\" must be a string or a non-negative integer, got " + kind_name(v));
 }
 
 bool all_digits(const std::string& s) {
@@ -67,17 +67,17 @@ long long integer_field(const json::value& v, const std::string& ctx, const std:
   } else if (v.is_double() && std::floor(v.get_double()) == v.get_double()) {
     n = static_cast<long long>(v.get_double());
   } else {
-    throw PlanError(ctx + ": field \"" + field + "\" must be an integer, got " + kind_name(v));
+    throw plan_error(ctx + ": field \"" + field + "\" must be an integer, got " + kind_name(v));
   }
   if (n < lo || n > hi)
-    throw PlanError(ctx + ": field \"" + field + "\" must be between " + std::to_string(lo) +
-                    " and " + std::to_string(hi) + ", got " + std::to_string(n));
+    throw plan_error(ctx + ": field \"" + field + "\" must be between " + std::to_string(lo) +
+                     " and " + std::to_string(hi) + ", got " + std::to_string(n));
   return n;
 }
 
 std::string string_field(const json::value& v, const std::string& ctx, const std::string& field) {
   if (!v.is_string())
-    throw PlanError(ctx + ": field \"" + field + "\" must be a string, got " + kind_name(v));
+    throw plan_error(ctx + ": field \"" + field + "\" must be a string, got " + kind_name(v));
   return std::string(v.get_string());
 }
 
@@ -89,8 +89,8 @@ void check_one_of(const std::string& value, std::initializer_list<const char*> a
     if (!list.empty()) list += ", ";
     list += std::string("\"") + a + "\"";
   }
-  throw PlanError(ctx + ": field \"" + field + "\" must be one of " + list + ", got \"" + value +
-                  "\"");
+  throw plan_error(ctx + ": field \"" + field + "\" must be one of " + list + ", got \"" + value +
+                   "\"");
 }
 
 // The variables the driver derives from fields; a plan's "env" may not override them,
@@ -110,10 +110,11 @@ bool valid_peer_name(const std::string& s) {
   return true;
 }
 
-Case parse_case(const json::value& v, size_t index) {
-  if (!v.is_object()) throw PlanError(where(index, "") + ": must be an object, got " + kind_name(v));
+plan_case parse_case(const json::value& v, size_t index) {
+  if (!v.is_object())
+    throw plan_error(where(index, "") + ": must be an object, got " + kind_name(v));
   const auto& o = v.get_object();
-  Case c;
+  plan_case c;
   std::string tag;
   if (auto* t = o.if_contains("tag"); t && t->is_string()) tag = std::string(t->get_string());
   const std::string ctx = where(index, tag);
@@ -124,24 +125,25 @@ Case parse_case(const json::value& v, size_t index) {
       "rate_per_route", "note",  "command",     "routes"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
-      throw PlanError(ctx + ": unknown field \"" + std::string(kv.key()) +
-                      "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
-                      "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
+      throw plan_error(
+          ctx + ": unknown field \"" + std::string(kv.key()) +
+          "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
+          "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
   }
 
   const json::value* tv = o.if_contains("tag");
-  if (!tv) throw PlanError(ctx + ": missing field \"tag\"");
+  if (!tv) throw plan_error(ctx + ": missing field \"tag\"");
   c.tag = string_field(*tv, ctx, "tag");
   if (c.tag.empty() || c.tag.find_first_of("/ \t\n") != std::string::npos)
-    throw PlanError(ctx + ": field \"tag\" must be a non-empty name without spaces or '/'");
+    throw plan_error(ctx + ": field \"tag\" must be a non-empty name without spaces or '/'");
 
   if (auto* m = o.if_contains("mode")) c.mode = string_field(*m, ctx, "mode");
   check_one_of(c.mode, {"sat", "rate"}, ctx, "mode");
   if (auto* m = o.if_contains("server_mode")) c.server_mode = string_field(*m, ctx, "server_mode");
   if (is_peer_case(c)) {
     if (!valid_peer_name(c.server_mode.substr(5)))
-      throw PlanError(ctx + ": field \"server_mode\" \"" + c.server_mode +
-                      "\": a peer name is letters, digits, '_', '-' or '.'");
+      throw plan_error(ctx + ": field \"server_mode\" \"" + c.server_mode +
+                       "\": a peer name is letters, digits, '_', '-' or '.'");
   } else {
     check_one_of(c.server_mode, {"inline", "pooled", "asio", "multi", "auto"}, ctx, "server_mode");
   }
@@ -149,10 +151,12 @@ Case parse_case(const json::value& v, size_t index) {
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
   if (!c.spin.empty() && !all_digits(c.spin))
-    throw PlanError(ctx + ": field \"spin\" must be microseconds (digits) or \"\", got \"" + c.spin + "\"");
+    throw plan_error(ctx + ": field \"spin\" must be microseconds (digits) or \"\", got \"" +
+                     c.spin + "\"");
   if (auto* s = o.if_contains("park")) c.park = setting_text(*s, ctx, "park");
   if (!c.park.empty() && !all_digits(c.park))
-    throw PlanError(ctx + ": field \"park\" must be milliseconds (digits) or \"\", got \"" + c.park + "\"");
+    throw plan_error(ctx + ": field \"park\" must be milliseconds (digits) or \"\", got \"" +
+                     c.park + "\"");
   if (auto* s = o.if_contains("doorbell")) c.doorbell = setting_text(*s, ctx, "doorbell");
   check_one_of(c.doorbell, {"", "0", "1"}, ctx, "doorbell");
   if (auto* s = o.if_contains("steal")) c.steal = setting_text(*s, ctx, "steal");
@@ -163,80 +167,79 @@ Case parse_case(const json::value& v, size_t index) {
     c.extra_cost_us = static_cast<int>(integer_field(*s, ctx, "extra_cost_us", 0, 10'000'000));
   if (auto* s = o.if_contains("conns")) c.conns = static_cast<int>(integer_field(*s, ctx, "conns", 0, 100000));
   if (auto* s = o.if_contains("rate_per_route")) {
-    if (!s->is_number()) throw PlanError(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
+    if (!s->is_number())
+      throw plan_error(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
     c.rate_per_route = s->to_number<double>();
     if (!(c.rate_per_route >= 0) || !std::isfinite(c.rate_per_route))
-      throw PlanError(ctx + ": field \"rate_per_route\" must be >= 0");
+      throw plan_error(ctx + ": field \"rate_per_route\" must be >= 0");
     if (c.mode == "sat" && c.rate_per_route > 0)
-      throw PlanError(ctx + ": field \"rate_per_route\" only applies to mode \"rate\"");
+      throw plan_error(ctx + ": field \"rate_per_route\" only applies to mode \"rate\"");
   }
   if (auto* e = o.if_contains("env")) {
-    if (!e->is_object()) throw PlanError(ctx + ": field \"env\" must be an object, got " + kind_name(*e));
+    if (!e->is_object())
+      throw plan_error(ctx + ": field \"env\" must be an object, got " + kind_name(*e));
     for (const auto& kv : e->get_object()) {
       std::string name(kv.key());
-      if (!valid_env_name(name)) throw PlanError(ctx + ": env name \"" + name + "\" is not a valid variable name");
+      if (!valid_env_name(name))
+        throw plan_error(ctx + ": env name \"" + name + "\" is not a valid variable name");
       if (owned_vars().count(name))
-        throw PlanError(ctx + ": env \"" + name + "\" is set by the driver from the case's fields; use the field instead");
+        throw plan_error(ctx + ": env \"" + name +
+                         "\" is set by the driver from the case's fields; use the field instead");
       if (kv.value().is_string()) c.env[name] = std::string(kv.value().get_string());
       else if (kv.value().is_number()) c.env[name] = setting_text(kv.value(), ctx, "env." + name);
-      else throw PlanError(ctx + ": env \"" + name + "\" must be a string, got " + kind_name(kv.value()));
+      else
+        throw plan_error(ctx + ": env \"" + name + "\" must be a string, got " +
+                         kind_name(kv.value()));
     }
   }
   // Only knit's own pool (pooled, auto) reads the timer settings.
   const bool knit_pool = c.server_mode == "pooled" || c.server_mode == "auto";
   if (!knit_pool && (!c.spin.empty() || !c.park.empty() || !c.doorbell.empty() || !c.steal.empty()))
-    throw PlanError(ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"" +
-                    c.server_mode + "\"");
+    throw plan_error(
+        ctx + ": pool settings (spin, park, doorbell, steal) make no sense with server_mode \"" +
+        c.server_mode + "\"");
   if (auto* cmd = o.if_contains("command")) c.peer_command = string_field(*cmd, ctx, "command");
   if (auto* r = o.if_contains("routes")) {
-    if (!r->is_array()) throw PlanError(ctx + ": field \"routes\" must be an array, got " + kind_name(*r));
+    if (!r->is_array())
+      throw plan_error(ctx + ": field \"routes\" must be an array, got " + kind_name(*r));
     for (const auto& e : r->get_array()) {
       std::string name = string_field(e, ctx, "routes");
       check_one_of(name, {"ping", "ssr", "jwt"}, ctx, "routes");
       if (std::find(c.peer_routes.begin(), c.peer_routes.end(), name) != c.peer_routes.end())
-        throw PlanError(ctx + ": field \"routes\" names \"" + name + "\" twice");
+        throw plan_error(ctx + ": field \"routes\" names \"" + name + "\" twice");
       c.peer_routes.push_back(name);
     }
-    if (c.peer_routes.empty()) throw PlanError(ctx + ": field \"routes\" must name at least one route");
+    if (c.peer_routes.empty())
+      throw plan_error(ctx + ": field \"routes\" must name at least one route");
   }
   if (is_peer_case(c)) {
-    if (c.peer_command.empty()) throw PlanError(ctx + ": a peer case needs a non-empty \"command\"");
+    if (c.peer_command.empty())
+      throw plan_error(ctx + ": a peer case needs a non-empty \"command\"");
     if (c.threads != 0)
-      throw PlanError(ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
+      throw plan_error(
+          ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
   } else {
     if (!c.peer_command.empty() || !c.peer_routes.empty())
-      throw PlanError(ctx + ": fields \"command\" and \"routes\" are for server_mode \"peer:NAME\" only "
-                      "(knit-server serves every route)");
+      throw plan_error(ctx +
+                       ": fields \"command\" and \"routes\" are for server_mode \"peer:NAME\" only "
+                       "(knit-server serves every route)");
   }
   return c;
 }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw PlanError("cannot read plan file " + path);
+  if (!in) throw plan_error("cannot read plan file " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-Case make(const std::string& tag, const std::string& mode, const std::string& server_mode, int threads,
-          const std::string& spin, const std::string& park, const std::string& profile) {
-  Case c;
-  c.tag = tag;
-  c.mode = mode;
-  c.server_mode = server_mode;
-  c.threads = threads;
-  c.spin = spin;
-  c.park = park;
-  c.cost_profile = profile;
-  return c;
-}
-
 }  // namespace
 
-bool is_peer_case(const Case& c) { return c.server_mode.rfind("peer:", 0) == 0; }
+bool is_peer_case(const plan_case& c) { return c.server_mode.rfind("peer:", 0) == 0; }
 
-std::vector<std::string> case_routes(const Case& c) {
+std::vector<std::string> case_routes(const plan_case& c) {
   if (!c.peer_routes.empty()) return c.peer_routes;
   return {"ping", "ssr", "jwt"};
 }
@@ -245,46 +248,48 @@ double estimate_s(int runs, double idle_s, double warmup_s, double window_s) {
   return runs * (idle_s + warmup_s + window_s + kSetupS);
 }
 
-std::string reference_key(const Case& c) {
+std::string reference_key(const plan_case& c) {
   return c.cost_profile + "|" + (c.extra_cost_us ? std::to_string(*c.extra_cost_us) : std::string("-"));
 }
 
-std::vector<Case> parse_plan(std::string_view json_text) {
+std::vector<plan_case> parse_plan(std::string_view json_text) {
   boost::system::error_code ec;
   json::value v = json::parse(json_text, ec);
-  if (ec) throw PlanError("plan is not valid JSON: " + ec.message());
-  if (!v.is_array()) throw PlanError("plan must be a JSON array of cases, got " + kind_name(v));
-  std::vector<Case> cases;
+  if (ec) throw plan_error("plan is not valid JSON: " + ec.message());
+  if (!v.is_array()) throw plan_error("plan must be a JSON array of cases, got " + kind_name(v));
+  std::vector<plan_case> cases;
   std::set<std::string> seen;
   std::set<std::string> inline_sat_refs;
   size_t index = 0;
   for (const auto& e : v.get_array()) {
-    Case c = parse_case(e, index);
+    plan_case c = parse_case(e, index);
     std::string key = c.tag + "|" + c.mode + "|" + reference_key(c);
     if (!seen.insert(key).second)
-      throw PlanError(where(index, c.tag) + ": duplicate of an earlier case with the same tag, mode, "
-                      "cost_profile and extra_cost_us (rows could not be told apart)");
+      throw plan_error(where(index, c.tag) +
+                       ": duplicate of an earlier case with the same tag, mode, "
+                       "cost_profile and extra_cost_us (rows could not be told apart)");
     if (c.server_mode == "inline" && c.mode == "sat") inline_sat_refs.insert(reference_key(c));
     if (c.mode == "rate" && c.rate_per_route == 0 && !inline_sat_refs.count(reference_key(c)))
-      throw PlanError(where(index, c.tag) +
-                      ": rate case without \"rate_per_route\" needs an earlier inline \"sat\" case with the "
-                      "same cost_profile and extra_cost_us to derive its rate from");
+      throw plan_error(
+          where(index, c.tag) +
+          ": rate case without \"rate_per_route\" needs an earlier inline \"sat\" case with the "
+          "same cost_profile and extra_cost_us to derive its rate from");
     cases.push_back(std::move(c));
     ++index;
   }
-  if (cases.empty()) throw PlanError("plan has no cases");
+  if (cases.empty()) throw plan_error("plan has no cases");
   return cases;
 }
 
-std::vector<Case> load_plan_file(const std::string& path) {
+std::vector<plan_case> load_plan_file(const std::string& path) {
   try {
     return parse_plan(read_file(path));
-  } catch (const PlanError& e) {
-    throw PlanError(path + ": " + e.what());
+  } catch (const plan_error& e) {
+    throw plan_error(path + ": " + e.what());
   }
 }
 
-json::value case_to_json(const Case& c) {
+json::value case_to_json(const plan_case& c) {
   json::object o;
   o["tag"] = c.tag;
   o["mode"] = c.mode;
@@ -312,14 +317,15 @@ json::value case_to_json(const Case& c) {
   return o;
 }
 
-json::array plan_to_json(const std::vector<Case>& cases) {
+json::array plan_to_json(const std::vector<plan_case>& cases) {
   json::array a;
   for (const auto& c : cases) a.push_back(case_to_json(c));
   return a;
 }
 
-std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port) {
-  // A fixed secret like the seed's srvctl.sh (JWT_SECRET=x): the server would otherwise
+std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host,
+                                              int port) {
+  // A fixed secret like the reference benchmark's (JWT_SECRET=x): the server would otherwise
   // pick a random one and warn. The cost of signing does not depend on it.
   std::map<std::string, std::string> env = {{"JWT_SECRET", "x"}};
   for (const auto& [k, v] : c.env) env[k] = v;
@@ -339,80 +345,6 @@ std::map<std::string, std::string> server_env(const Case& c, const std::string& 
     env["KNIT_JWT_COST_US"] = std::to_string(*c.extra_cost_us);
   }
   return env;
-}
-
-BuiltinPlan default_plan(const std::vector<std::string>& profiles) {
-  BuiltinPlan p;
-  p.name = "default";
-  // 14 cases x 3 repetitions at ~12.5 s each (1 s idle, 2 s warm-up, 8 s window, ~1.5 s
-  // start/stop) is about 9 minutes for the bun profile: 8 s windows keep /ping p99 readable,
-  // and three interleaved repetitions show the spread. --profiles bun,native doubles it.
-  p.idle_s = 1;
-  p.warmup_s = 2;
-  p.window_s = 8;
-  p.repeat = 3;
-  p.conns = 50;
-  for (const auto& prof : profiles) {
-    for (const char* mode : {"sat", "rate"}) {
-      p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
-      for (int n : {1, 2}) p.cases.push_back(make("t" + std::to_string(n), mode, "pooled", n, "", "", prof));
-      // The peers: heavy routes on an asio thread_pool of 1 and 2 threads, and one
-      // io_context run by 2 threads (as many route threads as pooled 1).
-      for (int n : {1, 2}) p.cases.push_back(make("a" + std::to_string(n), mode, "asio", n, "", "", prof));
-      p.cases.push_back(make("m2", mode, "multi", 2, "", "", prof));
-      p.cases.push_back(make("auto1", mode, "auto", 1, "", "", prof));
-    }
-  }
-  return p;
-}
-
-BuiltinPlan full_plan(const std::vector<std::string>& profiles) {
-  BuiltinPlan p;
-  p.name = "full";
-  p.idle_s = 5;
-  p.warmup_s = 6;
-  p.window_s = 15;
-  p.repeat = 3;
-  p.conns = 100;  // the seed's -c 100 per route
-  for (const auto& prof : profiles) {
-    for (const char* mode : {"sat", "rate"}) {
-      p.cases.push_back(make("inline", mode, "inline", 0, "", "", prof));
-      for (int n : {1, 2, 4, 8, 15}) {
-        std::string t = "t" + std::to_string(n);
-        p.cases.push_back(make(t, mode, "pooled", n, "", "", prof));                               // seed policy
-        p.cases.push_back(make(t + "old", mode, "pooled", n, std::to_string(n * 50), "1", prof));  // old default
-        p.cases.push_back(make(t + "s50", mode, "pooled", n, "50", "", prof));                     // flat 50us
-        p.cases.push_back(make("a" + std::to_string(n), mode, "asio", n, "", "", prof));           // asio peer
-      }
-    }
-  }
-  return p;
-}
-
-BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles) {
-  BuiltinPlan p;
-  p.name = "cost-sweep";
-  // 64 cases per profile at ~10.5 s each: idle matters little here, so it is short.
-  p.idle_s = 1;
-  p.warmup_s = 2;
-  p.window_s = 6;
-  p.repeat = 1;
-  p.conns = 50;
-  for (const auto& prof : profiles) {
-    for (int cost : {0, 5, 10, 20, 50, 100, 200, 400}) {
-      for (const char* mode : {"sat", "rate"}) {
-        std::vector<Case> four = {make("inline", mode, "inline", 0, "", "", prof),
-                                  make("t1", mode, "pooled", 1, "", "", prof),
-                                  make("a1", mode, "asio", 1, "", "", prof),
-                                  make("auto1", mode, "auto", 1, "", "", prof)};
-        for (auto& c : four) {
-          c.extra_cost_us = cost;
-          p.cases.push_back(std::move(c));
-        }
-      }
-    }
-  }
-  return p;
 }
 
 }  // namespace knit::bench

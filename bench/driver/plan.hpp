@@ -1,4 +1,5 @@
-// Benchmark plans: the list of server configurations to measure, as JSON and as built-ins.
+// Benchmark plans: the list of server configurations to measure, as JSON (the built-in
+// plans, bench/plans/*.json, are read by builtin_plans.hpp).
 #pragma once
 
 #include <boost/json.hpp>
@@ -12,8 +13,8 @@
 namespace knit::bench {
 
 // One configuration to measure. Empty strings mean "leave unset": the server then
-// uses its library default, which is how the seed distinguished "default" rows.
-struct Case {
+// uses its library default, which is how the reference benchmark told "default" rows apart.
+struct plan_case {
   std::string tag;                     // short name, e.g. "t4" or "inline"
   std::string mode = "sat";            // "sat" (closed loop) or "rate" (open loop, fixed rate)
   // KNIT_MODE: "inline", "pooled", "asio", "multi" or "auto"; or "peer:NAME" for an
@@ -34,59 +35,47 @@ struct Case {
   std::string peer_command;
   std::vector<std::string> peer_routes;
 
-  bool operator==(const Case&) const = default;
+  bool operator==(const plan_case&) const = default;
 };
 
 // Thrown for a plan that cannot be run; what() names the case and the field.
-struct PlanError : std::runtime_error {
+struct plan_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 // Parses a JSON array of cases and checks it as a whole (unique tags per mode and
 // profile, a reference inline sat case before any rate case that needs one).
-std::vector<Case> parse_plan(std::string_view json_text);
-std::vector<Case> load_plan_file(const std::string& path);
-boost::json::value case_to_json(const Case& c);
-boost::json::array plan_to_json(const std::vector<Case>& cases);
+std::vector<plan_case> parse_plan(std::string_view json_text);
+std::vector<plan_case> load_plan_file(const std::string& path);
+boost::json::value case_to_json(const plan_case& c);
+boost::json::array plan_to_json(const std::vector<plan_case>& cases);
 
 // The environment a case's server runs with: PORT, HOST, the KNIT_* the case sets,
-// JWT_SECRET=x (as the seed did; a plan's env may override it) and the plan's env.
+// JWT_SECRET=x (as the reference benchmark did; a plan's env may override it) and the plan's env.
 // The rest of the environment is inherited minus any stray KNIT_* from the caller.
-std::map<std::string, std::string> server_env(const Case& c, const std::string& host, int port);
+std::map<std::string, std::string> server_env(const plan_case& c, const std::string& host,
+                                              int port);
 
 // True for an external peer case (server_mode "peer:NAME").
-bool is_peer_case(const Case& c);
+bool is_peer_case(const plan_case& c);
 // The routes a case's load drives: peer_routes, or all three for knit-server.
-std::vector<std::string> case_routes(const Case& c);
+std::vector<std::string> case_routes(const plan_case& c);
 
 // Key that groups cases measured against the same inline reference: a rate case
 // without an explicit rate offers a fraction of the inline sat total with this key.
-std::string reference_key(const Case& c);
+std::string reference_key(const plan_case& c);
 
-// A built-in plan with the durations it was sized for.
-struct BuiltinPlan {
-  std::string name;
-  std::vector<Case> cases;
-  double idle_s = 2;
-  double warmup_s = 2;
-  double window_s = 5;
+// How long and how hard a plan's cases are measured: what a built-in plan was sized for,
+// and what a run uses once the command line has overridden any of it.
+struct plan_sizing {
+  double idle_s = 2, warmup_s = 2, window_s = 5;
   int repeat = 1;
-  int conns = 50;
+  int conns = 50;  // per route, unless the case sets its own
 };
 
 // Seconds a run of `runs` case repetitions takes: the three phases plus start and stop
 // (kSetupS, measured on the 2-CPU machine). Reruns for foreign load come on top.
 inline constexpr double kSetupS = 1.5;
 double estimate_s(int runs, double idle_s, double warmup_s, double window_s);
-
-// Default: knit against the peers, bun profile: inline, pooled 1/2 (seed policy), asio
-// 1/2, multi 2, auto 1; saturating and at 70% rate; 3 interleaved repetitions, sized to
-// stay under about 9 minutes on 2 CPUs.
-BuiltinPlan default_plan(const std::vector<std::string>& profiles = {"bun"});
-// The seed's sweep: 1,2,4,8,15 workers x (seed policy, old default, flat 50us), plus inline
-// and asio at each N, and the old default rows that used to be in the default plan.
-BuiltinPlan full_plan(const std::vector<std::string>& profiles = {"bun"});
-// Extra CPU per heavy call from 0 to 400us: inline vs pooled 1, asio 1 and auto 1.
-BuiltinPlan cost_sweep_plan(const std::vector<std::string>& profiles = {"native"});
 
 }  // namespace knit::bench

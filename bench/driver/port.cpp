@@ -31,14 +31,14 @@ bool resolve(const std::string& host, int port, sockaddr_storage& out, socklen_t
   return true;
 }
 
-struct Fd {
+struct unique_fd {
   int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
+  explicit unique_fd(int f) : fd(f) {}
+  ~unique_fd() {
     if (fd >= 0) ::close(fd);
   }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
 };
 
 void scan_table(const char* path, int port, std::vector<unsigned long>& out) {
@@ -81,7 +81,7 @@ bool port_is_free(const std::string& host, int port, std::string* why) {
   sockaddr_storage addr{};
   socklen_t len = 0;
   if (!resolve(host, port, addr, len)) return say("cannot resolve host " + host);
-  Fd s(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  unique_fd s(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (s.fd < 0) return say(std::string("socket(): ") + std::strerror(errno));
   // SO_REUSEADDR so that connections in TIME_WAIT from the last case do not count
   // as "in use"; the server sets it too, so it would bind fine.
@@ -97,7 +97,7 @@ bool tcp_connect_ok(const std::string& host, int port, int timeout_ms) {
   sockaddr_storage addr{};
   socklen_t len = 0;
   if (!resolve(host, port, addr, len)) return false;
-  Fd s(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  unique_fd s(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (s.fd < 0) return false;
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) return true;
   if (errno != EINPROGRESS) return false;
@@ -110,7 +110,7 @@ bool tcp_connect_ok(const std::string& host, int port, int timeout_ms) {
 }
 
 int pick_free_port() {
-  Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  unique_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (s.fd < 0) throw std::runtime_error("socket() failed");
   sockaddr_in a{};
   a.sin_family = AF_INET;

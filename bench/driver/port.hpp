@@ -7,7 +7,7 @@
 namespace knit::bench {
 
 // True when nothing listens on `port` and we can bind host:port ourselves. On false,
-// `why` says what holds it. A stale server on the port is the failure the seed's
+// `why` says what holds it. A stale server on the port is the failure the reference benchmark's
 // harness measured for six configurations; this is the first line against it.
 bool port_is_free(const std::string& host, int port, std::string* why = nullptr);
 

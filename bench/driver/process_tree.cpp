@@ -13,7 +13,7 @@
 namespace knit::bench {
 namespace {
 
-bool read_entry(pid_t pid, ProcEntry& out) {
+bool read_entry(pid_t pid, proc_entry& out) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   return in && std::getline(in, line) && parse_proc_entry(line, out);
@@ -21,7 +21,7 @@ bool read_entry(pid_t pid, ProcEntry& out) {
 
 }  // namespace
 
-bool parse_proc_entry(const std::string& stat_line, ProcEntry& out) {
+bool parse_proc_entry(const std::string& stat_line, proc_entry& out) {
   auto rp = stat_line.rfind(')');
   if (rp == std::string::npos || rp + 2 > stat_line.size()) return false;
   std::istringstream head(stat_line.substr(0, stat_line.find(' ')));
@@ -45,23 +45,24 @@ bool parse_proc_entry(const std::string& stat_line, ProcEntry& out) {
   return true;
 }
 
-std::vector<ProcEntry> list_processes() {
-  std::vector<ProcEntry> v;
+std::vector<proc_entry> list_processes() {
+  std::vector<proc_entry> v;
   DIR* d = ::opendir("/proc");
   if (!d) return v;
   while (dirent* e = ::readdir(d)) {
     if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
-    ProcEntry p;
+    proc_entry p;
     if (read_entry(static_cast<pid_t>(std::stol(e->d_name)), p)) v.push_back(p);
   }
   ::closedir(d);
   return v;
 }
 
-std::vector<ProcEntry> process_tree(pid_t root, const std::vector<ProcEntry>& all) {
-  std::vector<ProcEntry> tree;
+std::vector<proc_entry> process_tree(pid_t root, const std::vector<proc_entry>& all) {
+  std::vector<proc_entry> tree;
   std::set<pid_t> in;
-  auto root_it = std::find_if(all.begin(), all.end(), [&](const ProcEntry& p) { return p.pid == root; });
+  auto root_it =
+      std::find_if(all.begin(), all.end(), [&](const proc_entry& p) { return p.pid == root; });
   if (root_it != all.end()) {
     tree.push_back(*root_it);
     in.insert(root);
@@ -69,7 +70,7 @@ std::vector<ProcEntry> process_tree(pid_t root, const std::vector<ProcEntry>& al
   // Descendants: repeat until no process joins (a listing is not ordered parent first).
   for (bool grew = true; grew;) {
     grew = false;
-    for (const ProcEntry& p : all) {
+    for (const proc_entry& p : all) {
       if (in.count(p.pid) || p.state == 'Z' || p.state == 'X') continue;
       if (in.count(p.ppid) || p.pgid == root) {
         tree.push_back(p);
@@ -81,24 +82,24 @@ std::vector<ProcEntry> process_tree(pid_t root, const std::vector<ProcEntry>& al
   return tree;
 }
 
-std::vector<ProcEntry> process_tree(pid_t root) { return process_tree(root, list_processes()); }
+std::vector<proc_entry> process_tree(pid_t root) { return process_tree(root, list_processes()); }
 
-bool still_running(const ProcEntry& p) {
-  ProcEntry now;
+bool still_running(const proc_entry& p) {
+  proc_entry now;
   if (!read_entry(p.pid, now)) return false;
   return now.start_ticks == p.start_ticks && now.state != 'Z' && now.state != 'X';
 }
 
-int TreeCpuSample::threads() const {
+int tree_cpu_sample::threads() const {
   int n = 0;
   for (const auto& [pid, s] : procs) n += s.threads;
   return n;
 }
 
-TreeCpuSample sample_tree_cpu(pid_t root) {
-  TreeCpuSample t;
+tree_cpu_sample sample_tree_cpu(pid_t root) {
+  tree_cpu_sample t;
   t.wall_s = now_s();
-  for (const ProcEntry& p : process_tree(root)) {
+  for (const proc_entry& p : process_tree(root)) {
     try {
       t.procs[p.pid] = sample_cpu(p.pid);
       t.start_ticks[p.pid] = p.start_ticks;
@@ -109,8 +110,8 @@ TreeCpuSample sample_tree_cpu(pid_t root) {
   return t;
 }
 
-CpuDelta tree_cpu_delta(const TreeCpuSample& a, const TreeCpuSample& b) {
-  CpuDelta d;
+cpu_usage tree_cpu_delta(const tree_cpu_sample& a, const tree_cpu_sample& b) {
+  cpu_usage d;
   double sched = 0;
   bool all_sched = true;
   for (const auto& [pid, sb] : b.procs) {
@@ -123,7 +124,7 @@ CpuDelta tree_cpu_delta(const TreeCpuSample& a, const TreeCpuSample& b) {
       else all_sched = false;
       continue;
     }
-    const CpuSample& sa = it->second;
+    const cpu_sample& sa = it->second;
     d.ticks_s += sb.ticks_s - sa.ticks_s;
     if (sb.sched_s && sa.sched_s) sched += *sb.sched_s - *sa.sched_s;
     else all_sched = false;

@@ -42,13 +42,13 @@ std::string str(const json::object& o, const char* key, bool required) {
     return "";
   }
   if (v->is_string()) return std::string(v->get_string());
-  // The seed wrote strings for spin/park; accept plain numbers too.
+  // The reference benchmark wrote strings for spin/park; accept plain numbers too.
   if (v->is_int64()) return std::to_string(v->get_int64());
   if (v->is_uint64()) return std::to_string(v->get_uint64());
   bad(key, "expected a string");
 }
 
-// Seed rows carry doorbell as a boolean; plans write "0"/"1"; null means unset.
+// Reference rows carry doorbell as a boolean; plans write "0"/"1"; null means unset.
 std::optional<bool> flag(const json::object& o, const char* key) {
   const json::value* v = o.if_contains(key);
   if (!v || v->is_null()) return std::nullopt;
@@ -93,10 +93,10 @@ json::object to_obj(const std::map<std::string, T>& m) {
   return o;
 }
 
-RouteStats route_from_json(const json::value& v, const std::string& name) {
+route_row_stats route_from_json(const json::value& v, const std::string& name) {
   if (!v.is_object()) bad("routes." + name, "expected an object");
   const auto& o = v.get_object();
-  RouteStats r;
+  route_row_stats r;
   try {
     r.rps = req_num(o, "rps");
     r.p50 = req_num(o, "p50");
@@ -113,7 +113,7 @@ RouteStats route_from_json(const json::value& v, const std::string& name) {
   return r;
 }
 
-json::object route_to_json(const RouteStats& r) {
+json::object route_to_json(const route_row_stats& r) {
   json::object o;
   o["rps"] = r.rps;
   o["p50"] = r.p50;
@@ -141,11 +141,13 @@ const std::set<std::string>& known_keys() {
 
 }  // namespace
 
-bool is_seed_schema(const Row& r) { return r.spin == "default" || r.park == "default" || r.tag == "only"; }
+bool is_reference_schema(const result_row& r) {
+  return r.spin == "default" || r.park == "default" || r.tag == "only";
+}
 
-json::object row_to_json(const Row& r) {
+json::object row_to_json(const result_row& r) {
   json::object o;
-  // The seed's fields first, in the seed's order, so rows diff cleanly against Appendix A.
+  // The reference fields first, in their order, so rows diff cleanly against its rows.
   o["tag"] = r.tag;
   o["mode"] = r.mode;
   o["threads"] = r.threads;
@@ -205,12 +207,12 @@ json::object row_to_json(const Row& r) {
   return o;
 }
 
-std::string row_to_json_line(const Row& r) { return to_json_line(row_to_json(r)); }
+std::string row_to_json_line(const result_row& r) { return to_json_line(row_to_json(r)); }
 
-Row row_from_json(const json::value& v) {
+result_row row_from_json(const json::value& v) {
   if (!v.is_object()) throw std::runtime_error("row must be a JSON object");
   const auto& o = v.get_object();
-  Row r;
+  result_row r;
   r.tag = str(o, "tag", true);
   r.mode = str(o, "mode", true);
   if (r.mode != "sat" && r.mode != "rate") bad("mode", "expected \"sat\" or \"rate\", got \"" + r.mode + "\"");
@@ -220,7 +222,7 @@ Row row_from_json(const json::value& v) {
   r.doorbell = flag(o, "doorbell");
   r.steal = flag(o, "steal");
   r.server_mode = str(o, "server_mode", false);
-  // Seed rows: the inline baseline was tagged "only" (hono_only); everything else was a pool.
+  // Reference rows: the inline baseline was tagged "only" (hono_only); everything else was a pool.
   if (r.server_mode.empty()) r.server_mode = r.tag == "only" ? "inline" : "pooled";
   r.cost_profile = str(o, "cost_profile", false);
   if (auto x = opt_num(o, "extra_cost_us")) r.extra_cost_us = static_cast<int>(*x);
@@ -265,12 +267,14 @@ Row row_from_json(const json::value& v) {
   return r;
 }
 
-Row row_from_json_line(std::string_view line) { return row_from_json(parse_json(line, "row")); }
+result_row row_from_json_line(std::string_view line) {
+  return row_from_json(parse_json(line, "row"));
+}
 
-std::vector<Row> read_rows_file(const std::string& path) {
+std::vector<result_row> read_rows_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<Row> rows;
+  std::vector<result_row> rows;
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -285,7 +289,7 @@ std::vector<Row> read_rows_file(const std::string& path) {
   return rows;
 }
 
-void append_row_file(const std::string& path, const Row& r) {
+void append_row_file(const std::string& path, const result_row& r) {
   std::ofstream out(path, std::ios::app);
   if (!out) throw std::runtime_error("cannot append to " + path);
   out << row_to_json_line(r) << '\n';

@@ -9,9 +9,9 @@
 
 namespace knit::bench {
 
-// Per-route results. Latencies are milliseconds. Fields the seed's rows do not
+// Per-route results. Latencies are milliseconds. Fields the reference rows do not
 // carry (p90, p999, max, rate_*) are optional so both schemas read back.
-struct RouteStats {
+struct route_row_stats {
   double rps = 0;
   double p50 = 0;
   double p99 = 0;
@@ -20,27 +20,27 @@ struct RouteStats {
   std::optional<double> rate_target;  // rate mode: offered rps for this route
   std::optional<bool> rate_met;       // rate mode: knit-load says the rate was achieved
 
-  bool operator==(const RouteStats&) const = default;
+  bool operator==(const route_row_stats&) const = default;
 };
 
-// The seed's Appendix A schema plus what this harness adds. Seed rows have no
+// The reference benchmark's row schema plus what this harness adds. Reference rows have no
 // server_mode; it is derived from the tag ("only" = inline) when they are read.
-struct Row {
+struct result_row {
   // Identity of the configuration.
   std::string tag;
   std::string mode;            // "sat" | "rate"
   int threads = 0;
-  std::string spin;            // seed: "default" = threads*50; ours: "" = unset (library default)
-  std::string park;            // seed: "default" = 1 ms;       ours: "" = unset
+  std::string spin;  // reference: "default" = threads*50; ours: "" = unset (library default)
+  std::string park;  // reference: "default" = 1 ms;  ours: "" = unset
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
   std::string server_mode;     // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
-  std::string cost_profile;    // "" = not recorded (seed rows)
+  std::string cost_profile;    // "" = not recorded (reference rows)
   std::optional<int> extra_cost_us;
   std::map<std::string, std::string> env;  // extra variables from the plan's "env"
   int rep = 0;
 
-  // Measurements, rounded as the seed's drive.py rounds them.
+  // Measurements, rounded as the reference benchmark's drive.py rounded them.
   double idle_cores = 0;       // 3 decimals
   long long total_rps = 0;
   double cores = 0;            // 2 decimals
@@ -48,9 +48,9 @@ struct Row {
   std::optional<long long> cpu_us_per_req;
   int os_threads = 0;
   double gen_cores = 0;        // 2 decimals
-  std::map<std::string, RouteStats> routes;  // "ping", "ssr", "jwt"
+  std::map<std::string, route_row_stats> routes;  // "ping", "ssr", "jwt"
 
-  // Context (absent in seed rows).
+  // Context (absent in reference rows).
   std::optional<double> idle_s, warmup_s, window_s;
   std::optional<double> rate_per_route;
   std::optional<int> conns;
@@ -80,23 +80,23 @@ struct Row {
   // Keys this version does not know, kept so a round trip loses nothing.
   boost::json::object unknown;
 
-  bool operator==(const Row&) const = default;
+  bool operator==(const result_row&) const = default;
 };
 
-// Row -> one JSON line (no trailing newline). Seed keys come first, in seed order.
-std::string row_to_json_line(const Row& r);
-boost::json::object row_to_json(const Row& r);
+// result_row -> one JSON line (no trailing newline). Reference keys come first, in their order.
+std::string row_to_json_line(const result_row& r);
+boost::json::object row_to_json(const result_row& r);
 
-// JSON line -> Row. Accepts both the seed's rows and ours; throws std::runtime_error
+// JSON line -> result_row. Accepts both the reference rows and ours; throws std::runtime_error
 // naming the field on anything it cannot read.
-Row row_from_json(const boost::json::value& v);
-Row row_from_json_line(std::string_view line);
+result_row row_from_json(const boost::json::value& v);
+result_row row_from_json_line(std::string_view line);
 
 // Reads a rows.jsonl; blank lines are skipped, bad lines throw with their line number.
-std::vector<Row> read_rows_file(const std::string& path);
-void append_row_file(const std::string& path, const Row& r);
+std::vector<result_row> read_rows_file(const std::string& path);
+void append_row_file(const std::string& path, const result_row& r);
 
-// True when the row came from the seed's schema (or mimics it): spin/park "default".
-bool is_seed_schema(const Row& r);
+// True when the row came from the reference benchmark's schema (or mimics it): spin/park "default".
+bool is_reference_schema(const result_row& r);
 
 }  // namespace knit::bench

@@ -22,7 +22,7 @@ void flatten(const json::object& o, const std::string& prefix, std::map<std::str
 
 }  // namespace
 
-std::optional<ServerStats> parse_stats_line(std::string_view line) {
+std::optional<server_stats> parse_stats_line(std::string_view line) {
   constexpr std::string_view prefix = "knit-stats ";
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (line.substr(0, prefix.size()) != prefix) return std::nullopt;
@@ -30,7 +30,7 @@ std::optional<ServerStats> parse_stats_line(std::string_view line) {
   json::value v = json::parse(line.substr(prefix.size()), ec);
   if (ec || !v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
-  ServerStats s;
+  server_stats s;
   if (auto* m = o.if_contains("mode"); m && m->is_string()) s.mode = std::string(m->get_string());
   if (auto* r = o.if_contains("requests"); r && r->is_object()) flatten(r->get_object(), "", s.requests);
   if (auto* p = o.if_contains("pool"); p && p->is_object()) {

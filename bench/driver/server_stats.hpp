@@ -8,7 +8,7 @@
 
 namespace knit::bench {
 
-struct ServerStats {
+struct server_stats {
   std::string mode;                               // KNIT_MODE as the server runs it: "inline", "pooled", ...
   std::map<std::string, double> requests;         // per route
   bool has_pool = false;                          // "pool": null in inline mode
@@ -17,7 +17,7 @@ struct ServerStats {
 };
 
 // Parses one stdout line; nullopt if it is not a knit-stats line or not valid JSON.
-std::optional<ServerStats> parse_stats_line(std::string_view line);
+std::optional<server_stats> parse_stats_line(std::string_view line);
 
 // pool.totals fields that are a level now, not a count since start: retired_running (worker
 // threads still in a stuck task). A window's value for them is the level at its end.

@@ -15,7 +15,7 @@
 
 namespace knit::bench {
 
-InstanceLock::InstanceLock(const std::string& path) {
+instance_lock::instance_lock(const std::string& path) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot open lock file " + path + ": " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -33,7 +33,7 @@ InstanceLock::InstanceLock(const std::string& path) {
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
 }
 
-InstanceLock::~InstanceLock() {
+instance_lock::~instance_lock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 

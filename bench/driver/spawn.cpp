@@ -24,10 +24,10 @@ namespace {
 
 // Only async-signal-safe calls are allowed between fork and exec, so everything the
 // child needs is prepared here first.
-struct CStrings {
+struct c_strings {
   std::vector<std::string> storage;
   std::vector<char*> ptrs;
-  explicit CStrings(const std::vector<std::string>& v) : storage(v) {
+  explicit c_strings(const std::vector<std::string>& v) : storage(v) {
     for (auto& s : storage) ptrs.push_back(s.data());
     ptrs.push_back(nullptr);
   }
@@ -91,15 +91,15 @@ void wait_for_exec_layout(pid_t pid, size_t argc, size_t envc) {
 
 }  // namespace
 
-std::string ExitStatus::text() const {
+std::string exit_status::text() const {
   if (exited) return "exit code " + std::to_string(code);
   return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
 
-pid_t spawn_process(const SpawnSpec& spec) {
+pid_t spawn_process(const spawn_spec& spec) {
   if (spec.exe.empty()) throw std::runtime_error("spawn: no executable");
-  CStrings argv(spec.argv.empty() ? std::vector<std::string>{spec.exe} : spec.argv);
-  CStrings envp(spec.env);
+  c_strings argv(spec.argv.empty() ? std::vector<std::string>{spec.exe} : spec.argv);
+  c_strings envp(spec.env);
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : spec.cpus) CPU_SET(c, &set);
@@ -154,11 +154,11 @@ pid_t spawn_process(const SpawnSpec& spec) {
   return pid;
 }
 
-std::optional<ExitStatus> reap_nohang(pid_t pid) {
+std::optional<exit_status> reap_nohang(pid_t pid) {
   int status = 0;
   pid_t r = ::waitpid(pid, &status, WNOHANG);
   if (r == 0) return std::nullopt;
-  ExitStatus s;
+  exit_status s;
   if (r < 0) {
     // Not our child (or already reaped): treat as gone, with an honest description.
     s.exited = true;
@@ -174,7 +174,7 @@ std::optional<ExitStatus> reap_nohang(pid_t pid) {
   return s;
 }
 
-std::optional<ExitStatus> wait_exit(pid_t pid, double timeout_s) {
+std::optional<exit_status> wait_exit(pid_t pid, double timeout_s) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     if (auto s = reap_nohang(pid)) return s;
@@ -183,7 +183,7 @@ std::optional<ExitStatus> wait_exit(pid_t pid, double timeout_s) {
   }
 }
 
-ExitStatus stop_process(pid_t pid, double grace_s, bool* killed) {
+exit_status stop_process(pid_t pid, double grace_s, bool* killed) {
   if (killed) *killed = false;
   if (auto s = reap_nohang(pid)) return *s;
   ::kill(pid, SIGTERM);
@@ -192,47 +192,6 @@ ExitStatus stop_process(pid_t pid, double grace_s, bool* killed) {
   ::kill(pid, SIGKILL);
   if (auto s = wait_exit(pid, 10.0)) return *s;
   throw std::runtime_error("process " + std::to_string(pid) + " survived SIGKILL for 10 s");
-}
-
-std::vector<int> parse_cpu_list(const std::string& text) {
-  std::vector<int> cpus;
-  if (text.empty()) return cpus;
-  std::stringstream ss(text);
-  std::string part;
-  auto num = [&](const std::string& s) {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      throw std::invalid_argument("bad CPU list \"" + text + "\" (expected e.g. 0-3,6)");
-    int v = std::stoi(s);
-    if (v >= CPU_SETSIZE) throw std::invalid_argument("CPU " + s + " out of range");
-    return v;
-  };
-  while (std::getline(ss, part, ',')) {
-    auto dash = part.find('-');
-    if (dash == std::string::npos) {
-      cpus.push_back(num(part));
-    } else {
-      int a = num(part.substr(0, dash)), b = num(part.substr(dash + 1));
-      if (b < a) throw std::invalid_argument("bad CPU range \"" + part + "\"");
-      for (int c = a; c <= b; ++c) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
-std::string format_cpu_list(const std::vector<int>& cpus) {
-  std::string s;
-  for (size_t i = 0; i < cpus.size(); ++i) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!s.empty()) s += ',';
-    s += std::to_string(cpus[i]);
-    if (j > i) {
-      s += '-';
-      s += std::to_string(cpus[j]);
-    }
-    i = j;
-  }
-  return s;
 }
 
 std::vector<std::string> child_environment(const std::map<std::string, std::string>& set) {
@@ -276,7 +235,7 @@ std::optional<std::string> capture_output(const std::vector<std::string>& argv) 
   int fd = ::mkstemp(tmpl);
   if (fd < 0) return std::nullopt;
   ::close(fd);
-  SpawnSpec spec;
+  spawn_spec spec;
   spec.exe = exe;
   spec.argv = argv;
   std::vector<std::string> env;

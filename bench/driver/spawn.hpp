@@ -11,7 +11,7 @@
 
 namespace knit::bench {
 
-struct SpawnSpec {
+struct spawn_spec {
   std::string exe;                // path executed directly with execve; no shell, no PATH search
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // complete environment, "NAME=value"
@@ -21,13 +21,13 @@ struct SpawnSpec {
 };
 
 // Starts the child and returns its PID: the PID of the program itself, since we exec
-// directly (the seed recorded a setsid shell's PID and then stopped the wrong process).
-// Returns only after exec succeeded AND the kernel has laid out the new program's argument
-// and environment strings, so /proc/PID/{exe,cmdline,environ} show the new program the
+// directly (the reference benchmark recorded a setsid shell's PID and then stopped the wrong
+// process). Returns only after exec succeeded AND the kernel has laid out the new program's
+// argument and environment strings, so /proc/PID/{exe,cmdline,environ} show the new program the
 // moment this returns; an exec failure throws with the child's errno.
-pid_t spawn_process(const SpawnSpec& spec);
+pid_t spawn_process(const spawn_spec& spec);
 
-struct ExitStatus {
+struct exit_status {
   bool exited = false;  // normal exit (code valid)
   int code = 0;
   int signal = 0;       // terminating signal when !exited
@@ -35,16 +35,12 @@ struct ExitStatus {
 };
 
 // Reaps the child if it has exited; nullopt while it is still running.
-std::optional<ExitStatus> reap_nohang(pid_t pid);
+std::optional<exit_status> reap_nohang(pid_t pid);
 // Waits up to timeout_s for the child to exit.
-std::optional<ExitStatus> wait_exit(pid_t pid, double timeout_s);
+std::optional<exit_status> wait_exit(pid_t pid, double timeout_s);
 
 // SIGTERM, wait up to grace_s, then SIGKILL and wait. `killed` says whether SIGKILL was needed.
-ExitStatus stop_process(pid_t pid, double grace_s, bool* killed = nullptr);
-
-// "0-3,6" -> {0,1,2,3,6}. Throws std::invalid_argument on bad syntax.
-std::vector<int> parse_cpu_list(const std::string& text);
-std::string format_cpu_list(const std::vector<int>& cpus);
+exit_status stop_process(pid_t pid, double grace_s, bool* killed = nullptr);
 
 // This process's environment minus variables the driver controls (any KNIT_*, PORT,
 // HOST, JWT_SECRET), plus `set`. A stray KNIT_SPIN exported in the caller's shell

@@ -32,9 +32,9 @@ std::string slurp(const fs::path& p) {
 
 // A private copy of the fakes, named like the real binaries: the stray-process check
 // looks for running copies of *these* paths, so parallel tests do not trip it.
-struct Sandbox {
+struct sandbox {
   fs::path dir;
-  Sandbox() {
+  sandbox() {
     dir = fs::path(::testing::TempDir()) / ("knit-bench-e2e-" + std::to_string(::getpid()) + "-" +
                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
@@ -42,9 +42,9 @@ struct Sandbox {
     fs::copy_file(KNIT_FAKE_SERVER, dir / "bin/knit-server");
     fs::copy_file(KNIT_FAKE_LOAD, dir / "bin/knit-load");
   }
-  ~Sandbox() { fs::remove_all(dir); }
-  RunConfig config() const {
-    RunConfig cfg;
+  ~sandbox() { fs::remove_all(dir); }
+  run_options config() const {
+    run_options cfg;
     cfg.plan_name = "test";
     cfg.cases = parse_plan(R"([
       {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
@@ -71,9 +71,9 @@ struct Sandbox {
   }
 };
 
-TEST(EndToEnd, RunWritesRowsMetaAndReport) {
-  Sandbox box;
-  RunConfig cfg = box.config();
+TEST(end_to_end, RunWritesRowsMetaAndReport) {
+  sandbox box;
+  run_options cfg = box.config();
   ASSERT_EQ(run_benchmark(cfg), 0);
   fs::path out = cfg.out_dir;
   auto rows = read_rows_file((out / "rows.jsonl").string());
@@ -84,7 +84,7 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   EXPECT_EQ(rows[5].rep, 1);
   EXPECT_EQ(rows[5].tag, "inline");
 
-  const Row& inline_sat = rows[0];
+  const result_row& inline_sat = rows[0];
   EXPECT_EQ(inline_sat.server_mode, "inline");
   EXPECT_EQ(inline_sat.total_rps, 6000);  // fake: 1000.126 + 2000.126 + 3000.126
   EXPECT_DOUBLE_EQ(inline_sat.routes.at("ping").p50, 1.23);  // 0.0012345 s -> ms, 2 decimals
@@ -93,7 +93,7 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   EXPECT_EQ(inline_sat.server_env.count("KNIT_THREADS"), 0u);
   EXPECT_DOUBLE_EQ(inline_sat.gen_cores, 0.25);
 
-  const Row& t2 = rows[1];
+  const result_row& t2 = rows[1];
   EXPECT_EQ(t2.server_env.at("KNIT_THREADS"), "2");
   EXPECT_EQ(t2.server_env.at("PORT"), std::to_string(cfg.port));
   EXPECT_DOUBLE_EQ(t2.pool_counters.at("calls_submitted"), 1000);
@@ -110,7 +110,7 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   EXPECT_DOUBLE_EQ(*t2.window_s, 0.3);
 
   // Rate cases offer 70% of the inline saturating total, split over three routes.
-  const Row& t2rate = rows[4];
+  const result_row& t2rate = rows[4];
   EXPECT_EQ(t2rate.mode, "rate");
   EXPECT_DOUBLE_EQ(*t2rate.rate_per_route, 1400);
   EXPECT_DOUBLE_EQ(*t2rate.routes.at("ssr").rate_target, 1400);
@@ -119,7 +119,7 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   for (const auto& a : t2rate.load_cmd)
     if (a.find("ssr:POST:/ssr:50:1400:") == 0) rate_in_cmd = true;
   EXPECT_TRUE(rate_in_cmd);
-  // Bodies are the seed's.
+  // Bodies are the reference benchmark's.
   EXPECT_EQ(slurp(out / "bodies/jwt.json"), R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})");
 
   auto meta = parse_json(slurp(out / "meta.json"), "meta");
@@ -144,9 +144,9 @@ TEST(EndToEnd, RunWritesRowsMetaAndReport) {
   EXPECT_EQ(slurp(out / "report.md"), md);
 }
 
-TEST(EndToEnd, NewModesRunAndAModeTheServerDidNotRunIsWarned) {
-  Sandbox box;
-  RunConfig cfg = box.config();
+TEST(end_to_end, NewModesRunAndAModeTheServerDidNotRunIsWarned) {
+  sandbox box;
+  run_options cfg = box.config();
   cfg.repeat = 1;
   cfg.cases = parse_plan(R"([
     {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
@@ -176,9 +176,9 @@ TEST(EndToEnd, NewModesRunAndAModeTheServerDidNotRunIsWarned) {
   EXPECT_EQ(md.find("`a1` sat asked for"), std::string::npos) << md;
 }
 
-TEST(EndToEnd, BusyPortFailsEveryCaseAndMeasuresNothing) {
-  Sandbox box;
-  RunConfig cfg = box.config();
+TEST(end_to_end, BusyPortFailsEveryCaseAndMeasuresNothing) {
+  sandbox box;
+  run_options cfg = box.config();
   cfg.repeat = 1;
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -192,16 +192,16 @@ TEST(EndToEnd, BusyPortFailsEveryCaseAndMeasuresNothing) {
   EXPECT_FALSE(fs::exists(fs::path(cfg.out_dir) / "rows.jsonl"));
 }
 
-TEST(EndToEnd, SecondDriverIsRefused) {
-  Sandbox box;
-  RunConfig cfg = box.config();
-  InstanceLock held(cfg.lock_path);
+TEST(end_to_end, SecondDriverIsRefused) {
+  sandbox box;
+  run_options cfg = box.config();
+  instance_lock held(cfg.lock_path);
   EXPECT_EQ(run_benchmark(cfg), 3);
 }
 
-TEST(EndToEnd, MissingBinariesAreAClearError) {
-  Sandbox box;
-  RunConfig cfg = box.config();
+TEST(end_to_end, MissingBinariesAreAClearError) {
+  sandbox box;
+  run_options cfg = box.config();
   cfg.server_exe = (box.dir / "bin/nope").string();
   EXPECT_EQ(run_benchmark(cfg), 2);
 }

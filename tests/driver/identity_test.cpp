@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "driver/cpu_list.hpp"
 #include "driver/identity.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
@@ -17,20 +18,20 @@ namespace knit::bench {
 namespace {
 
 // Starts the fake server on a free port with a case's environment; stops it on scope exit.
-struct FakeServer {
+struct fake_server {
   pid_t pid = -1;
   int port = 0;
   std::map<std::string, std::string> env;
   std::string log = ::testing::TempDir() + "fake_server_identity.log";
-  explicit FakeServer(std::map<std::string, std::string> extra = {}) {
+  explicit fake_server(std::map<std::string, std::string> extra = {}) {
     port = pick_free_port();
-    Case c;
+    plan_case c;
     c.tag = "t2";
     c.threads = 2;
     c.spin = "0";
     env = server_env(c, "127.0.0.1", port);
     for (auto& [k, v] : extra) env[k] = v;
-    SpawnSpec sp;
+    spawn_spec sp;
     sp.exe = KNIT_FAKE_SERVER;
     sp.argv = {KNIT_FAKE_SERVER};
     sp.env = child_environment(env);
@@ -39,14 +40,14 @@ struct FakeServer {
     for (int i = 0; i < 500 && !tcp_connect_ok("127.0.0.1", port, 100); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ~FakeServer() {
+  ~fake_server() {
     if (pid > 0) stop_process(pid, 5);
   }
-  ExpectedIdentity expected() const { return {KNIT_FAKE_SERVER, {KNIT_FAKE_SERVER}, env}; }
+  expected_identity expected() const { return {KNIT_FAKE_SERVER, {KNIT_FAKE_SERVER}, env}; }
 };
 
-TEST(Identity, PassesForTheServerWeStarted) {
-  FakeServer s;
+TEST(identity, PassesForTheServerWeStarted) {
+  fake_server s;
   auto problems = check_process_identity(s.pid, s.expected());
   EXPECT_TRUE(problems.empty()) << problems.front();
   auto sock = check_socket_owner(s.pid, s.port);
@@ -54,8 +55,8 @@ TEST(Identity, PassesForTheServerWeStarted) {
   EXPECT_EQ(read_environ(s.pid)->at("KNIT_SPIN"), "0");
 }
 
-TEST(Identity, FailsForTheTestsOwnPid) {
-  FakeServer s;
+TEST(identity, FailsForTheTestsOwnPid) {
+  fake_server s;
   auto problems = check_process_identity(::getpid(), s.expected());
   ASSERT_FALSE(problems.empty());
   bool exe_reported = false;
@@ -66,9 +67,9 @@ TEST(Identity, FailsForTheTestsOwnPid) {
   EXPECT_FALSE(check_socket_owner(::getpid(), s.port).empty());
 }
 
-TEST(Identity, FailsForAChildSleepWithTheRightEnvironment) {
-  FakeServer s;
-  SpawnSpec sp;
+TEST(identity, FailsForAChildSleepWithTheRightEnvironment) {
+  fake_server s;
+  spawn_spec sp;
   sp.exe = "/bin/sleep";
   sp.argv = {"/bin/sleep", "30"};
   sp.env = child_environment(s.env);  // same KNIT_* as the server: only exe/cmdline differ
@@ -80,9 +81,9 @@ TEST(Identity, FailsForAChildSleepWithTheRightEnvironment) {
   EXPECT_NE(problems[1].find("cmdline"), std::string::npos) << problems[1];
 }
 
-TEST(Identity, EnvironmentMismatchesAreReported) {
-  FakeServer s(std::map<std::string, std::string>{{"KNIT_STEAL", "0"}});
-  ExpectedIdentity want = s.expected();
+TEST(identity, EnvironmentMismatchesAreReported) {
+  fake_server s(std::map<std::string, std::string>{{"KNIT_STEAL", "0"}});
+  expected_identity want = s.expected();
   want.env.erase("KNIT_STEAL");  // server has a KNIT_* we did not ask for
   want.env["KNIT_THREADS"] = "4";  // and a different pool size
   auto problems = check_process_identity(s.pid, want);
@@ -92,8 +93,8 @@ TEST(Identity, EnvironmentMismatchesAreReported) {
   EXPECT_NE(all.find("unexpected KNIT_STEAL"), std::string::npos) << all;
 }
 
-TEST(Identity, ExitedProcessIsReported) {
-  SpawnSpec sp;
+TEST(identity, ExitedProcessIsReported) {
+  spawn_spec sp;
   sp.exe = "/bin/true";
   sp.argv = {"/bin/true"};
   pid_t pid = spawn_process(sp);
@@ -114,10 +115,10 @@ TEST(Identity, ExitedProcessIsReported) {
 // or environment. Many spawns, each checked at once, with the window made as wide as we
 // can: a long environment (20,000 strings for the kernel to lay out) and, for half of the
 // spawns, one CPU shared with this thread, so the pipe's wake-up may preempt the child.
-TEST(Spawn, IdentityIsCompleteTheMomentSpawnReturns) {
+TEST(spawn, IdentityIsCompleteTheMomentSpawnReturns) {
   const std::map<std::string, std::string> env{{"KNIT_THREADS", "2"}, {"KNIT_SPIN", "0"}, {"PORT", "1"}};
   const std::vector<std::string> argv{"/bin/sleep", "30"};
-  const ExpectedIdentity want{"/bin/sleep", argv, env};
+  const expected_identity want{"/bin/sleep", argv, env};
   cpu_set_t original;
   ASSERT_EQ(::sched_getaffinity(0, sizeof original, &original), 0);
   const int cpu = ::sched_getcpu();
@@ -128,7 +129,7 @@ TEST(Spawn, IdentityIsCompleteTheMomentSpawnReturns) {
   int failures = 0;
   std::string first_failure;
   for (int i = 0; i < kSpawns; ++i) {
-    SpawnSpec sp;
+    spawn_spec sp;
     sp.exe = "/bin/sleep";
     sp.argv = argv;
     sp.env = filled_env;
@@ -153,11 +154,11 @@ TEST(Spawn, IdentityIsCompleteTheMomentSpawnReturns) {
 // /proc/PID/stat and its reads of exe, cmdline and environ, which then come back
 // unreadable or empty. That must be reported as the exit it is, never as a process with
 // the wrong command line and an empty environment.
-TEST(Identity, ProcessExitingDuringTheCheckIsReportedAsExited) {
-  const ExpectedIdentity want{"/bin/true", {"/bin/true"}, {{"KNIT_THREADS", "2"}}};
+TEST(identity, ProcessExitingDuringTheCheckIsReportedAsExited) {
+  const expected_identity want{"/bin/true", {"/bin/true"}, {{"KNIT_THREADS", "2"}}};
   int checked_while_exiting = 0;
   for (int i = 0; i < 200; ++i) {
-    SpawnSpec sp;
+    spawn_spec sp;
     sp.exe = "/bin/true";
     sp.argv = {"/bin/true"};
     sp.env = child_environment(want.env);
@@ -172,7 +173,7 @@ TEST(Identity, ProcessExitingDuringTheCheckIsReportedAsExited) {
   std::cout << checked_while_exiting << " of 200 checks met an exiting process\n";
 }
 
-TEST(Spawn, CpuListsAndEnvironment) {
+TEST(spawn, CpuListsAndEnvironment) {
   EXPECT_EQ(parse_cpu_list("0-3,6"), (std::vector<int>{0, 1, 2, 3, 6}));
   EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 6}), "0-3,6");
   EXPECT_EQ(format_cpu_list({}), "");
@@ -185,8 +186,8 @@ TEST(Spawn, CpuListsAndEnvironment) {
   for (const auto& kv : env) EXPECT_NE(kv.rfind("KNIT_SPIN=", 0), 0u) << kv;
 }
 
-TEST(Spawn, AffinityIsSetBeforeExec) {
-  SpawnSpec sp;
+TEST(spawn, AffinityIsSetBeforeExec) {
+  spawn_spec sp;
   sp.exe = "/bin/sleep";
   sp.argv = {"/bin/sleep", "30"};
   sp.cpus = {0};
@@ -200,8 +201,8 @@ TEST(Spawn, AffinityIsSetBeforeExec) {
   EXPECT_EQ(allowed, "0");
 }
 
-TEST(Spawn, ExecFailureIsAnError) {
-  SpawnSpec sp;
+TEST(spawn, ExecFailureIsAnError) {
+  spawn_spec sp;
   sp.exe = "/nonexistent/knit-server";
   EXPECT_THROW(spawn_process(sp), std::runtime_error);
 }

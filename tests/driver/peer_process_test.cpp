@@ -1,4 +1,4 @@
-// External peers: the process tree, and PeerProcess run against the fake server started
+// External peers: the process tree, and case_process as a peer, run against the fake server started
 // as a shell command (start, socket identity, CPU of every process, stop), a command that
 // never listens, one that exits, and one that ignores SIGTERM.
 #include <arpa/inet.h>
@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
+#include "driver/case_process.hpp"
 #include "driver/cpu_sampler.hpp"
 #include "driver/identity.hpp"
-#include "driver/peer_process.hpp"
 #include "driver/plan.hpp"
 #include "driver/port.hpp"
 #include "driver/process_tree.hpp"
@@ -26,8 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(ProcessTree, ParsesStatWithAwkwardNames) {
-  ProcEntry p;
+TEST(process_tree, ParsesStatWithAwkwardNames) {
+  proc_entry p;
   ASSERT_TRUE(parse_proc_entry(
       "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 987654 1000 10 1 2 3 4", p));
   EXPECT_EQ(p.pid, 4242);
@@ -38,14 +38,14 @@ TEST(ProcessTree, ParsesStatWithAwkwardNames) {
   EXPECT_FALSE(parse_proc_entry("12 (x) S 1 2", p));
 }
 
-TEST(ProcessTree, DescendantsAndGroupMembersNotZombies) {
-  std::vector<ProcEntry> all = {
+TEST(process_tree, DescendantsAndGroupMembersNotZombies) {
+  std::vector<proc_entry> all = {
       {1, 0, 1, 1, 'S'},        {100, 1, 100, 10, 'S'},  // root
       {103, 102, 100, 13, 'S'},                          // grandchild, listed before its parent
       {102, 100, 100, 12, 'S'}, {104, 1, 100, 14, 'S'},  // orphan still in root's group
       {105, 1, 105, 15, 'S'},                            // an unrelated process
       {106, 100, 100, 16, 'Z'},                          // a zombie child: nothing to measure
-      {107, 104, 107, 17, 'R'},                          // child of the orphan, in a group of its own
+      {107, 104, 107, 17, 'R'},  // child of the orphan, in a group of its own
   };
   std::vector<pid_t> pids;
   for (const auto& p : process_tree(100, all)) pids.push_back(p.pid);
@@ -53,19 +53,19 @@ TEST(ProcessTree, DescendantsAndGroupMembersNotZombies) {
   EXPECT_TRUE(process_tree(999, all).empty());
 }
 
-TEST(ProcessTree, CpuDeltaCountsNewProcessesWhole) {
-  TreeCpuSample a, b;
-  a.procs[1] = CpuSample{1.0, 2.0, 0, 1};
-  a.procs[2] = CpuSample{5.0, 5.0, 0, 1};  // exits before b: its last slice is lost
-  a.procs[3] = CpuSample{7.0, 7.0, 0, 1};  // PID reused by a new process in b
+TEST(process_tree, CpuDeltaCountsNewProcessesWhole) {
+  tree_cpu_sample a, b;
+  a.procs[1] = cpu_sample{1.0, 2.0, 0, 1};
+  a.procs[2] = cpu_sample{5.0, 5.0, 0, 1};  // exits before b: its last slice is lost
+  a.procs[3] = cpu_sample{7.0, 7.0, 0, 1};  // PID reused by a new process in b
   a.start_ticks = {{1, 10}, {2, 20}, {3, 30}};
   a.wall_s = 100;
-  b.procs[1] = CpuSample{1.5, 2.75, 0, 2};
-  b.procs[3] = CpuSample{0.25, 0.5, 0, 1};
-  b.procs[4] = CpuSample{0.5, 0.25, 0, 3};  // started in between
+  b.procs[1] = cpu_sample{1.5, 2.75, 0, 2};
+  b.procs[3] = cpu_sample{0.25, 0.5, 0, 1};
+  b.procs[4] = cpu_sample{0.5, 0.25, 0, 3};  // started in between
   b.start_ticks = {{1, 10}, {3, 31}, {4, 40}};
   b.wall_s = 102;
-  CpuDelta d = tree_cpu_delta(a, b);
+  cpu_usage d = tree_cpu_delta(a, b);
   EXPECT_DOUBLE_EQ(d.ticks_s, 0.5 + 0.25 + 0.5);
   ASSERT_TRUE(d.sched_s.has_value());
   EXPECT_DOUBLE_EQ(*d.sched_s, 0.75 + 0.5 + 0.25);
@@ -73,7 +73,7 @@ TEST(ProcessTree, CpuDeltaCountsNewProcessesWhole) {
   EXPECT_EQ(b.threads(), 6);
 }
 
-TEST(ProcessTree, SocketOwnerOverAGroupOfPids) {
+TEST(process_tree, SocketOwnerOverAGroupOfPids) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -90,17 +90,18 @@ TEST(ProcessTree, SocketOwnerOverAGroupOfPids) {
   ::close(fd);
 }
 
-struct PeerBox {
+struct peer_box {
   fs::path dir;
-  PeerBox() {
+  peer_box() {
     dir = fs::path(::testing::TempDir()) / ("knit-peer-" + std::to_string(::getpid()) + "-" +
                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
-  ~PeerBox() { fs::remove_all(dir); }
-  PeerOptions options(const std::string& command) const {
-    PeerOptions o;
+  ~peer_box() { fs::remove_all(dir); }
+  process_options options(const std::string& command) const {
+    process_options o;
+    o.kind = server_kind::peer;
     o.name = "fake";
     o.port = pick_free_port();
     o.command = command;
@@ -114,17 +115,17 @@ struct PeerBox {
 
 std::string fake() { return std::string("'") + KNIT_FAKE_SERVER + "'"; }
 
-bool any_running(const std::vector<ProcEntry>& procs) {
+bool any_running(const std::vector<proc_entry>& procs) {
   for (const auto& p : procs)
     if (still_running(p)) return true;
   return false;
 }
 
-TEST(PeerProcess, StartsMeasuresTheWholeTreeAndStopsIt) {
-  PeerBox box;
+TEST(peer_process, StartsMeasuresTheWholeTreeAndStopsIt) {
+  peer_box box;
   // A busy child beside the server: the tree's CPU must include it.
-  PeerOptions o = box.options("while :; do :; done & exec " + fake());
-  PeerProcess peer(o);
+  process_options o = box.options("while :; do :; done & exec " + fake());
+  case_process peer(o);
   ASSERT_GT(peer.pid(), 0);
   EXPECT_EQ(peer.argv(), (std::vector<std::string>{"/bin/sh", "-c", o.command}));
   auto tree = process_tree(peer.pid());
@@ -134,11 +135,11 @@ TEST(PeerProcess, StartsMeasuresTheWholeTreeAndStopsIt) {
   EXPECT_EQ(read_environ(peer.pid())->at("PORT"), std::to_string(o.port));
   EXPECT_TRUE(tcp_connect_ok(o.host, o.port, 500));
 
-  TreeCpuSample a = sample_tree_cpu(peer.pid());
-  CpuSample root_a = sample_cpu(peer.pid());
+  tree_cpu_sample a = sample_tree_cpu(peer.pid());
+  cpu_sample root_a = sample_cpu(peer.pid());
   // Wait (bounded) until the busy child has run at all, rather than for a fixed time.
-  CpuDelta d;
-  CpuDelta root;
+  cpu_usage d;
+  cpu_usage root;
   for (int i = 0; i < 500; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     d = tree_cpu_delta(a, sample_tree_cpu(peer.pid()));
@@ -153,14 +154,14 @@ TEST(PeerProcess, StartsMeasuresTheWholeTreeAndStopsIt) {
   EXPECT_EQ(peer.pid(), -1);
 }
 
-TEST(PeerProcess, ACommandThatNeverListensFailsWithinItsBound) {
-  PeerBox box;
-  PeerOptions o = box.options("echo starting; exec sleep 60");
+TEST(peer_process, ACommandThatNeverListensFailsWithinItsBound) {
+  peer_box box;
+  process_options o = box.options("echo starting; exec sleep 60");
   o.ready_timeout_s = 0.5;
   try {
-    PeerProcess peer(o);
+    case_process peer(o);
     FAIL() << "started";
-  } catch (const CaseError& e) {
+  } catch (const case_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("peer fake: nothing accepted connections on 127.0.0.1:" + std::to_string(o.port)),
               std::string::npos) << what;
@@ -169,12 +170,12 @@ TEST(PeerProcess, ACommandThatNeverListensFailsWithinItsBound) {
   }
 }
 
-TEST(PeerProcess, ACommandThatExitsSaysSo) {
-  PeerBox box;
+TEST(peer_process, ACommandThatExitsSaysSo) {
+  peer_box box;
   try {
-    PeerProcess peer(box.options("echo no config >&2; exit 3"));
+    case_process peer(box.options("echo no config >&2; exit 3"));
     FAIL() << "started";
-  } catch (const CaseError& e) {
+  } catch (const case_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("exited during start-up (exit code 3)"), std::string::npos) << what;
     EXPECT_NE(what.find("foreground"), std::string::npos) << what;
@@ -182,11 +183,11 @@ TEST(PeerProcess, ACommandThatExitsSaysSo) {
   }
 }
 
-TEST(PeerProcess, APeerIgnoringSigtermIsKilled) {
-  PeerBox box;
-  PeerOptions o = box.options("FAKE_IGNORE_TERM=1 " + fake() + " & wait");
+TEST(peer_process, APeerIgnoringSigtermIsKilled) {
+  peer_box box;
+  process_options o = box.options("FAKE_IGNORE_TERM=1 " + fake() + " & wait");
   o.stop_grace_s = 0.3;
-  PeerProcess peer(o);
+  case_process peer(o);
   auto tree = process_tree(peer.pid());
   ASSERT_GE(tree.size(), 2u);  // the shell waits on the server it started
   std::string note = peer.stop();
@@ -203,12 +204,12 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-TEST(PeerProcess, RunBenchmarkMeasuresAPeerLikeAnyCase) {
-  PeerBox box;
+TEST(peer_process, RunBenchmarkMeasuresAPeerLikeAnyCase) {
+  peer_box box;
   fs::create_directories(box.dir / "bin");
   fs::copy_file(KNIT_FAKE_SERVER, box.dir / "bin/knit-server");
   fs::copy_file(KNIT_FAKE_LOAD, box.dir / "bin/knit-load");
-  RunConfig cfg;
+  run_options cfg;
   cfg.plan_name = "test";
   cfg.cases = parse_plan(R"([
     {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
@@ -232,7 +233,7 @@ TEST(PeerProcess, RunBenchmarkMeasuresAPeerLikeAnyCase) {
   ASSERT_EQ(run_benchmark(cfg), 0);
   auto rows = read_rows_file((box.dir / "out/rows.jsonl").string());
   ASSERT_EQ(rows.size(), 8u);
-  const Row& peer = rows[2];
+  const result_row& peer = rows[2];
   EXPECT_EQ(peer.tag, "fake");
   EXPECT_EQ(peer.server_mode, "peer:fake");
   EXPECT_EQ(peer.rep, 0);
@@ -247,7 +248,7 @@ TEST(PeerProcess, RunBenchmarkMeasuresAPeerLikeAnyCase) {
   EXPECT_EQ(peer.peer_processes, std::optional<int>(1));
   EXPECT_GE(peer.os_threads, 1);
   ASSERT_TRUE(peer.foreign_cores.has_value());
-  const Row& peer_rate = rows[3];
+  const result_row& peer_rate = rows[3];
   EXPECT_DOUBLE_EQ(*peer_rate.rate_per_route, 1400);  // 70% of inline's 6000 / 3, like knit's
   EXPECT_DOUBLE_EQ(peer_rate.routes.at("ping").rps, 1400);
   const std::string line = slurp(box.dir / "out/rows.jsonl");

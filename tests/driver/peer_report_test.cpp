@@ -13,7 +13,9 @@
 namespace knit::bench {
 namespace {
 
-std::vector<Row> fixture() { return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/peers_bun.jsonl"); }
+std::vector<result_row> fixture() {
+  return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/peers_bun.jsonl");
+}
 
 std::string section(const std::string& md, const std::string& heading) {
   auto a = md.find(heading);
@@ -22,35 +24,38 @@ std::string section(const std::string& md, const std::string& heading) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
-const Config& find(const std::vector<Config>& cs, const std::string& tag, const std::string& mode) {
+const measured_config& find(const std::vector<measured_config>& cs, const std::string& tag,
+                            const std::string& mode) {
   for (const auto& c : cs)
     if (c.tag == tag && c.mode == mode) return c;
   throw std::runtime_error("no config " + tag + " " + mode);
 }
 
-const PeerMetric& metric(const std::string& name) {
+const peer_metric& metric(const std::string& name) {
   for (const auto& m : peer_metrics())
     if (m.name == name) return m;
   throw std::runtime_error("no metric " + name);
 }
 
-TEST(PeerReport, ClassifiesTheModes) {
+TEST(peer_report, ClassifiesTheModes) {
   auto rows = fixture();
   ASSERT_EQ(rows.size(), 48u);
   auto cs = group_configs(rows);
-  EXPECT_EQ(find(cs, "inline", "sat").policy, Policy::Inline);
-  EXPECT_EQ(find(cs, "t1", "sat").policy, Policy::SeedPolicy);
-  EXPECT_EQ(find(cs, "a2", "sat").policy, Policy::Asio);
-  EXPECT_EQ(find(cs, "m2", "sat").policy, Policy::Multi);
-  EXPECT_EQ(find(cs, "auto1", "sat").policy, Policy::Auto);
-  EXPECT_EQ(find(cs, "nginx", "sat").policy, Policy::Peer);
+  EXPECT_EQ(find(cs, "inline", "sat").policy, config_kind::inline_loop);
+  EXPECT_EQ(find(cs, "t1", "sat").policy, config_kind::default_policy);
+  EXPECT_EQ(find(cs, "a2", "sat").policy, config_kind::asio);
+  EXPECT_EQ(find(cs, "m2", "sat").policy, config_kind::multi);
+  EXPECT_EQ(find(cs, "auto1", "sat").policy, config_kind::auto_mode);
+  EXPECT_EQ(find(cs, "nginx", "sat").policy, config_kind::peer);
   EXPECT_EQ(find(cs, "a2", "sat").label, "asio: 2");
   EXPECT_EQ(find(cs, "m2", "sat").label, "multi: 2");
   EXPECT_EQ(find(cs, "auto1", "sat").label, "auto: 1");
   EXPECT_EQ(find(cs, "nginx", "sat").label, "peer: nginx");
   EXPECT_EQ(find(cs, "nginx", "sat").reps.size(), 3u);
-  EXPECT_TRUE(is_peer(Policy::Asio) && is_peer(Policy::Multi) && is_peer(Policy::Peer));
-  EXPECT_FALSE(is_peer(Policy::Auto) || is_peer(Policy::Inline) || is_peer(Policy::SeedPolicy));
+  EXPECT_TRUE(is_peer(config_kind::asio) && is_peer(config_kind::multi) &&
+              is_peer(config_kind::peer));
+  EXPECT_FALSE(is_peer(config_kind::auto_mode) || is_peer(config_kind::inline_loop) ||
+               is_peer(config_kind::default_policy));
   // Route threads pair the comparisons: pooled 1 = loop + 1 worker = multi 2.
   EXPECT_EQ(route_threads(find(cs, "t1", "sat")), route_threads(find(cs, "m2", "sat")));
   EXPECT_EQ(route_threads(find(cs, "a1", "sat")), std::optional<int>(2));
@@ -62,9 +67,9 @@ TEST(PeerReport, ClassifiesTheModes) {
   EXPECT_EQ(served_note(find(cs, "t1", "sat")), "");
 }
 
-TEST(PeerReport, PeerRowsKeepNullPoolStats) {
+TEST(peer_report, PeerRowsKeepNullPoolStats) {
   auto rows = fixture();
-  const Row& nginx = rows[7];
+  const result_row& nginx = rows[7];
   ASSERT_EQ(nginx.server_mode, "peer:nginx");
   EXPECT_TRUE(nginx.pool_counters.empty());
   EXPECT_EQ(nginx.peer_processes, std::optional<int>(2));
@@ -75,41 +80,45 @@ TEST(PeerReport, PeerRowsKeepNullPoolStats) {
   EXPECT_EQ(row_from_json(o), nginx);
 }
 
-TEST(PeerReport, RatiosArePairedByRepetition) {
+TEST(peer_report, RatiosArePairedByRepetition) {
   const auto rows = fixture();  // configs point into the rows
   auto cs = group_configs(rows);
   // rps 18000/15000, 18600/15000, 17400/15000.
-  Stat r = paired_ratio(find(cs, "t1", "sat"), find(cs, "a1", "sat"), metric("total rps, saturating"));
+  rep_stat r =
+      paired_ratio(find(cs, "t1", "sat"), find(cs, "a1", "sat"), metric("total rps, saturating"));
   ASSERT_EQ(r.n, 3);
   EXPECT_DOUBLE_EQ(r.median, 1.2);
   EXPECT_DOUBLE_EQ(r.min, 17400.0 / 15000);
   EXPECT_DOUBLE_EQ(r.max, 18600.0 / 15000);
   EXPECT_EQ(ratio_cell(r), "1.20× (1.16–1.24)");
   // Lower is better: peer / knit. /ping p99 9 ms (multi 2) against 10, 12, 11 ms.
-  Stat p = paired_ratio(find(cs, "t1", "sat"), find(cs, "m2", "sat"), metric("/ping p99, saturating"));
+  rep_stat p =
+      paired_ratio(find(cs, "t1", "sat"), find(cs, "m2", "sat"), metric("/ping p99, saturating"));
   EXPECT_DOUBLE_EQ(p.median, 9.0 / 11);
   EXPECT_DOUBLE_EQ(p.min, 9.0 / 12);
   EXPECT_DOUBLE_EQ(p.max, 0.9);
   EXPECT_EQ(ratio_cell(p), "0.82× (0.75–0.90)");
-  EXPECT_EQ(ratio_cell(Stat{}), "-");
+  EXPECT_EQ(ratio_cell(rep_stat{}), "-");
 }
 
-TEST(PeerReport, AConfigurationThatMissedTheRateIsNotCompared) {
+TEST(peer_report, AConfigurationThatMissedTheRateIsNotCompared) {
   const auto rows = fixture();
   auto cs = group_configs(rows);
   EXPECT_FALSE(met_rate(find(cs, "a1", "rate")));
   EXPECT_TRUE(met_rate(find(cs, "a2", "rate")));
   EXPECT_TRUE(met_rate(find(cs, "a1", "sat")));  // no rate_met in a saturating row
   // Had it been compared, asio 1 (1.5 cores) would have been the best peer of threads: 1.
-  Stat with_a1 = paired_ratio(find(cs, "t1", "rate"), find(cs, "a1", "rate"), metric("server cores, fixed rate"));
+  rep_stat with_a1 = paired_ratio(find(cs, "t1", "rate"), find(cs, "a1", "rate"),
+                                  metric("server cores, fixed rate"));
   EXPECT_DOUBLE_EQ(with_a1.median, 1.25);
 }
 
-TEST(PeerReport, FixedRatePingP99IsPairedLikeTheOthers) {
+TEST(peer_report, FixedRatePingP99IsPairedLikeTheOthers) {
   const auto rows = fixture();
   auto cs = group_configs(rows);
   // Lower is better: multi 2's /ping p99 2.2, 2.4, 2.6 ms against threads: 1's 2.0 ms.
-  Stat r = paired_ratio(find(cs, "t1", "rate"), find(cs, "m2", "rate"), metric("/ping p99, fixed rate"));
+  rep_stat r =
+      paired_ratio(find(cs, "t1", "rate"), find(cs, "m2", "rate"), metric("/ping p99, fixed rate"));
   ASSERT_EQ(r.n, 3);
   EXPECT_DOUBLE_EQ(r.median, 1.2);
   EXPECT_DOUBLE_EQ(r.min, 1.1);
@@ -118,7 +127,7 @@ TEST(PeerReport, FixedRatePingP99IsPairedLikeTheOthers) {
   EXPECT_FALSE(metric("/ping p99, fixed rate").higher_is_better);
 }
 
-TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
+TEST(peer_report, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
   const std::string md = render_markdown(fixture(), nullptr, {}, {});
   const std::string s = section(md, "### knit vs the peers");
   ASSERT_FALSE(s.empty()) << md;
@@ -156,7 +165,7 @@ TEST(PeerReport, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
     EXPECT_NE(s.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << s;
 }
 
-TEST(PeerReport, ExternalPeersHaveTheirOwnTableAsAReference) {
+TEST(peer_report, ExternalPeersHaveTheirOwnTableAsAReference) {
   const std::string md = render_markdown(fixture(), nullptr, {}, {});
   const std::string s = section(md, "### knit vs the peers");
   const auto at = s.find("#### External peers: a reference, not a like-for-like peer");
@@ -181,7 +190,7 @@ TEST(PeerReport, ExternalPeersHaveTheirOwnTableAsAReference) {
   EXPECT_LT(s.find(summary), at);
 }
 
-TEST(PeerReport, TablesAAndBCarryThePeerRows) {
+TEST(peer_report, TablesAAndBCarryThePeerRows) {
   const std::string md = render_markdown(fixture(), nullptr, {}, {});
   const std::string a = section(md, "### A.");
   for (const char* line : {
@@ -207,9 +216,9 @@ TEST(PeerReport, TablesAAndBCarryThePeerRows) {
   EXPECT_EQ(c.find("asio"), std::string::npos) << c;
 }
 
-TEST(PeerReport, NoPeerSectionWithoutPeers) {
+TEST(peer_report, NoPeerSectionWithoutPeers) {
   auto rows = fixture();
-  std::vector<Row> knit_only;
+  std::vector<result_row> knit_only;
   for (const auto& r : rows)
     if (r.server_mode == "inline" || r.server_mode == "pooled") knit_only.push_back(r);
   EXPECT_EQ(render_markdown(knit_only, nullptr, {}, {}).find("knit vs the peers"), std::string::npos);

@@ -3,23 +3,24 @@
 
 #include <string>
 
+#include "driver/builtin_plans.hpp"
 #include "driver/json_write.hpp"
 #include "driver/plan.hpp"
 
 namespace knit::bench {
 namespace {
 
-// Expects parse_plan to throw a PlanError whose message contains every fragment.
+// Expects parse_plan to throw a plan_error whose message contains every fragment.
 void expect_plan_error(const std::string& json, std::initializer_list<const char*> fragments) {
   try {
     parse_plan(json);
     FAIL() << "accepted: " << json;
-  } catch (const PlanError& e) {
+  } catch (const plan_error& e) {
     for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
   }
 }
 
-TEST(Plan, ParsesTheBriefsExample) {
+TEST(plan, ParsesTheBriefsExample) {
   auto cases = parse_plan(R"([
     {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
     {"tag":"t4s0","mode":"sat","server_mode":"pooled","threads":4,"spin":"0","park":"","doorbell":"1","steal":"",
@@ -37,7 +38,7 @@ TEST(Plan, ParsesTheBriefsExample) {
   EXPECT_EQ(cases[3].extra_cost_us, std::optional<int>(50));
 }
 
-TEST(Plan, BadPlansSayWhatAndWhere) {
+TEST(plan, BadPlansSayWhatAndWhere) {
   expect_plan_error("{", {"not valid JSON"});
   expect_plan_error(R"({"tag":"x"})", {"JSON array"});
   expect_plan_error("[]", {"no cases"});
@@ -62,25 +63,26 @@ TEST(Plan, BadPlansSayWhatAndWhere) {
   expect_plan_error(R"([{"tag":"a","mode":"sat","rate_per_route":2000}])", {"only applies"});
 }
 
-TEST(Plan, LoadFileNamesTheFile) {
+TEST(plan, LoadFileNamesTheFile) {
   try {
     load_plan_file("/nonexistent/plan.json");
     FAIL();
-  } catch (const PlanError& e) {
+  } catch (const plan_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/plan.json"), std::string::npos);
   }
 }
 
-TEST(Plan, BuiltinsSurviveTheirOwnJson) {
-  for (const BuiltinPlan& p : {default_plan(), full_plan(), cost_sweep_plan()}) {
+TEST(plan, BuiltinsSurviveTheirOwnJson) {
+  for (const builtin_plan& p :
+       {load_builtin_plan("default"), load_builtin_plan("full"), load_builtin_plan("cost-sweep")}) {
     auto text = to_json_pretty(plan_to_json(p.cases));
     auto back = parse_plan(text);
     EXPECT_EQ(back, p.cases) << p.name;
   }
 }
 
-TEST(Plan, DefaultPlanShape) {
-  BuiltinPlan p = default_plan();
+TEST(plan, DefaultPlanShape) {
+  builtin_plan p = load_builtin_plan("default");
   // bun x (inline, t1, t2, a1, a2, m2, auto1) x (sat, rate), three interleaved repetitions.
   ASSERT_EQ(p.cases.size(), 14u);
   EXPECT_EQ(p.repeat, 3);
@@ -97,12 +99,12 @@ TEST(Plan, DefaultPlanShape) {
   EXPECT_LE(s, 12 * 60);
   EXPECT_DOUBLE_EQ(s, 42 * (1 + 2 + 8 + kSetupS));
   // With native too, twice the cases.
-  EXPECT_EQ(default_plan({"bun", "native"}).cases.size(), 28u);
+  EXPECT_EQ(load_builtin_plan("default", {"bun", "native"}).cases.size(), 28u);
 }
 
-TEST(Plan, FullAndSweepShapes) {
-  BuiltinPlan f = full_plan();
-  // (inline + 5 sizes x (seed policy, old default, flat 50us, asio)) x (sat, rate).
+TEST(plan, FullAndSweepShapes) {
+  builtin_plan f = load_builtin_plan("full");
+  // (inline + 5 sizes x (default policy, old default, flat 50us, asio)) x (sat, rate).
   EXPECT_EQ(f.cases.size(), 2u * (1 + 5 * 4));
   EXPECT_EQ(f.repeat, 3);
   EXPECT_EQ(f.window_s, 15);
@@ -114,7 +116,7 @@ TEST(Plan, FullAndSweepShapes) {
       ++asio;
     }
   EXPECT_EQ(asio, 10);
-  BuiltinPlan s = cost_sweep_plan();
+  builtin_plan s = load_builtin_plan("cost-sweep");
   // 8 costs x 2 modes x (inline, t1, a1, auto1).
   ASSERT_EQ(s.cases.size(), 8u * 2 * 4);
   std::vector<std::string> first;
@@ -126,7 +128,7 @@ TEST(Plan, FullAndSweepShapes) {
   }
 }
 
-TEST(Plan, NewModesParseAndRoundTrip) {
+TEST(plan, NewModesParseAndRoundTrip) {
   auto cases = parse_plan(R"([
     {"tag":"inline","server_mode":"inline","cost_profile":"bun"},
     {"tag":"a2","server_mode":"asio","threads":2,"cost_profile":"bun"},
@@ -165,8 +167,8 @@ TEST(Plan, NewModesParseAndRoundTrip) {
   expect_plan_error(R"([{"tag":"a","server_mode":"asio","command":"x"}])", {"peer:NAME"});
 }
 
-TEST(Plan, ServerEnvironment) {
-  Case c;
+TEST(plan, ServerEnvironment) {
+  plan_case c;
   c.tag = "x";
   c.threads = 4;
   c.spin = "200";
@@ -187,19 +189,19 @@ TEST(Plan, ServerEnvironment) {
   EXPECT_EQ(env.at("KNIT_JWT_COST_US"), "20");
   EXPECT_EQ(env.at("KNIT_MAX_SPINNERS"), "2");
   EXPECT_EQ(env.count("KNIT_STEAL"), 0u);  // "" = unset, not empty
-  EXPECT_EQ(env.at("JWT_SECRET"), "x");      // the seed's fixed secret
-  Case i;
+  EXPECT_EQ(env.at("JWT_SECRET"), "x");    // the reference benchmark's secret
+  plan_case i;
   i.server_mode = "inline";
   auto ienv = server_env(i, "127.0.0.1", 3000);
   EXPECT_EQ(ienv.count("KNIT_THREADS"), 0u);
   EXPECT_EQ(ienv.count("KNIT_SPIN"), 0u);
-  Case a = c;
+  plan_case a = c;
   a.server_mode = "asio";
   a.spin = a.park = a.doorbell = "";
   EXPECT_EQ(server_env(a, "127.0.0.1", 3000).at("KNIT_MODE"), "asio");
   EXPECT_EQ(server_env(a, "127.0.0.1", 3000).at("KNIT_THREADS"), "4");
   // An external peer gets PORT, HOST, the secret and its env, and none of knit's variables.
-  Case p;
+  plan_case p;
   p.tag = "nginx";
   p.server_mode = "peer:nginx";
   p.cost_profile = "bun";

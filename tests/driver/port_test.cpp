@@ -14,10 +14,10 @@ namespace knit::bench {
 namespace {
 
 // A socket bound to 127.0.0.1 on an ephemeral port, optionally listening.
-struct BoundSocket {
+struct bound_socket {
   int fd = -1;
   int port = 0;
-  explicit BoundSocket(bool listening) {
+  explicit bound_socket(bool listening) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -30,11 +30,11 @@ struct BoundSocket {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     port = ntohs(a.sin_port);
   }
-  ~BoundSocket() { ::close(fd); }
+  ~bound_socket() { ::close(fd); }
 };
 
-TEST(Port, ListeningPortIsNotFree) {
-  BoundSocket s(true);
+TEST(port, ListeningPortIsNotFree) {
+  bound_socket s(true);
   std::string why;
   EXPECT_FALSE(port_is_free("127.0.0.1", s.port, &why));
   EXPECT_NE(why.find("listening"), std::string::npos) << why;
@@ -46,14 +46,14 @@ TEST(Port, ListeningPortIsNotFree) {
   EXPECT_TRUE(tcp_connect_ok("127.0.0.1", s.port, 500));
 }
 
-TEST(Port, BoundButNotListeningIsNotFree) {
-  BoundSocket s(false);
+TEST(port, BoundButNotListeningIsNotFree) {
+  bound_socket s(false);
   std::string why;
   EXPECT_FALSE(port_is_free("127.0.0.1", s.port, &why));
   EXPECT_NE(why.find("cannot bind"), std::string::npos) << why;
 }
 
-TEST(Port, FreePortIsFree) {
+TEST(port, FreePortIsFree) {
   int port = pick_free_port();
   std::string why = "unchanged";
   EXPECT_TRUE(port_is_free("127.0.0.1", port, &why)) << why;

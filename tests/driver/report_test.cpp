@@ -1,4 +1,4 @@
-// The renderer must reproduce the seed report's printed tables from its Appendix A rows.
+// The renderer must reproduce the reference benchmark's printed tables from its own rows.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,8 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string seed_markdown() {
-  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+std::string reference_markdown() {
+  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
   return render_markdown(rows, nullptr, {}, {});
 }
 
@@ -31,14 +31,14 @@ std::string section(const std::string& md, const std::string& heading) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
-TEST(SeedReport, FixtureHasAllAppendixRows) {
-  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+TEST(reference_report, FixtureHasAllReferenceRows) {
+  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
   ASSERT_EQ(rows.size(), 29u);  // 16 saturating + 13 fixed-rate
 }
 
-// Section A of the seed, with the bold markers removed and "hono_only" called "inline".
-TEST(SeedReport, SectionAThroughputMatchesSeed) {
-  const std::string a = section(seed_markdown(), "### A.");
+// Section A of the reference tables, with the bold markers removed and "hono_only" called "inline".
+TEST(reference_report, SectionAThroughputMatchesReference) {
+  const std::string a = section(reference_markdown(), "### A.");
   ASSERT_FALSE(a.empty());
   for (const char* line : {
            "| inline | 2815 | 2815 | 2578 | 8208 | - | 0.002 | 1.19 | 6909 | 145 |",
@@ -51,8 +51,8 @@ TEST(SeedReport, SectionAThroughputMatchesSeed) {
     EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
 }
 
-TEST(SeedReport, SectionALatencyMatchesSeed) {
-  const std::string a = section(seed_markdown(), "### A.");
+TEST(reference_report, SectionALatencyMatchesReference) {
+  const std::string a = section(reference_markdown(), "### A.");
   for (const char* line : {
            "| inline | 35.42 / 42.99 | 35.44 / 42.89 | 35.64 / 74.01 |",
            "| threads: 1 | 11.50 / 22.10 | 19.88 / 40.36 | 20.41 / 41.51 |",
@@ -64,8 +64,8 @@ TEST(SeedReport, SectionALatencyMatchesSeed) {
     EXPECT_NE(a.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << a;
 }
 
-TEST(SeedReport, SectionBPingMatchesSeed) {
-  const std::string b = section(seed_markdown(), "### B.");
+TEST(reference_report, SectionBPingMatchesReference) {
+  const std::string b = section(reference_markdown(), "### B.");
   ASSERT_FALSE(b.empty());
   for (const char* line : {
            "| inline | 0.81 | 16.93 | 1.08 | 0.002 |",
@@ -75,13 +75,14 @@ TEST(SeedReport, SectionBPingMatchesSeed) {
            "| threads: 15 | 0.49 | 3.00 | 2.29 | 0.194 |",
        })
     EXPECT_NE(b.find(line), std::string::npos) << "missing: " << line;
-  // /ssr and /jwt tables carry the seed's p50/p99 too (seed: hono_only 0.84 / 14.32, threads: 15 0.88 / 4.33).
+  // /ssr and /jwt tables carry the reference p50/p99 too (reference: hono_only 0.84 / 14.32,
+  // threads: 15 0.88 / 4.33).
   EXPECT_NE(b.find("| inline | 0.84 | 14.32 | 1.08 |"), std::string::npos);
   EXPECT_NE(b.find("| threads: 15 | 0.88 | 4.33 | 2.29 |"), std::string::npos);
 }
 
-TEST(SeedReport, SectionCIdleTableMatchesSeed) {
-  const std::string c = section(seed_markdown(), "### C.");
+TEST(reference_report, SectionCIdleTableMatchesReference) {
+  const std::string c = section(reference_markdown(), "### C.");
   ASSERT_FALSE(c.empty());
   for (const char* line : {
            "| 1 | 0.058 | 0.048 | 0.058 |",
@@ -93,8 +94,8 @@ TEST(SeedReport, SectionCIdleTableMatchesSeed) {
     EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << c;
 }
 
-TEST(SeedReport, SectionCLoadedAndBeforeAfterMatchSeed) {
-  const std::string c = section(seed_markdown(), "### C.");
+TEST(reference_report, SectionCLoadedAndBeforeAfterMatchReference) {
+  const std::string c = section(reference_markdown(), "### C.");
   for (const char* line : {
            "| 1 | 1.79 | 0.058 | 1.73 |",
            "| 2 | 2.03 | 0.208 | 1.82 |",
@@ -109,52 +110,56 @@ TEST(SeedReport, SectionCLoadedAndBeforeAfterMatchSeed) {
            "| `threads: 4` CPU-us/request, fixed rate | 415 | 262 | 1.6x less |",
        })
     EXPECT_NE(c.find(line), std::string::npos) << "missing: " << line;
-  // Full CPU picture: the seed policy row at 15 workers is bold, as in the seed.
-  EXPECT_NE(c.find("| **no spin (= seed policy)** | **0.164** | **2.83** | **4238** | **236** |"), std::string::npos);
+  // Full CPU picture: the default policy row at 15 workers is bold, as in the reference.
+  EXPECT_NE(
+      c.find("| **no spin (= default policy)** | **0.164** | **2.83** | **4238** | **236** |"),
+      std::string::npos);
 }
 
-TEST(SeedReport, PercentAndRatioFormatting) {
+TEST(reference_report, PercentAndRatioFormatting) {
   EXPECT_EQ(pct_change(8208, 18014), "+119%");
-  EXPECT_EQ(pct_change(8208, 15811), "+93%");  // 92.6 rounds up: the seed rounded, not truncated
+  EXPECT_EQ(pct_change(8208, 15811),
+            "+93%");  // 92.6 rounds up: the reference rounded, not truncated
   EXPECT_EQ(pct_change(7.84, 4.12), "-47%");
   EXPECT_EQ(ratio_text(1048, 4238, true), "4.0x");
   EXPECT_EQ(ratio_text(1984, 382, false), "5.2x less");
   EXPECT_EQ(ratio_text(6.368, 0.164, false), "39x less");
 }
 
-TEST(SeedReport, ChartsAreDrawnWhenGnuplotExists) {
+TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
   if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl", dir / "rows.jsonl",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
+                dir / "rows.jsonl", fs::copy_options::overwrite_existing);
   ::unsetenv("KNIT_BENCH_GNUPLOT");
   std::vector<std::string> warnings;
   write_report((dir / "rows.jsonl").string(), true, &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings.front();
-  for (const char* png : {"rps_by_pool_seed.png", "ping_p99_seed.png", "idle_by_n_seed.png", "cpu_per_req_by_n_seed.png"}) {
+  for (const char* png : {"rps_by_pool_reference.png", "ping_p99_reference.png",
+                          "idle_by_n_reference.png", "cpu_per_req_by_n_reference.png"}) {
     EXPECT_TRUE(fs::exists(dir / "charts" / png)) << png;
     EXPECT_GT(fs::file_size(dir / "charts" / png), 0u) << png;
   }
   std::ifstream in(dir / "report.md");
   std::stringstream md;
   md << in.rdbuf();
-  EXPECT_NE(md.str().find("](charts/idle_by_n_seed.png)"), std::string::npos);
+  EXPECT_NE(md.str().find("](charts/idle_by_n_reference.png)"), std::string::npos);
   fs::remove_all(dir);
 }
 
-TEST(SeedReport, MissingGnuplotSkipsChartsWithAWarning) {
+TEST(reference_report, MissingGnuplotSkipsChartsWithAWarning) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl", dir / "rows.jsonl",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
+                dir / "rows.jsonl", fs::copy_options::overwrite_existing);
   ::setenv("KNIT_BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
   std::vector<std::string> warnings;
   write_report((dir / "rows.jsonl").string(), true, &warnings);
   ::unsetenv("KNIT_BENCH_GNUPLOT");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("charts skipped"), std::string::npos) << warnings[0];
-  EXPECT_FALSE(fs::exists(dir / "charts" / "idle_by_n_seed.png"));
+  EXPECT_FALSE(fs::exists(dir / "charts" / "idle_by_n_reference.png"));
   std::ifstream in(dir / "report.md");
   std::stringstream md;
   md << in.rdbuf();
@@ -163,22 +168,22 @@ TEST(SeedReport, MissingGnuplotSkipsChartsWithAWarning) {
   fs::remove_all(dir);
 }
 
-TEST(SeedReport, NoCountersAndNoSweepForSeedRows) {
-  const std::string md = seed_markdown();
+TEST(reference_report, NoCountersAndNoSweepForReferenceRows) {
+  const std::string md = reference_markdown();
   EXPECT_NE(md.find("No pool counters in these rows"), std::string::npos);
   EXPECT_EQ(md.find("## Cost sweep"), std::string::npos);
 }
 
 // A pooled saturation row with pool counters, as the runner writes it.
-Row pooled_row(const std::string& tag, double stuck, double replaced, double retired) {
-  Row r;
+result_row pooled_row(const std::string& tag, double stuck, double replaced, double retired) {
+  result_row r;
   r.tag = tag;
   r.mode = "sat";
   r.threads = 1;
   r.server_mode = "pooled";
   r.cost_profile = "native";
   r.total_rps = 1000;
-  for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = RouteStats{};
+  for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = route_row_stats{};
   r.pool_counters = {{"calls_submitted", 1000}, {"host_wakes", 250}, {"calls_stuck", stuck},
                      {"workers_replaced", replaced}, {"retired_running", retired}};
   r.pool_per_call = {{"host_wakes", 0.25}, {"calls_stuck", stuck / 1000},
@@ -186,7 +191,7 @@ Row pooled_row(const std::string& tag, double stuck, double replaced, double ret
   return r;
 }
 
-TEST(CounterReport, StuckCallsShowAsCountsWhenAnyRowHasOne) {
+TEST(counter_report, StuckCallsShowAsCountsWhenAnyRowHasOne) {
   const std::string md = render_markdown({pooled_row("t1", 0, 0, 0), pooled_row("t1b", 3, 3, 1)},
                                          nullptr, {}, {});
   const std::string counters = section(md, "### Pool counters");
@@ -199,7 +204,7 @@ TEST(CounterReport, StuckCallsShowAsCountsWhenAnyRowHasOne) {
   EXPECT_NE(counters.find("| 0.250 | 0 | 0 | 0 |"), std::string::npos) << counters;
 }
 
-TEST(CounterReport, StuckCallsHiddenWhenZeroEverywhere) {
+TEST(counter_report, StuckCallsHiddenWhenZeroEverywhere) {
   const std::string md = render_markdown({pooled_row("t1", 0, 0, 0)}, nullptr, {}, {});
   const std::string counters = section(md, "### Pool counters");
   ASSERT_FALSE(counters.empty()) << md;

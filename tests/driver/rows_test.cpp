@@ -1,4 +1,4 @@
-// Rows: JSON line round trips (ours and the seed's), Python-compatible rounding,
+// Rows: JSON line round trips (ours and the reference benchmark's), Python-compatible rounding,
 // and the row a measurement turns into.
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 namespace knit::bench {
 namespace {
 
-Row sample_row() {
-  Row r;
+result_row sample_row() {
+  result_row r;
   r.tag = "t4old";
   r.mode = "rate";
   r.threads = 4;
@@ -35,7 +35,7 @@ Row sample_row() {
   r.cpu_us_per_req = 415;
   r.os_threads = 26;
   r.gen_cores = 0.53;
-  RouteStats ping;
+  route_row_stats ping;
   ping.rps = 1999.65;
   ping.p50 = 0.46;
   ping.p99 = 2.95;
@@ -46,7 +46,7 @@ Row sample_row() {
   ping.rate_target = 2000;
   ping.rate_met = true;
   r.routes["ping"] = ping;
-  RouteStats ssr = ping;
+  route_row_stats ssr = ping;
   ssr.rate_met = false;
   r.routes["ssr"] = ssr;
   r.routes["jwt"] = ping;
@@ -66,16 +66,16 @@ Row sample_row() {
   return r;
 }
 
-TEST(Rows, OurRowRoundTrips) {
-  Row r = sample_row();
+TEST(rows, OurRowRoundTrips) {
+  result_row r = sample_row();
   std::string line = row_to_json_line(r);
   EXPECT_EQ(line.find('\n'), std::string::npos);
-  Row back = row_from_json_line(line);
+  result_row back = row_from_json_line(line);
   EXPECT_EQ(back, r);
   EXPECT_EQ(row_to_json_line(back), line);
 }
 
-TEST(Rows, StuckCallCountersTravelInPoolCounters) {
+TEST(rows, StuckCallCountersTravelInPoolCounters) {
   // Two knit-stats lines around a window in which one call got stuck: the counters are
   // deltas, retired_running (a gauge) is the level at the end, and none is made per call.
   auto before = parse_stats_line(
@@ -85,7 +85,7 @@ TEST(Rows, StuckCallCountersTravelInPoolCounters) {
       R"(knit-stats {"mode":"pooled","requests":{"ssr":20},"pool":{"threads":1,"totals":)"
       R"({"calls_submitted":20,"calls_stuck":3,"workers_replaced":3,"retired_running":2}}})");
   ASSERT_TRUE(before && after);
-  Row r = sample_row();
+  result_row r = sample_row();
   r.pool_counters = diff_counters(before->pool_totals, after->pool_totals);
   r.pool_per_call = per_call(r.pool_counters);
   EXPECT_DOUBLE_EQ(r.pool_counters.at("calls_stuck"), 1);
@@ -100,7 +100,7 @@ TEST(Rows, StuckCallCountersTravelInPoolCounters) {
   EXPECT_EQ(row_from_json_line(line), r);
 }
 
-TEST(Rows, SeedKeysComeFirstInSeedOrder) {
+TEST(rows, ReferenceKeysComeFirstInTheirOrder) {
   std::string line = row_to_json_line(sample_row());
   EXPECT_EQ(line.rfind("{\"tag\": \"t4old\", \"mode\": \"rate\", \"threads\": 4, \"spin\": \"200\", \"park\": \"1\", "
                        "\"doorbell\": true, \"idle_cores\": 0.682, \"total_rps\": 5999, \"cores\": 2.49, ",
@@ -112,32 +112,32 @@ TEST(Rows, SeedKeysComeFirstInSeedOrder) {
   EXPECT_NE(line.find("\"ok\": 1.0"), std::string::npos);
 }
 
-TEST(Rows, EverySeedRowRoundTrips) {
-  std::ifstream in(std::string(KNIT_DRIVER_FIXTURES) + "/seed_appendix_a.jsonl");
+TEST(rows, EveryReferenceRowRoundTrips) {
+  std::ifstream in(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
-    Row r = row_from_json_line(line);
-    Row again = row_from_json_line(row_to_json_line(r));
+    result_row r = row_from_json_line(line);
+    result_row again = row_from_json_line(row_to_json_line(r));
     EXPECT_EQ(again, r) << line;
     ++n;
   }
   EXPECT_EQ(n, 29);
 }
 
-TEST(Rows, SeedRowIsNormalised) {
-  Row only = row_from_json_line(
+TEST(rows, ReferenceRowIsNormalised) {
+  result_row only = row_from_json_line(
       R"({"tag": "only", "mode": "sat", "threads": 1, "spin": "default", "park": "default", "doorbell": true, "idle_cores": 0.002, "total_rps": 8208, "cores": 1.19, "rps_per_core": 6909, "cpu_us_per_req": 145, "os_threads": 20, "gen_cores": 0.22, "routes": {"ping": {"rps": 2815.1, "p50": 35.42, "p99": 42.99, "ok": 1.0}}})");
   EXPECT_EQ(only.server_mode, "inline");
-  EXPECT_TRUE(is_seed_schema(only));
+  EXPECT_TRUE(is_reference_schema(only));
   EXPECT_EQ(only.doorbell, std::optional<bool>(true));
   EXPECT_FALSE(only.routes.at("ping").p90.has_value());
-  Row t1 = row_from_json_line(
+  result_row t1 = row_from_json_line(
       R"({"tag": "t1", "mode": "sat", "threads": 1, "spin": "default", "park": "default", "doorbell": true, "idle_cores": 0.058, "total_rps": 18014, "cores": 1.79, "rps_per_core": 10041, "cpu_us_per_req": 100, "os_threads": 23, "gen_cores": 0.52, "routes": {}})");
   EXPECT_EQ(t1.server_mode, "pooled");
 }
 
-TEST(Rows, BadRowsNameTheProblem) {
+TEST(rows, BadRowsNameTheProblem) {
   EXPECT_THROW(row_from_json_line("[1,2]"), std::runtime_error);
   try {
     row_from_json_line(R"({"tag": "x", "mode": "sat", "idle_cores": 0, "total_rps": 1, "routes": {}})");
@@ -159,7 +159,7 @@ TEST(Rows, BadRowsNameTheProblem) {
   std::remove(path.c_str());
 }
 
-TEST(Rounding, MatchesPython) {
+TEST(rounding, MatchesPython) {
   // Python: round(2.675, 2) == 2.67 (binary value below the tie), round(0.125, 2) == 0.12 (exact tie, to even).
   EXPECT_DOUBLE_EQ(py_round(2.675, 2), 2.67);
   EXPECT_DOUBLE_EQ(py_round(0.125, 2), 0.12);
@@ -173,17 +173,17 @@ TEST(Rounding, MatchesPython) {
   EXPECT_EQ(seconds_text(0.3), "0.3");
 }
 
-TEST(BuildRow, RoundsLikeDrivePy) {
-  Case c;
+TEST(build_row, RoundsLikeDrivePy) {
+  plan_case c;
   c.tag = "t2";
   c.mode = "sat";
   c.threads = 2;
   c.cost_profile = "bun";
-  RunConfig cfg;
+  run_options cfg;
   cfg.idle_s = 5;
   cfg.window_s = 15;
   cfg.server_cpus = {0, 1};
-  CaseMeasurement m;
+  case_measurement m;
   m.window_s = 15;
   m.idle.ticks_s = 0.17;
   m.idle.sched_s = 0.1701234;
@@ -193,18 +193,18 @@ TEST(BuildRow, RoundsLikeDrivePy) {
   m.window.wall_s = 15.02;
   m.load.gen_cpu_s = 6.6;
   m.load.duration_s = 15;
-  LoadRouteResult ping;
+  load_route_result ping;
   ping.rps = 5785.2712;
   ping.p50 = 0.016041;
   ping.p99 = 0.0273149;
   ping.success_rate = 1.0;
-  LoadRouteResult ssr = ping, jwt = ping;
+  load_route_result ssr = ping, jwt = ping;
   ssr.rps = 4996.7349;
   jwt.rps = 5029.0625;
   m.load.routes = {{"ping", ping}, {"ssr", ssr}, {"jwt", jwt}};
   m.os_threads = 23;
   m.conns = 100;
-  Row r = build_row(c, 1, m, cfg);
+  result_row r = build_row(c, 1, m, cfg);
   EXPECT_DOUBLE_EQ(r.idle_cores, 0.034);   // schedstat preferred: 0.1701234 / 5 = 0.03402
   EXPECT_DOUBLE_EQ(r.cores, 1.92);         // 28.81 / 15 = 1.9207
   EXPECT_EQ(r.total_rps, 15811);           // 15811.0686
