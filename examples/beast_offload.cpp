@@ -39,10 +39,11 @@ asio::awaitable<void> serve_one(tcp::acceptor& acceptor, knit::asio_host& host) 
   const std::string_view target = request.target();
   unsigned n = 0;
   if (target.starts_with("/fib/") &&
-      std::from_chars(target.data() + 5, target.data() + target.size(), n).ec == std::errc{} && n <= 40) {
+      std::from_chars(target.data() + 5, target.data() + target.size(), n).ec == std::errc{} &&
+      n <= 40) {
     // The heavy route: on a worker. Errors (queue_full under load, a deadline) are values.
-    auto [ec, value] = co_await knit::async_run(host, [](unsigned k) { return fib(k); }, n,
-                                                asio::as_tuple(asio::use_awaitable));
+    auto [ec, value] = co_await knit::async_run(
+        host, [](unsigned k) { return fib(k); }, n, asio::as_tuple(asio::use_awaitable));
     if (ec) {
       response.result(http::status::service_unavailable);
       response.body() = ec.message();
@@ -77,7 +78,7 @@ void rethrow(std::exception_ptr e) {
 
 int main() {
   asio::io_context io;
-  knit::pool pool;                  // one worker thread
+  knit::pool pool;                 // one worker thread
   knit::asio_host host(io, pool);  // its completions arrive on io
 
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));

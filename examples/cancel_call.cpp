@@ -23,17 +23,27 @@ int main() {
 
   // Keep the only worker busy so the next call waits in its queue.
   std::atomic<bool> release{false};
-  knit::async_run(host, [&release](int) { while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1)); return 0; }, 0,
-                  [](error_code, int) {});
+  knit::async_run(
+      host,
+      [&release](int) {
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return 0;
+      },
+      0, [](error_code, int) {});
 
   std::atomic<bool> ran{false};
   error_code result;
   asio::cancellation_signal stop;
-  knit::async_run(host, [&ran](int x) { ran = true; return x; }, 7,
-                  asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, int) {
-                    result = ec;
-                    release = true;  // let the busy worker finish too
-                  }));
+  knit::async_run(
+      host,
+      [&ran](int x) {
+        ran = true;
+        return x;
+      },
+      7, asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, int) {
+        result = ec;
+        release = true;  // let the busy worker finish too
+      }));
   stop.emit(asio::cancellation_type::terminal);  // e.g. the client went away
   io.run();
   pool.shutdown();  // waits for the worker: `ran` is final after this

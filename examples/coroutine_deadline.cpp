@@ -31,8 +31,8 @@ int main() {
       io,
       [&]() -> asio::awaitable<void> {
         // In time: the value, as if it were a local call.
-        const int doubled = co_await knit::async_run(host, [](int x) { return 2 * x; }, 21, asio::use_awaitable,
-                                                     knit::call_options{1s});
+        const int doubled = co_await knit::async_run(
+            host, [](int x) { return 2 * x; }, 21, asio::use_awaitable, knit::call_options{1s});
         std::printf("doubled: %d\n", doubled);
 
         // Too slow: 50 ms deadline on a task that cannot finish before we let it.
@@ -40,8 +40,8 @@ int main() {
           while (!release.load()) std::this_thread::sleep_for(1ms);
           return x;
         };
-        auto [ec, value] = co_await knit::async_run(host, slow, 1, asio::as_tuple(asio::use_awaitable),
-                                                    knit::call_options{50ms});
+        auto [ec, value] = co_await knit::async_run(
+            host, slow, 1, asio::as_tuple(asio::use_awaitable), knit::call_options{50ms});
         release = true;
         std::printf("slow call: %s (value %d)\n", ec.message().c_str(), value);
         ok = doubled == 42 && ec == knit::errc::timed_out;

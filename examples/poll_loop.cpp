@@ -16,7 +16,8 @@ namespace {
 int poll_timeout_ms(const knit::pool& pool) {
   const auto next = pool.next_deadline();
   if (!next) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - std::chrono::steady_clock::now());
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(*next - std::chrono::steady_clock::now());
   return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
 }
 

@@ -92,7 +92,8 @@ void check_same(const js::document& a, const js::node& x, const js::document& b,
       if (x.boolean != y.boolean) fail("boolean changed");
       return;
     case js::kind::number:
-      if (!same_bits(x.number, y.number)) fail("number changed", shortest(x.number) + " -> " + shortest(y.number));
+      if (!same_bits(x.number, y.number))
+        fail("number changed", shortest(x.number) + " -> " + shortest(y.number));
       return;
     case js::kind::string:
       if (a.text(x) != b.text(y)) fail("string changed", std::string(a.text(x)));
@@ -114,7 +115,8 @@ void check_same(const js::document& a, const js::node& x, const js::document& b,
 void check_number(const js::document& doc, const js::node& n) {
   if (!std::isfinite(n.number)) return;
   const std::string s = shortest(n.number);
-  if (!same_bits(js::decimal_literal_value(s), n.number)) fail("decimal_literal_value(shortest(x)) != x", s);
+  if (!same_bits(js::decimal_literal_value(s), n.number))
+    fail("decimal_literal_value(shortest(x)) != x", s);
   if (!same_bits(js::string_to_number(s), n.number)) fail("string_to_number(shortest(x)) != x", s);
   if (!same_bits(js::to_number(doc, &n), n.number)) fail("to_number(number node) != its value", s);
 }

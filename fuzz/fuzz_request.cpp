@@ -138,7 +138,7 @@ request_script parse_requests(std::string_view bytes) {
       if (n == 0) break;
     }
     if (ec == http::error::need_more || (!ec && !parser.is_done())) return script;  // partial
-    if (ec) return script;  // refused
+    if (ec) return script;                                                          // refused
     script.methods.push_back(parser.get().method());
     bytes.remove_prefix(used);
     if (!parser.get().keep_alive()) return script;  // the server closes after it
@@ -164,7 +164,8 @@ std::string exchange(const std::uint8_t* data, std::size_t size) {
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
   char buf[16384];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) fail("server did not close the connection within the deadline");
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -178,7 +179,14 @@ std::string exchange(const std::uint8_t* data, std::size_t size) {
 
 bool allowed_status(int s) {
   switch (s) {
-    case 100: case 200: case 400: case 404: case 413: case 431: case 500: case 503: return true;
+    case 100:
+    case 200:
+    case 400:
+    case 404:
+    case 413:
+    case 431:
+    case 500:
+    case 503: return true;
     default: return false;
   }
 }
@@ -197,10 +205,12 @@ void check_responses(std::string_view out, const request_script& script) {
   while (!out.empty()) {
     if (closed) fail("bytes after a Connection: close response");
     const std::size_t head_end = out.find("\r\n\r\n");
-    if (head_end == std::string_view::npos) fail("response head not terminated", std::string(out.substr(0, 200)));
+    if (head_end == std::string_view::npos)
+      fail("response head not terminated", std::string(out.substr(0, 200)));
     std::string_view head = out.substr(0, head_end);
     out.remove_prefix(head_end + 4);
-    if (head.size() < 12 || head.substr(0, 9) != "HTTP/1.1 ") fail("bad status line", std::string(head.substr(0, 80)));
+    if (head.size() < 12 || head.substr(0, 9) != "HTTP/1.1 ")
+      fail("bad status line", std::string(head.substr(0, 80)));
     const int status = std::atoi(std::string(head.substr(9, 3)).c_str());
     if (!allowed_status(status)) fail("unexpected status", std::to_string(status));
     if (status == 100) continue;  // interim: no body, the final response follows
@@ -240,7 +250,8 @@ void check_responses(std::string_view out, const request_script& script) {
   // A refusal may answer bytes that our looser parse still waits on (a header over the
   // server's limit), so only answers to requests are counted against requests.
   if (finals > script.methods.size())
-    fail("more responses than requests", std::to_string(finals) + " > " + std::to_string(script.methods.size()));
+    fail("more responses than requests",
+         std::to_string(finals) + " > " + std::to_string(script.methods.size()));
 }
 
 }  // namespace
@@ -252,7 +263,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string received = exchange(data, size);
-  if (std::getenv("FUZZ_REQUEST_ECHO")) std::fprintf(stderr, "--- received:\n%s\n---\n", received.c_str());
-  check_responses(received, parse_requests(std::string_view(reinterpret_cast<const char*>(data), size)));
+  if (std::getenv("FUZZ_REQUEST_ECHO"))
+    std::fprintf(stderr, "--- received:\n%s\n---\n", received.c_str());
+  check_responses(received,
+                  parse_requests(std::string_view(reinterpret_cast<const char*>(data), size)));
   return 0;
 }

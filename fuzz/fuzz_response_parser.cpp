@@ -42,13 +42,15 @@ struct outcome {
 };
 
 std::string describe(const outcome& o) {
-  return "result=" + std::to_string(static_cast<int>(o.result)) + " status=" + std::to_string(o.status) +
-         " keep_alive=" + std::to_string(o.keep_alive) + " body=" + std::to_string(o.body_bytes) + " end=" +
-         std::to_string(o.end) + " error='" + o.error + "'";
+  return "result=" + std::to_string(static_cast<int>(o.result)) +
+         " status=" + std::to_string(o.status) + " keep_alive=" + std::to_string(o.keep_alive) +
+         " body=" + std::to_string(o.body_bytes) + " end=" + std::to_string(o.end) + " error='" +
+         o.error + "'";
 }
 
 // Parses `stream` delivered as the pieces [cuts[i], cuts[i+1]), like a connection's reads.
-std::vector<outcome> parse(std::string_view stream, const std::vector<std::size_t>& cuts, std::uint8_t head_mask) {
+std::vector<outcome> parse(std::string_view stream, const std::vector<std::size_t>& cuts,
+                           std::uint8_t head_mask) {
   std::vector<outcome> outcomes;
   response_parser parser;
   parser.reset(head_mask & 1);
@@ -57,7 +59,8 @@ std::vector<outcome> parse(std::string_view stream, const std::vector<std::size_
     // Where an error is noticed depends on the pieces (the whole piece is scanned), so
     // only a completed response's end is compared.
     const std::size_t end = r == feed_result::kError ? std::string_view::npos : offset;
-    outcomes.push_back({r, parser.status(), parser.keep_alive(), parser.body_bytes(), parser.error(), end});
+    outcomes.push_back(
+        {r, parser.status(), parser.keep_alive(), parser.body_bytes(), parser.error(), end});
     const std::size_t i = outcomes.size();
     parser.reset(i < 8 && ((head_mask >> i) & 1));
   };
@@ -92,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t n_splits = data[0] % 16;
   if (size < 2 + 2 * n_splits) return 0;
   const std::uint8_t head_mask = data[1 + 2 * n_splits];
-  const std::string_view stream(reinterpret_cast<const char*>(data) + 2 + 2 * n_splits, size - 2 - 2 * n_splits);
+  const std::string_view stream(reinterpret_cast<const char*>(data) + 2 + 2 * n_splits,
+                                size - 2 - 2 * n_splits);
 
   std::vector<std::size_t> cuts{0};
   for (std::size_t i = 0; i < n_splits; ++i) {
@@ -105,7 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto whole = parse(stream, {0, stream.size()}, head_mask);
   const auto split = parse(stream, cuts, head_mask);
   if (whole.size() != split.size())
-    fail("split changes the number of responses", std::to_string(whole.size()) + " vs " + std::to_string(split.size()));
+    fail("split changes the number of responses",
+         std::to_string(whole.size()) + " vs " + std::to_string(split.size()));
   for (std::size_t i = 0; i < whole.size(); ++i)
     if (!(whole[i] == split[i]))
       fail("split changes a response", "#" + std::to_string(i) + " whole: " + describe(whole[i]) +

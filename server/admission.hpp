@@ -57,7 +57,7 @@ class service_meter {
 
 // What the pool looks like to a call about to be submitted.
 struct queue_state {
-  std::size_t ahead = 0;  // calls accepted and not yet completed (knit::pool::pending())
+  std::size_t ahead = 0;    // calls accepted and not yet completed (knit::pool::pending())
   std::size_t threads = 1;  // the pool's workers
   std::chrono::nanoseconds call_time{0};  // expected run time of one call (0 = not known yet)
   // service_meter::interval(): the saturated pool's time per completion (0 = not measured

@@ -39,8 +39,7 @@ class asio_pool_placement {
   template <class Done>
   std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done) {
     try {
-      boost::asio::post(threads_, [job = heavy_job_for(cfg_, r), io = &io_,
-                                   body = std::move(body),
+      boost::asio::post(threads_, [job = heavy_job_for(cfg_, r), io = &io_, body = std::move(body),
                                    done = std::forward<Done>(done)]() mutable {
         heavy_output out = run_heavy_job(job, std::move(body));
         boost::asio::post(*io, [out = std::move(out), done = std::move(done)]() mutable {

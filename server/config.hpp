@@ -37,8 +37,8 @@ constexpr bool uses_knit_pool(exec_mode mode) noexcept {
 }
 
 struct server_config {
-  std::string host = "127.0.0.1";  // HOST: an IPv4/IPv6 literal, or "localhost"
-  std::uint16_t port = 3000;       // PORT: 0 asks the kernel for a free port
+  std::string host = "127.0.0.1";      // HOST: an IPv4/IPv6 literal, or "localhost"
+  std::uint16_t port = 3000;           // PORT: 0 asks the kernel for a free port
   exec_mode mode = exec_mode::pooled;  // KNIT_MODE
 
   // KNIT_COST_PROFILE names the per-route CPU cost to emulate; KNIT_SSR_COST_US and

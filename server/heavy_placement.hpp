@@ -60,8 +60,7 @@ class heavy_placement {
   }
 
  private:
-  std::variant<inline_placement, pool_placement, auto_placement, asio_pool_placement>
-      placement_;
+  std::variant<inline_placement, pool_placement, auto_placement, asio_pool_placement> placement_;
 };
 
 }  // namespace knit_server

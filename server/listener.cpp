@@ -46,11 +46,11 @@ void listener::close() {
 void listener::do_accept() {
   // The new connection gets its own socket on the same io_context. With one host thread
   // no strand is needed anywhere; in multi mode the session makes its own.
-  exec_.start([this](auto&& handler) {
-    acceptor_.async_accept(std::forward<decltype(handler)>(handler));
-  }, [this](boost::beast::error_code ec, socket_type socket) {
-    on_accept(ec, std::move(socket));
-  });
+  exec_.start(
+      [this](auto&& handler) { acceptor_.async_accept(std::forward<decltype(handler)>(handler)); },
+      [this](boost::beast::error_code ec, socket_type socket) {
+        on_accept(ec, std::move(socket));
+      });
 }
 
 void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
@@ -63,11 +63,11 @@ void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
     // spin the host thread on the same error, so wait for some connections to close.
     std::cerr << "knit-server: accept: " << ec.message() << " (retrying in 50 ms)\n";
     backoff_.expires_after(std::chrono::milliseconds(50));
-    exec_.start([this](auto&& handler) {
-      backoff_.async_wait(std::forward<decltype(handler)>(handler));
-    }, [this](boost::beast::error_code wait_ec) {
-      if (!wait_ec) do_accept();
-    });
+    exec_.start(
+        [this](auto&& handler) { backoff_.async_wait(std::forward<decltype(handler)>(handler)); },
+        [this](boost::beast::error_code wait_ec) {
+          if (!wait_ec) do_accept();
+        });
     return;
   }
 

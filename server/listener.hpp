@@ -33,7 +33,7 @@ class listener {
  private:
   void do_accept();
   using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
-                                                      boost::asio::io_context::executor_type>;
+                                                       boost::asio::io_context::executor_type>;
   void on_accept(boost::beast::error_code ec, socket_type socket);
   void close();
 
@@ -41,7 +41,7 @@ class listener {
   // The listening socket, typed on the io_context's executor so accepted sockets are too.
   boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, boost::asio::io_context::executor_type>
       acceptor_;
-  boost::asio::steady_timer backoff_;         // pauses the loop when accept fails (EMFILE)
+  boost::asio::steady_timer backoff_;  // pauses the loop when accept fails (EMFILE)
   // Where the accept loop's handlers and close() run.
   connection_executor exec_;
 };

@@ -59,11 +59,11 @@ class log_writer {
   // Sends the kept remainder of a line; true when nothing is left of it.
   bool flush_rest() noexcept;
 
-  int fd_;               // where lines go: the inherited fd, or our reopened one
-  bool owned_ = false;   // fd_ is our reopened description: close it
+  int fd_;              // where lines go: the inherited fd, or our reopened one
+  bool owned_ = false;  // fd_ is our reopened description: close it
   method method_ = method::plain;
-  std::mutex mutex_;     // held by write_line: guards rest_ and the writes themselves
-  std::string rest_;     // the unsent end of a partly written line
+  std::mutex mutex_;  // held by write_line: guards rest_ and the writes themselves
+  std::string rest_;  // the unsent end of a partly written line
   // Incremented under mutex_; partner: the relaxed load in dropped(), from any thread.
   std::atomic<std::uint64_t> dropped_{0};
 };

@@ -77,8 +77,8 @@ using namespace knit_server;
 
 namespace {
 
-constexpr int kExitConfig = 2;   // a bad environment variable
-constexpr int kExitStartup = 1;  // cannot listen, cannot start the pool
+constexpr int kExitConfig = 2;     // a bad environment variable
+constexpr int kExitStartup = 1;    // cannot listen, cannot start the pool
 constexpr int kExitAbandoned = 3;  // the stop timeout passed: pool calls or connections given up
 
 std::string url_of(const tcp::endpoint& ep) {
@@ -102,11 +102,11 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   limit.rlim_cur = std::min(wanted, limit.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &limit);
   if (limit.rlim_cur < wanted) {
-    err.write_line("knit-server: warning: the open-file limit is " +
-                   std::to_string(limit.rlim_cur) + "; connections beyond about " +
-                   std::to_string(limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0) +
-                   " will fail to be accepted (KNIT_MAX_CONNECTIONS=" +
-                   std::to_string(max_connections) + ")");
+    err.write_line(
+        "knit-server: warning: the open-file limit is " + std::to_string(limit.rlim_cur) +
+        "; connections beyond about " +
+        std::to_string(limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0) +
+        " will fail to be accepted (KNIT_MAX_CONNECTIONS=" + std::to_string(max_connections) + ")");
   }
 }
 
@@ -175,8 +175,9 @@ int main() {
   log_writer out(STDOUT_FILENO);
   log_writer err(STDERR_FILENO);
   if (cfg.jwt_secret_generated) {
-    err.write_line("knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
-                   "secret for this run only (tokens will not verify after a restart)");
+    err.write_line(
+        "knit-server: warning: JWT_SECRET is not set; signing with a random 32-byte "
+        "secret for this run only (tokens will not verify after a restart)");
   }
 
   raise_fd_limit(cfg.max_connections, err);
@@ -255,8 +256,8 @@ int main() {
       const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
                                  out.dropped() + err.dropped()};
       const std::optional<std::string> auto_json = placement->auto_json();
-      out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges,
-                                       pool_json, auto_json));
+      out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges, pool_json,
+                                       auto_json));
     } else if (++stop_requests == 1) {
       err.write_line("knit-server: signal " + std::to_string(signo) +
                      ": stopping; finishing the requests in progress");

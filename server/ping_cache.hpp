@@ -22,7 +22,7 @@ class ping_cache {
  private:
   bool per_thread_;
   std::chrono::sys_time<std::chrono::milliseconds> ms_{};  // timestamp of body_
-  std::string body_;                                        // empty until the first /ping
+  std::string body_;                                       // empty until the first /ping
 };
 
 }  // namespace knit_server

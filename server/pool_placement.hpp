@@ -88,8 +88,8 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
   try {
     ec = host_.submit(
         job, std::move(body),
-        [this, on_value, done = std::forward<Done>(done)](
-            knit::result<heavy_output> result) mutable {
+        [this, on_value,
+         done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
           on_completion();
           if (!result.ok()) return done(from_error(result.error()));
           on_value(result.value());

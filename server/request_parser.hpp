@@ -24,11 +24,10 @@ namespace knit_server {
 // body) are stored the same way and count towards the same cap.
 //
 // A request over the cap fails with http::error::header_limit: the session answers 431.
-class request_parser
-    : public boost::beast::http::request_parser<boost::beast::http::string_body,
-                                                arena_allocator<char>> {
-  using base = boost::beast::http::request_parser<boost::beast::http::string_body,
-                                                  arena_allocator<char>>;
+class request_parser : public boost::beast::http::request_parser<boost::beast::http::string_body,
+                                                                 arena_allocator<char>> {
+  using base =
+      boost::beast::http::request_parser<boost::beast::http::string_body, arena_allocator<char>>;
 
  public:
   using base::base;

@@ -13,10 +13,10 @@ namespace knit_server {
 
 // The exact Content-Type values the reference Hono server sends.
 namespace content_type {
-inline constexpr std::string_view json = "application/json";                      // c.json (/ping)
+inline constexpr std::string_view json = "application/json";  // c.json (/ping)
 // /jwt: set by hand in the reference route, for its 200 and its 400 alike.
 inline constexpr std::string_view json_utf8 = "application/json; charset=utf-8";
-inline constexpr std::string_view html = "text/html; charset=UTF-8";              // c.html (/ssr)
+inline constexpr std::string_view html = "text/html; charset=UTF-8";  // c.html (/ssr)
 // c.text and Hono's notFound.
 inline constexpr std::string_view text = "text/plain; charset=UTF-8";
 }  // namespace content_type
@@ -31,7 +31,7 @@ struct response {
   boost::beast::http::status status = boost::beast::http::status::ok;
   std::string_view type = content_type::text;  // one of content_type::*
   std::string body;
-  bool retry_after = false;                    // adds "Retry-After: 1" (503 only)
+  bool retry_after = false;  // adds "Retry-After: 1" (503 only)
 };
 
 // A route answer with the given type; `body` is moved in, never copied.

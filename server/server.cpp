@@ -23,14 +23,13 @@ server::server(net::io_context& io, const server_config& cfg, heavy_placement& p
       ping_cache_(threading_.multi()),
       listener_(io, *this),
       sweep_timer_(io),
-      sweep_period_(std::clamp<std::chrono::milliseconds>(cfg.idle_timeout / 8,
-                                                          std::chrono::milliseconds(10),
-                                                          std::chrono::milliseconds(1000))) {}
+      sweep_period_(std::clamp<std::chrono::milliseconds>(
+          cfg.idle_timeout / 8, std::chrono::milliseconds(10), std::chrono::milliseconds(1000))) {}
 
 tcp::endpoint server::listen() {
-  const net::ip::address address =
-      cfg_.host == "localhost" ? net::ip::address(net::ip::address_v4::loopback())
-                               : net::ip::make_address(cfg_.host);
+  const net::ip::address address = cfg_.host == "localhost"
+                                       ? net::ip::address(net::ip::address_v4::loopback())
+                                       : net::ip::make_address(cfg_.host);
   return listener_.open(tcp::endpoint(address, cfg_.port));
 }
 

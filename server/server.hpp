@@ -127,7 +127,7 @@ class server {
   mutable std::mutex sessions_mutex_;      // multi mode: guards the four members below
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
   boost::asio::steady_timer sweep_timer_;
-  bool sweeping_ = false;                  // a sweep wait is pending
+  bool sweeping_ = false;  // a sweep wait is pending
   std::function<void()> drained_;
   std::chrono::milliseconds sweep_period_;
   // Set once by stop(), under sessions_mutex_ in multi mode, so that attach() cannot miss it.

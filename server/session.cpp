@@ -140,9 +140,12 @@ void session::do_read() {
 
   // Read the request's header. A pipelined request already in buffer_ is parsed from the
   // buffer without touching the socket.
-  exec_.start([this](auto&& handler) {
-    http::async_read_header(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
-  }, beast::bind_front_handler(&session::on_read_header, shared_from_this()));
+  exec_.start(
+      [this](auto&& handler) {
+        http::async_read_header(socket_, buffer_, *parser_,
+                                std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_read_header, shared_from_this()));
 }
 
 void session::on_read_header(beast::error_code ec, std::size_t bytes) {
@@ -158,10 +161,12 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   const auto& req = parser_->get();
   if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    exec_.start([this](auto&& handler) {
-      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                       std::forward<decltype(handler)>(handler));
-    }, beast::bind_front_handler(&session::on_continue, shared_from_this()));
+    exec_.start(
+        [this](auto&& handler) {
+          net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                           std::forward<decltype(handler)>(handler));
+        },
+        beast::bind_front_handler(&session::on_continue, shared_from_this()));
     return;
   }
   do_read_body();
@@ -175,9 +180,11 @@ void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
 void session::do_read_body() {
   // Read the rest of the message into the parser's string body. Bytes already in buffer_
   // (usually the whole body, sent with the header) are used first.
-  exec_.start([this](auto&& handler) {
-    http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
-  }, beast::bind_front_handler(&session::on_read, shared_from_this()));
+  exec_.start(
+      [this](auto&& handler) {
+        http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_read, shared_from_this()));
 }
 
 void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
@@ -313,9 +320,11 @@ void session::send_response() {
   // head, Content-Length included, and no body.
   const std::array<net::const_buffer, 2> buffers{
       net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
-  exec_.start([this, &buffers](auto&& handler) {
-    net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
-  }, beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
+  exec_.start(
+      [this, &buffers](auto&& handler) {
+        net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
 }
 
 void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
@@ -368,18 +377,20 @@ void session::do_close() {
   // and the client's kernel may drop our response before the client has read it.
   buffer_.clear();
   lingered_ = 0;
-  set_deadline(deadline_after(std::min<clock_type::duration>(kLingerTimeout,
-                                                              server_.config().idle_timeout)));
+  set_deadline(deadline_after(
+      std::min<clock_type::duration>(kLingerTimeout, server_.config().idle_timeout)));
   do_linger();
 }
 
 void session::do_linger() {
   // prepare() without commit() hands out the same bytes every time: discarding costs no
   // memory beyond one chunk.
-  exec_.start([this](auto&& handler) {
-    socket_.async_read_some(buffer_.prepare(kLingerChunk),
-                            std::forward<decltype(handler)>(handler));
-  }, beast::bind_front_handler(&session::on_linger, shared_from_this()));
+  exec_.start(
+      [this](auto&& handler) {
+        socket_.async_read_some(buffer_.prepare(kLingerChunk),
+                                std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_linger, shared_from_this()));
 }
 
 void session::on_linger(beast::error_code ec, std::size_t bytes) {

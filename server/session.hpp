@@ -148,11 +148,11 @@ class session : public std::enable_shared_from_this<session> {
   // The read buffer, reused for every request on the connection, never larger than
   // kReadBufferLimit: a request that would need more is refused (on_read).
   boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};
-  request_arena arena_;               // the current request's header fields; before parser_
+  request_arena arena_;  // the current request's header fields; before parser_
   // The current request's parser. Parsers are single-use; emplace() reuses the storage.
   std::optional<parser_type> parser_;
-  response res_;                      // the current response, reused
-  std::string head_;                  // its serialized status line and headers, reused
+  response res_;      // the current response, reused
+  std::string head_;  // its serialized status line and headers, reused
   server& server_;
   // When the pending read or write gives up. max() while a route runs: waiting for a pool
   // worker is the server's time, not the client's. Written on the session's thread (relaxed
@@ -165,11 +165,11 @@ class session : public std::enable_shared_from_this<session> {
   // the strand; partner: the relaxed load in buffered_bytes(), on the SIGUSR1 thread.
   std::atomic<std::size_t> published_bytes_{0};
   phase phase_ = phase::reading;
-  route route_ = route::not_found;    // the current request's route
-  bool keep_alive_ = false;           // the client asked to keep the connection
-  bool http10_ = false;               // HTTP/1.0 client: keep-alive must be confirmed
-  bool head_only_ = false;            // HEAD request: send the headers only
-  std::size_t lingered_ = 0;          // bytes discarded while closing
+  route route_ = route::not_found;  // the current request's route
+  bool keep_alive_ = false;         // the client asked to keep the connection
+  bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed
+  bool head_only_ = false;          // HEAD request: send the headers only
+  std::size_t lingered_ = 0;        // bytes discarded while closing
 };
 
 }  // namespace knit_server

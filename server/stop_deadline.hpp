@@ -66,8 +66,8 @@ class stop_deadline {
   // Step 2 ran and gave something up: a pool call (its client got 503) or a connection
   // still open when `done` ran. The exit code says so (main.cpp).
   bool abandoned() const noexcept {
-    return passed_ && (report_.cancelled_at_deadline + report_.abandoned_running +
-                           connections_left_ > 0);
+    return passed_ &&
+           (report_.cancelled_at_deadline + report_.abandoned_running + connections_left_ > 0);
   }
 
   // What the pool's shutdown gave up at the deadline (all zero if step 2 did not run).

@@ -27,7 +27,7 @@ class call_allocator {
   call_allocator(const call_allocator&) = delete;
   call_allocator& operator=(const call_allocator&) = delete;
   ~call_allocator() {
-    for (void* p : free_) ::operator delete(p, std::align_val_t{kCacheLine});
+    for (void* p : free_) ::operator delete (p, std::align_val_t{kCacheLine});
   }
 
   // `block` tells free() where the memory came from (kBlock, or 0 for the heap path).
@@ -39,10 +39,10 @@ class call_allocator {
         free_.pop_back();
         return p;
       }
-      return ::operator new(kBlock, std::align_val_t{kCacheLine});
+      return ::operator new (kBlock, std::align_val_t{kCacheLine});
     }
     block = 0;  // pool::submit static_asserts align <= kCacheLine
-    return ::operator new(size, std::align_val_t{kCacheLine});
+    return ::operator new (size, std::align_val_t{kCacheLine});
   }
 
   void free(void* p, std::uint32_t block) noexcept {
@@ -55,7 +55,7 @@ class call_allocator {
       }
     }
     // Both paths allocate with kCacheLine alignment; delete must name the same value.
-    ::operator delete(p, std::align_val_t{kCacheLine});
+    ::operator delete (p, std::align_val_t{kCacheLine});
   }
 
   // Host: destroys a record in place and takes its memory back.
@@ -71,7 +71,7 @@ class call_allocator {
   // fits either.
   static void destroy_orphan(call_base* c) noexcept {
     c->destroy();
-    ::operator delete(static_cast<void*>(c), std::align_val_t{kCacheLine});
+    ::operator delete (static_cast<void*>(c), std::align_val_t{kCacheLine});
   }
 
  private:

@@ -3,7 +3,8 @@
 
 namespace knit::detail {
 
-dispatch_choice choose_worker(std::span<const worker_snapshot> workers, const dispatch_inputs& inputs) noexcept {
+dispatch_choice choose_worker(std::span<const worker_snapshot> workers,
+                              const dispatch_inputs& inputs) noexcept {
   const unsigned n = static_cast<unsigned>(workers.size());
   int behind = -1, parked = -1, shortest = -1;
   std::int64_t best_wait = inputs.wake_cost_ns;

@@ -36,9 +36,10 @@ struct worker_snapshot {
   std::size_t capacity = 0;          // that ring's capacity
   std::int64_t call_started_ns = 0;  // steady ns its current call started; 0 = between calls
   worker_state state = worker_state::running;  // read only if the ring has room
-  bool retired = false;              // host-only flag: the slot left service, skip it
+  bool retired = false;                        // host-only flag: the slot left service, skip it
 };
-static_assert(sizeof(worker_snapshot) <= 32, "keep the per-seat scratch small (memory bound in docs/design.md)");
+static_assert(sizeof(worker_snapshot) <= 32,
+              "keep the per-seat scratch small (memory bound in docs/design.md)");
 
 struct dispatch_inputs {
   std::int64_t call_ns_estimate = 0;  // host's running estimate of one call's duration
@@ -55,7 +56,9 @@ struct dispatch_choice {
 };
 
 // Whether the host must read a worker's state word: only if its ring has room.
-inline bool reads_state(const worker_snapshot& s) noexcept { return !s.retired && s.depth < s.capacity; }
+inline bool reads_state(const worker_snapshot& s) noexcept {
+  return !s.retired && s.depth < s.capacity;
+}
 
 // Whether the host must read call_started_ns, given the state: only for an awake worker
 // while rule 2 is on.
@@ -70,6 +73,7 @@ inline bool ends_scan(const worker_snapshot& s) noexcept {
 }
 
 // Applies the rule. `workers` is indexed by seat; the scan runs from inputs.start.
-dispatch_choice choose_worker(std::span<const worker_snapshot> workers, const dispatch_inputs& inputs) noexcept;
+dispatch_choice choose_worker(std::span<const worker_snapshot> workers,
+                              const dispatch_inputs& inputs) noexcept;
 
 }  // namespace knit::detail

@@ -9,13 +9,16 @@ class category_impl final : public std::error_category {
   const char* name() const noexcept override { return "knit"; }
   std::string message(int value) const override {
     switch (static_cast<errc>(value)) {
-      case errc::queue_full: return "knit: the pool's max_pending limit is reached; call not accepted";
+      case errc::queue_full:
+        return "knit: the pool's max_pending limit is reached; call not accepted";
       case errc::timed_out: return "knit: the call's deadline passed before its result arrived";
-      case errc::cancelled: return "knit: the call was cancelled (before it ran, or by shutdown's deadline)";
+      case errc::cancelled:
+        return "knit: the call was cancelled (before it ran, or by shutdown's deadline)";
       case errc::shut_down: return "knit: the pool is shut down; call not accepted";
       case errc::task_failed: return "knit: the task threw an exception";
       case errc::stuck:
-        return "knit: the call ran past stuck_after; its worker was replaced and a late result is discarded";
+        return "knit: the call ran past stuck_after; its worker was replaced and a late result is "
+               "discarded";
     }
     return "knit: unknown error " + std::to_string(value);
   }

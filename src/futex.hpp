@@ -14,7 +14,8 @@ namespace knit::detail {
 
 enum class futex_result { woken, timed_out, value_changed, interrupted };
 
-static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "futex word must be 32 bits");
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
+              "futex word must be 32 bits");
 
 // Sleeps while *word == expected. timeout_ms == 0 means no timeout. Private futex: the
 // word is never shared across processes.

@@ -39,7 +39,7 @@ void host_doorbell::reset() noexcept {
   [[maybe_unused]] const ssize_t n = ::read(fd_, &value, sizeof value);
   KNIT_ASSERT(n == static_cast<ssize_t>(sizeof value) || errno == EAGAIN);
   signalled_.exchange(false, std::memory_order_acq_rel);  // partner: notify()'s exchange
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with notify()'s fence
+  std::atomic_thread_fence(std::memory_order_seq_cst);    // pairs with notify()'s fence
 }
 
 }  // namespace knit::detail

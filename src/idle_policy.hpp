@@ -25,8 +25,11 @@ namespace knit::detail {
 class idle_policy {
  public:
   // gated: the spin gate applies; own_cpu: spin_gate.hpp's answer for this pool.
-  idle_policy(unsigned spin_us, unsigned max_spinners, bool gated = false, bool own_cpu = true) noexcept
-      : spin_ns_(std::uint64_t{spin_us} * 1000), max_spinners_(max_spinners), gated_(gated),
+  idle_policy(unsigned spin_us, unsigned max_spinners, bool gated = false,
+              bool own_cpu = true) noexcept
+      : spin_ns_(std::uint64_t{spin_us} * 1000),
+        max_spinners_(max_spinners),
+        gated_(gated),
         cpu_shared_(gated && !own_cpu) {}
 
   std::uint64_t spin_budget_ns() const noexcept { return spin_ns_; }

@@ -31,8 +31,8 @@ namespace knit::detail {
 }  // namespace knit::detail
 
 #if KNIT_INVARIANTS_CHECKED
-#define KNIT_ASSERT(condition)                                                       \
-  ((condition) ? static_cast<void>(0)                                               \
+#define KNIT_ASSERT(condition)        \
+  ((condition) ? static_cast<void>(0) \
                : ::knit::detail::invariant_failed(__FILE__, __LINE__, #condition))
 #else
 // Not evaluated, but still compiled: a check cannot rot in Release builds.

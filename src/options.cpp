@@ -42,7 +42,8 @@ sched_class parse_sched(std::string_view text) {
   if (text == "other") return sched_class::other;
   if (text == "batch") return sched_class::batch;
   if (text == "idle") return sched_class::idle;
-  throw config_error("KNIT_WORKER_SCHED='" + std::string(text) + "': expected other, batch or idle");
+  throw config_error("KNIT_WORKER_SCHED='" + std::string(text) +
+                     "': expected other, batch or idle");
 }
 
 const char* sched_name(sched_class c) {
@@ -76,7 +77,8 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
     const auto dash = item.find('-');
     try {
       const auto a = parse_unsigned(item.substr(0, dash), what, 0, 4095);
-      const auto b = dash == std::string_view::npos ? a : parse_unsigned(item.substr(dash + 1), what, 0, 4095);
+      const auto b =
+          dash == std::string_view::npos ? a : parse_unsigned(item.substr(dash + 1), what, 0, 4095);
       if (b < a) throw bad();
       for (auto c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
     } catch (const config_error&) {
@@ -94,28 +96,36 @@ void pool_options::validate() const {
   if (spin_us && *spin_us > 1'000'000) {
     throw config_error("spin_us=" + std::to_string(*spin_us) + ": expected at most 1000000 (1 s)");
   }
-  if (park_ms > 3'600'000) throw config_error("park_ms=" + std::to_string(park_ms) + ": expected at most 3600000");
+  if (park_ms > 3'600'000)
+    throw config_error("park_ms=" + std::to_string(park_ms) + ": expected at most 3600000");
   if (!doorbell && park_ms == 0) {
     throw config_error(
-        "doorbell=off needs park_ms > 0: with no doorbell and no park timeout a parked worker would never "
+        "doorbell=off needs park_ms > 0: with no doorbell and no park timeout a parked worker "
+        "would never "
         "wake (set KNIT_PARK, e.g. 1)");
   }
   if (queue_capacity < 1 || queue_capacity > (std::size_t{1} << 24)) {
-    throw config_error("queue_capacity=" + std::to_string(queue_capacity) + ": expected 1 to 16777216");
+    throw config_error("queue_capacity=" + std::to_string(queue_capacity) +
+                       ": expected 1 to 16777216");
   }
   if (stuck_after.count() < 0 || stuck_after > std::chrono::hours(24)) {
-    throw config_error("stuck_after=" + std::to_string(stuck_after.count()) + "ms: expected 0 to 86400000");
+    throw config_error("stuck_after=" + std::to_string(stuck_after.count()) +
+                       "ms: expected 0 to 86400000");
   }
   if (stop_timeout.count() < 0 || stop_timeout > std::chrono::hours(24)) {
-    throw config_error("stop_timeout=" + std::to_string(stop_timeout.count()) + "ms: expected 0 to 86400000");
+    throw config_error("stop_timeout=" + std::to_string(stop_timeout.count()) +
+                       "ms: expected 0 to 86400000");
   }
   for (int cpu : worker_cpus) {
-    if (cpu < 0 || cpu >= 4096) throw config_error("worker_cpus: CPU " + std::to_string(cpu) + " out of range");
+    if (cpu < 0 || cpu >= 4096)
+      throw config_error("worker_cpus: CPU " + std::to_string(cpu) + " out of range");
   }
   if (worker_nice < 0 || worker_nice > 19) {
-    throw config_error("worker_nice=" + std::to_string(worker_nice) + " (KNIT_WORKER_NICE): expected 0 to 19");
+    throw config_error("worker_nice=" + std::to_string(worker_nice) +
+                       " (KNIT_WORKER_NICE): expected 0 to 19");
   }
-  if (worker_sched != sched_class::other && worker_sched != sched_class::batch && worker_sched != sched_class::idle) {
+  if (worker_sched != sched_class::other && worker_sched != sched_class::batch &&
+      worker_sched != sched_class::idle) {
     throw config_error("worker_sched=" + std::to_string(static_cast<int>(worker_sched)) +
                        " (KNIT_WORKER_SCHED): expected other, batch or idle");
   }
@@ -123,21 +133,34 @@ void pool_options::validate() const {
 
 pool_options pool_options::from_env() {
   pool_options o;
-  if (const char* v = env("KNIT_THREADS")) o.threads = static_cast<unsigned>(parse_unsigned(v, "KNIT_THREADS", 1, 1024));
-  if (const char* v = env("KNIT_SPIN")) o.spin_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_SPIN", 0, 1'000'000));
-  if (const char* v = env("KNIT_PARK")) o.park_ms = static_cast<unsigned>(parse_unsigned(v, "KNIT_PARK", 0, 3'600'000));
+  if (const char* v = env("KNIT_THREADS"))
+    o.threads = static_cast<unsigned>(parse_unsigned(v, "KNIT_THREADS", 1, 1024));
+  if (const char* v = env("KNIT_SPIN"))
+    o.spin_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_SPIN", 0, 1'000'000));
+  if (const char* v = env("KNIT_PARK"))
+    o.park_ms = static_cast<unsigned>(parse_unsigned(v, "KNIT_PARK", 0, 3'600'000));
   if (const char* v = env("KNIT_DOORBELL")) o.doorbell = parse_flag(v, "KNIT_DOORBELL");
   if (const char* v = env("KNIT_STEAL")) o.steal = parse_flag(v, "KNIT_STEAL");
-  if (const char* v = env("KNIT_MAX_SPINNERS")) o.max_spinners = static_cast<unsigned>(parse_unsigned(v, "KNIT_MAX_SPINNERS", 0, 1024));
-  if (const char* v = env("KNIT_WAKE_COST")) o.wake_cost_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_WAKE_COST", 0, 1'000'000));
-  if (const char* v = env("KNIT_QUEUE_CAPACITY")) o.queue_capacity = parse_unsigned(v, "KNIT_QUEUE_CAPACITY", 1, std::size_t{1} << 24);
-  if (const char* v = env("KNIT_MAX_PENDING")) o.max_pending = parse_unsigned(v, "KNIT_MAX_PENDING", 0, std::numeric_limits<std::uint32_t>::max());
+  if (const char* v = env("KNIT_MAX_SPINNERS"))
+    o.max_spinners = static_cast<unsigned>(parse_unsigned(v, "KNIT_MAX_SPINNERS", 0, 1024));
+  if (const char* v = env("KNIT_WAKE_COST"))
+    o.wake_cost_us = static_cast<unsigned>(parse_unsigned(v, "KNIT_WAKE_COST", 0, 1'000'000));
+  if (const char* v = env("KNIT_QUEUE_CAPACITY"))
+    o.queue_capacity = parse_unsigned(v, "KNIT_QUEUE_CAPACITY", 1, std::size_t{1} << 24);
+  if (const char* v = env("KNIT_MAX_PENDING"))
+    o.max_pending =
+        parse_unsigned(v, "KNIT_MAX_PENDING", 0, std::numeric_limits<std::uint32_t>::max());
   o.stuck_after = std::chrono::milliseconds(30'000);
-  if (const char* v = env("KNIT_STUCK_MS")) o.stuck_after = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STUCK_MS", 0, 86'400'000));
-  if (const char* v = env("KNIT_STOP_TIMEOUT_MS")) o.stop_timeout = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STOP_TIMEOUT_MS", 0, 86'400'000));
-  if (const char* v = env("KNIT_WORKER_CPUS")) o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
+  if (const char* v = env("KNIT_STUCK_MS"))
+    o.stuck_after = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STUCK_MS", 0, 86'400'000));
+  if (const char* v = env("KNIT_STOP_TIMEOUT_MS"))
+    o.stop_timeout =
+        std::chrono::milliseconds(parse_unsigned(v, "KNIT_STOP_TIMEOUT_MS", 0, 86'400'000));
+  if (const char* v = env("KNIT_WORKER_CPUS"))
+    o.worker_cpus = parse_cpu_list(v, "KNIT_WORKER_CPUS");
   if (const char* v = env("KNIT_SPIN_GATE")) o.spin_gate = parse_spin_gate(v);
-  if (const char* v = env("KNIT_WORKER_NICE")) o.worker_nice = static_cast<int>(parse_unsigned(v, "KNIT_WORKER_NICE", 0, 19));
+  if (const char* v = env("KNIT_WORKER_NICE"))
+    o.worker_nice = static_cast<int>(parse_unsigned(v, "KNIT_WORKER_NICE", 0, 19));
   if (const char* v = env("KNIT_WORKER_SCHED")) o.worker_sched = parse_sched(v);
   try {
     o.validate();
@@ -157,7 +180,8 @@ std::string pool_options::describe() const {
       << " doorbell=" << (doorbell ? "on" : "off") << " steal=" << (steal ? "on" : "off")
       << " max_spinners=" << max_spinners << " wake_cost_us=" << wake_cost_us
       << " queue_capacity=" << queue_capacity << " max_pending=";
-  if (max_pending == 0) out << "unlimited"; else out << max_pending;
+  if (max_pending == 0) out << "unlimited";
+  else out << max_pending;
   out << " stuck_ms=" << stuck_after.count() << (stuck_after.count() == 0 ? "(never)" : "")
       << " stop_timeout_ms=" << stop_timeout.count()
       << (stop_timeout.count() == 0 ? "(unbounded)" : "");

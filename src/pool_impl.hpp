@@ -79,17 +79,17 @@ class pool_impl {
   call_allocator allocator_;
   std::vector<std::shared_ptr<worker_slot>> slots_;  // slots_[i] is seat i's slot (host's view)
   std::shared_ptr<worker_slot> retired_head_;        // retired slots, newest first
-  call_table calls_;                  // accepted calls by id, until delivered
-  std::deque<call_base*> backlog_;    // accepted, waiting for ring space
-  deadline_queue deadlines_;          // call deadlines, earliest first (stale ones dropped lazily)
-  std::size_t pending_ = 0;           // accepted, handler not called yet
-  std::size_t out_ = 0;               // records in call rings or held by live workers
+  call_table calls_;                                 // accepted calls by id, until delivered
+  std::deque<call_base*> backlog_;                   // accepted, waiting for ring space
+  deadline_queue deadlines_;  // call deadlines, earliest first (stale ones dropped lazily)
+  std::size_t pending_ = 0;   // accepted, handler not called yet
+  std::size_t out_ = 0;       // records in call rings or held by live workers
   std::size_t per_ring_ = 0;
-  std::size_t retired_running_ = 0;   // retired slots whose stuck record is not back
-  std::int64_t min_stuck_ns_ = 0;     // smallest stuck_after in use; 0 = detection off
-  unsigned next_ = 0;                 // dispatch's scan starts here (round robin)
-  std::int64_t call_ns_estimate_ = 0;  // estimate of one call's duration (dispatch rule 2)
-  std::int64_t wake_cost_ns_ = 0;      // options.wake_cost_us in ns
+  std::size_t retired_running_ = 0;         // retired slots whose stuck record is not back
+  std::int64_t min_stuck_ns_ = 0;           // smallest stuck_after in use; 0 = detection off
+  unsigned next_ = 0;                       // dispatch's scan starts here (round robin)
+  std::int64_t call_ns_estimate_ = 0;       // estimate of one call's duration (dispatch rule 2)
+  std::int64_t wake_cost_ns_ = 0;           // options.wake_cost_us in ns
   std::vector<worker_snapshot> snapshots_;  // dispatch's scratch, one per seat
   bool accepting_ = true;
   bool draining_ = false;

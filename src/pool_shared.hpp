@@ -127,9 +127,7 @@ struct pool_shared {
   // stale pointer is safe. Writer: the host; partner: seat()'s acquire load.
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
-  worker_slot& seat(unsigned i) const noexcept {
-    return *seats[i].load(std::memory_order_acquire);
-  }
+  worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
   // Set by the host once every record has come back (shutdown step 4, stop_workers in
   // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
   // after their park fence (worker.cpp), so a stop is never missed.

@@ -8,11 +8,13 @@
 
 namespace knit::detail {
 
-unsigned usable_cpu_count(std::span<const int> host_cpus, std::span<const int> worker_cpus, unsigned threads) {
+unsigned usable_cpu_count(std::span<const int> host_cpus, std::span<const int> worker_cpus,
+                          unsigned threads) {
   std::vector<int> all(host_cpus.begin(), host_cpus.end());
   if (!worker_cpus.empty()) {
     const std::size_t pinned = std::min<std::size_t>(threads, worker_cpus.size());
-    all.insert(all.end(), worker_cpus.begin(), worker_cpus.begin() + static_cast<std::ptrdiff_t>(pinned));
+    all.insert(all.end(), worker_cpus.begin(),
+               worker_cpus.begin() + static_cast<std::ptrdiff_t>(pinned));
   }
   std::sort(all.begin(), all.end());
   return static_cast<unsigned>(std::unique(all.begin(), all.end()) - all.begin());

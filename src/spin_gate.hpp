@@ -32,7 +32,8 @@ constexpr bool spin_has_own_cpu(unsigned usable_cpus, unsigned workers) noexcept
 // Distinct CPUs in the host's mask and the pinned workers' CPUs (worker i runs on
 // worker_cpus[i % size], so only the first `threads` entries count). Unpinned workers
 // inherit the host's mask, which is already counted.
-unsigned usable_cpu_count(std::span<const int> host_cpus, std::span<const int> worker_cpus, unsigned threads);
+unsigned usable_cpu_count(std::span<const int> host_cpus, std::span<const int> worker_cpus,
+                          unsigned threads);
 
 // The calling thread's affinity mask as a CPU list; empty if it cannot be read (then the
 // gate assumes every online CPU is usable).

@@ -42,10 +42,9 @@ std::string to_json(const pool_stats& s) {
       << ",\"calls_rejected\":" << s.calls_rejected
       << ",\"calls_backlogged\":" << s.calls_backlogged
       << ",\"calls_cancelled\":" << s.calls_cancelled
-      << ",\"calls_timed_out\":" << s.calls_timed_out
-      << ",\"calls_failed\":" << s.calls_failed << ",\"host_wakes\":" << s.host_wakes
-      << ",\"completion_batches\":" << s.completion_batches << ",\"calls_stuck\":" << s.calls_stuck
-      << ",\"workers_replaced\":" << s.workers_replaced
+      << ",\"calls_timed_out\":" << s.calls_timed_out << ",\"calls_failed\":" << s.calls_failed
+      << ",\"host_wakes\":" << s.host_wakes << ",\"completion_batches\":" << s.completion_batches
+      << ",\"calls_stuck\":" << s.calls_stuck << ",\"workers_replaced\":" << s.workers_replaced
       << ",\"retired_running\":" << s.retired_running;
   bool first = false;
   write_worker(out, s.totals(), first);

@@ -44,8 +44,12 @@ namespace {
 class worker_loop {
  public:
   worker_loop(pool_shared& shared, worker_slot& me, unsigned self)
-      : s_(shared), self_(self), me_(me), n_(shared.seat_count),
-        steal_(shared.options.steal && n_ > 1), doorbell_(shared.options.doorbell) {}
+      : s_(shared),
+        self_(self),
+        me_(me),
+        n_(shared.seat_count),
+        steal_(shared.options.steal && n_ > 1),
+        doorbell_(shared.options.doorbell) {}
 
   void run() noexcept {
     for (;;) {
@@ -193,7 +197,8 @@ class worker_loop {
     me_.bell.set_running();
     s_.policy.end_spin();
     if (adaptive) {
-      if (caught) backoff_.caught(); else backoff_.missed();
+      if (caught) backoff_.caught();
+      else backoff_.missed();
     }
     if (caught) {
       me_.counters.spin_hits.bump();
@@ -247,8 +252,8 @@ class worker_loop {
   const unsigned n_;
   const bool steal_;
   const bool doorbell_;
-  spin_backoff backoff_;           // this worker's own: no other thread reads it
-  bool skipped_spin_ = false;      // this idle period's spin was skipped by the backoff
+  spin_backoff backoff_;            // this worker's own: no other thread reads it
+  bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   std::int64_t idle_since_ns_ = 0;  // when that skipped period began
 };
 

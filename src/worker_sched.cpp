@@ -52,11 +52,13 @@ void worker_sched_error::format(char* out, std::size_t size, const pool_options&
   }
   char reason[128];
   const char* text = ::strerror_r(error, reason, sizeof reason);  // GNU: returns the text
-  std::snprintf(out, size, "worker %u could not apply %s=%s (%s): %s%s", worker, setting ? setting : "?", value,
-                nice ? "KNIT_WORKER_NICE" : "KNIT_WORKER_SCHED", text,
-                error == EPERM || error == EACCES ? " (a nice below the thread's current one, or leaving SCHED_IDLE, needs "
-                                 "CAP_SYS_NICE or RLIMIT_NICE)"
-                               : "");
+  std::snprintf(out, size, "worker %u could not apply %s=%s (%s): %s%s", worker,
+                setting ? setting : "?", value, nice ? "KNIT_WORKER_NICE" : "KNIT_WORKER_SCHED",
+                text,
+                error == EPERM || error == EACCES
+                    ? " (a nice below the thread's current one, or leaving SCHED_IDLE, needs "
+                      "CAP_SYS_NICE or RLIMIT_NICE)"
+                    : "");
 }
 
 }  // namespace knit::detail

@@ -23,7 +23,8 @@ struct worker_sched_error {
 
   // "worker 3 could not apply worker_nice=5 (KNIT_WORKER_NICE): Permission denied (...)",
   // into `out` (no allocation: a worker thread's start is noexcept).
-  void format(char* out, std::size_t size, const pool_options& options, unsigned worker) const noexcept;
+  void format(char* out, std::size_t size, const pool_options& options,
+              unsigned worker) const noexcept;
 };
 
 // Whether the options ask a worker to change anything.

@@ -34,10 +34,10 @@ std::string num(const rep_stat& s) { return s ? shortest(s.median) : "?"; }
 
 // One chart: a gnuplot script with its data inline.
 struct gnuplot_script {
-  std::string name;   // file stem
+  std::string name;  // file stem
   std::string title;
   std::string section;
-  std::string body;   // data blocks and plot commands, after the terminal/output lines
+  std::string body;  // data blocks and plot commands, after the terminal/output lines
 };
 
 class chart_drawer {
@@ -76,7 +76,8 @@ class chart_drawer {
         return;
       }
       struct stat info {};
-      if (!st->exited || st->code != 0 || ::stat((dir_ + "/" + png).c_str(), &info) != 0 || info.st_size == 0) {
+      if (!st->exited || st->code != 0 || ::stat((dir_ + "/" + png).c_str(), &info) != 0 ||
+          info.st_size == 0) {
         out.warnings.push_back("gnuplot failed on " + gp + " (see charts/gnuplot.log)");
         return;
       }
@@ -92,8 +93,9 @@ class chart_drawer {
 };
 
 // md_stream over categorical x labels: rows of (label, values...).
-std::string categorical_block(const std::string& name, const std::vector<std::string>& columns,
-                              const std::vector<std::pair<std::string, std::vector<std::string>>>& rows) {
+std::string categorical_block(
+    const std::string& name, const std::vector<std::string>& columns,
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& rows) {
   // Built with append: GCC 12 flags "literal" + std::string with a bogus -Wrestrict at -O3.
   std::string b = "$";
   b += name;
@@ -111,12 +113,13 @@ std::string categorical_block(const std::string& name, const std::vector<std::st
   return b + "EOD\n";
 }
 
-std::string plot_columns(const std::string& block, const std::vector<std::string>& columns, const std::string& style) {
+std::string plot_columns(const std::string& block, const std::vector<std::string>& columns,
+                         const std::string& style) {
   std::string p = "plot ";
   for (size_t i = 0; i < columns.size(); ++i) {
     if (i) p += ", \\\n     ";
-    p += "$" + block + " using 0:" + std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with " + style +
-         " title " + quoted(columns[i]);
+    p += "$" + block + " using 0:" + std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with " +
+         style + " title " + quoted(columns[i]);
   }
   return p + "\n";
 }
@@ -167,18 +170,21 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
     if (panels > 0) {
       std::string plots;
       for (const config_scope* s : {&sat, &rate}) {
-        if (body.find("$" + std::string(s->mode == "sat" ? "sat" : "rate") + " <<") == std::string::npos) continue;
+        if (body.find("$" + std::string(s->mode == "sat" ? "sat" : "rate") + " <<") ==
+            std::string::npos)
+          continue;
         plots += std::string("set title \"/ping p99 per configuration, ") +
-                 (s->mode == "sat" ? "saturating" : "fixed rate") + "\"\n" +
-                 "plot $" + (s->mode == "sat" ? "sat" : "rate") +
+                 (s->mode == "sat" ? "saturating" : "fixed rate") + "\"\n" + "plot $" +
+                 (s->mode == "sat" ? "sat" : "rate") +
                  " using 2:xtic(1) with boxes fill solid 0.6 notitle\n";
       }
-      d.draw({"ping_p99_" + suffix, "/ping p99 per configuration", sec,
-              body + "set multiplot layout " + std::to_string(panels) + ",1\n" +
-                  "set style fill solid 0.6\nset boxwidth 0.7\nset ylabel \"ms\"\nset yrange [0:*]\n"
-                  "set xtics rotate by -30\nunset key\n" +
-                  plots + "unset multiplot\n"},
-             out);
+      d.draw(
+          {"ping_p99_" + suffix, "/ping p99 per configuration", sec,
+           body + "set multiplot layout " + std::to_string(panels) + ",1\n" +
+               "set style fill solid 0.6\nset boxwidth 0.7\nset ylabel \"ms\"\nset yrange [0:*]\n"
+               "set xtics rotate by -30\nunset key\n" +
+               plots + "unset multiplot\n"},
+          out);
     }
   }
 
@@ -215,19 +221,23 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
       int panels = 0;
       if (!rps_rows.empty()) {
         body += categorical_block("rps", {"total rps"}, rps_rows);
-        plots += "set title \"Saturating total rps (median)\"\nset ylabel \"requests/s\"\n"
-                 "plot $rps using 2:xtic(1) with boxes notitle\n";
+        plots +=
+            "set title \"Saturating total rps (median)\"\nset ylabel \"requests/s\"\n"
+            "plot $rps using 2:xtic(1) with boxes notitle\n";
         ++panels;
       }
       if (!core_rows.empty()) {
         body += categorical_block("cores", {"server cores"}, core_rows);
-        plots += "set title \"Server cores at the fixed rate (same work, median)\"\nset ylabel \"cores\"\n"
-                 "plot $cores using 2:xtic(1) with boxes notitle\n";
+        plots +=
+            "set title \"Server cores at the fixed rate (same work, median)\"\nset ylabel "
+            "\"cores\"\n"
+            "plot $cores using 2:xtic(1) with boxes notitle\n";
         ++panels;
       }
       d.draw({"peers_" + suffix, "knit and the peers: saturating rps, fixed-rate cores", sec,
               body + "set multiplot layout " + std::to_string(panels) + ",1\n" +
-                  "set style fill solid 0.6\nset boxwidth 0.7\nset yrange [0:*]\nset xtics rotate by -30\nunset key\n" +
+                  "set style fill solid 0.6\nset boxwidth 0.7\nset yrange [0:*]\nset xtics rotate "
+                  "by -30\nunset key\n" +
                   plots + "unset multiplot\n"},
              out);
     }
@@ -282,15 +292,19 @@ void profile_charts(const std::vector<measured_config>& cs, const std::string& p
       for (int n : sizes)
         body += std::to_string(n) + " " + shortest(n * (n * 50.0) / (n * 50.0 + 1000.0)) + "\n";
       body += "EOD\n";
-      plot += ", \\\n     $model using 1:2 with lines dt 2 lw 2 title \"model N*spin/(spin+park), old default\"";
+      plot +=
+          ", \\\n     $model using 1:2 with lines dt 2 lw 2 title \"model N*spin/(spin+park), old "
+          "default\"";
     }
     d.draw({stem + "_" + suffix, title, sec,
-            body + "set title " + quoted(title) + "\nset xlabel \"pool size N\"\nset ylabel " + quoted(ylabel) +
-                "\nset yrange [0:*]\nset xtics (" + [&] {
+            body + "set title " + quoted(title) + "\nset xlabel \"pool size N\"\nset ylabel " +
+                quoted(ylabel) + "\nset yrange [0:*]\nset xtics (" +
+                [&] {
                   std::string t;
                   for (int n : sizes) t += (t.empty() ? "" : ", ") + std::to_string(n);
                   return t;
-                }() + ")\n" + plot + "\n"},
+                }() +
+                ")\n" + plot + "\n"},
            out);
   };
   per_policy(
@@ -344,9 +358,13 @@ void sweep_charts(const std::vector<measured_config>& cs, const std::string& pro
                      block("p99", "rate", [](const measured_config& c) {
                        return c.route("ping", &route_row_stats::p99);
                      });
-  body += "set key outside right top\nset multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and /jwt call (us)\"\nset yrange [0:*]\n";
-  body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" + plot_columns("rps", cols, "linespoints lw 2 pt 7");
-  body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" + plot_columns("p99", cols, "linespoints lw 2 pt 7");
+  body +=
+      "set key outside right top\nset multiplot layout 2,1\nset xlabel \"extra CPU per /ssr and "
+      "/jwt call (us)\"\nset yrange [0:*]\n";
+  body += "set title \"Saturating total rps\"\nset ylabel \"requests/s\"\n" +
+          plot_columns("rps", cols, "linespoints lw 2 pt 7");
+  body += "set title \"/ping p99 at fixed rate\"\nset ylabel \"ms\"\n" +
+          plot_columns("p99", cols, "linespoints lw 2 pt 7");
   body += "unset multiplot\n";
   d.draw({"cost_sweep_" + file_safe(profile.empty() ? "reference" : profile),
           "Cost sweep: where pooling starts to pay", "sweep:" + profile, body},

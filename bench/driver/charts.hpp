@@ -12,7 +12,7 @@ namespace knit::bench {
 struct chart_ref {
   std::string section;  // "profile:<name>" or "sweep:<name>": where the report places it
   std::string title;
-  std::string file;     // relative to the report's directory, e.g. "charts/idle_by_n_bun.png"
+  std::string file;  // relative to the report's directory, e.g. "charts/idle_by_n_bun.png"
 };
 
 struct chart_set {

@@ -29,8 +29,9 @@ std::optional<double> park_ms(const result_row& r) {
 }
 
 std::string config_key(const result_row& r) {
-  std::string k = r.cost_profile + "|" + (r.extra_cost_us ? std::to_string(*r.extra_cost_us) : "-") + "|" +
-                  r.mode + "|" + r.tag + "|" + r.server_mode + "|" + std::to_string(r.threads) + "|" + r.spin +
+  std::string k = r.cost_profile + "|" +
+                  (r.extra_cost_us ? std::to_string(*r.extra_cost_us) : "-") + "|" + r.mode + "|" +
+                  r.tag + "|" + r.server_mode + "|" + std::to_string(r.threads) + "|" + r.spin +
                   "|" + r.park + "|" + (r.doorbell ? (*r.doorbell ? "1" : "0") : "") + "|" +
                   (r.steal ? (*r.steal ? "1" : "0") : "");
   for (const auto& [n, v] : r.env) k += "|" + n + "=" + v;
@@ -43,7 +44,8 @@ std::string other_label(const result_row& r) {
     if (!s.empty()) s += ", ";
     s += part;
   };
-  if (!r.spin.empty()) add("spin " + (r.spin == "default" ? std::to_string(r.threads * 50) : r.spin) + "us");
+  if (!r.spin.empty())
+    add("spin " + (r.spin == "default" ? std::to_string(r.threads * 50) : r.spin) + "us");
   if (!r.park.empty()) add("park " + (r.park == "default" ? std::string("1") : r.park) + "ms");
   if (r.doorbell && !*r.doorbell) add("no doorbell");
   if (r.steal && !*r.steal) add("no stealing");
@@ -245,7 +247,8 @@ const measured_config* default_policy_config(const std::vector<measured_config>&
 std::vector<int> pool_sizes(const std::vector<measured_config>& cs, const config_scope& s) {
   std::vector<int> n;
   for (const auto& c : cs)
-    if (in_scope(c, s) && is_pool_policy(c.policy) && std::find(n.begin(), n.end(), c.threads) == n.end())
+    if (in_scope(c, s) && is_pool_policy(c.policy) &&
+        std::find(n.begin(), n.end(), c.threads) == n.end())
       n.push_back(c.threads);
   std::sort(n.begin(), n.end());
   return n;

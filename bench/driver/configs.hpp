@@ -40,16 +40,16 @@ struct rep_stat {
 };
 
 struct measured_config {
-  std::string profile;                // cost_profile ("" for reference rows)
-  std::optional<int> extra_cost_us;   // cost sweep rows only
-  std::string mode;                   // "sat" | "rate"
+  std::string profile;               // cost_profile ("" for reference rows)
+  std::optional<int> extra_cost_us;  // cost sweep rows only
+  std::string mode;                  // "sat" | "rate"
   std::string tag;
   config_kind policy = config_kind::other;
   // Stands in for the default policy at its N when no library-default row exists:
   // the reference benchmark's own rows are spin "default" at N=1 and spin "0" above.
   bool stands_for_default = false;
   int threads = 0;
-  std::string label;         // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"
+  std::string label;  // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"
   std::string policy_label;  // e.g. "old default (200us + park 1ms)"
   std::vector<const result_row*> reps;
 
@@ -86,7 +86,8 @@ std::vector<const measured_config*> external_peers(const std::vector<measured_co
 // The routes a configuration was loaded on (union over its repetitions).
 std::vector<std::string> routes_of(const measured_config& c);
 
-// Pool sizes of knit's pool (pooled rows of any timer policy; not auto, asio, multi) in scope, ascending.
+// Pool sizes of knit's pool (pooled rows of any timer policy; not auto, asio, multi) in scope,
+// ascending.
 std::vector<int> pool_sizes(const std::vector<measured_config>& cs, const config_scope& s);
 // The axes of one cost profile's sweep, shared by its table and its charts: the extra
 // costs measured (ascending) and the pool sizes measured at any of them (ascending).

@@ -50,10 +50,12 @@ cpu_sample sample_cpu(pid_t pid) {
   s.wall_s = now_s();
   std::ifstream in(proc(pid) + "/stat");
   std::string stat;
-  if (!in || !std::getline(in, stat)) throw std::runtime_error("process " + std::to_string(pid) + " is gone");
+  if (!in || !std::getline(in, stat))
+    throw std::runtime_error("process " + std::to_string(pid) + " is gone");
   // comm (field 2) may contain spaces and parentheses: fields resume after the last ')'.
   auto rp = stat.rfind(')');
-  if (rp == std::string::npos) throw std::runtime_error("unreadable /proc/" + std::to_string(pid) + "/stat");
+  if (rp == std::string::npos)
+    throw std::runtime_error("unreadable /proc/" + std::to_string(pid) + "/stat");
   std::istringstream fs(stat.substr(rp + 2));
   std::vector<std::string> f;
   std::string tok;
@@ -123,11 +125,14 @@ machine_cpu_sample sample_machine_cpu() {
 }
 
 double own_and_reaped_children_cpu_s() {
-  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   rusage self{}, children{};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
-  return secs(self.ru_utime) + secs(self.ru_stime) + secs(children.ru_utime) + secs(children.ru_stime);
+  return secs(self.ru_utime) + secs(self.ru_stime) + secs(children.ru_utime) +
+         secs(children.ru_stime);
 }
 
 double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, double server_cpu_s,

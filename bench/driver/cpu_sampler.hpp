@@ -13,9 +13,9 @@ namespace knit::bench {
 struct cpu_sample {
   double ticks_s =
       0;  // (utime + stime) / CLK_TCK from /proc/PID/stat, as the reference benchmark did
-  std::optional<double> sched_s;   // sum over /proc/PID/task/*/schedstat, ns precision
-  double wall_s = 0;               // steady clock when the sample was taken
-  int threads = 0;                 // num_threads from the same stat read
+  std::optional<double> sched_s;  // sum over /proc/PID/task/*/schedstat, ns precision
+  double wall_s = 0;              // steady clock when the sample was taken
+  int threads = 0;                // num_threads from the same stat read
 };
 
 // Throws std::runtime_error when the process is gone.
@@ -38,8 +38,9 @@ cpu_usage cpu_delta(const cpu_sample& a, const cpu_sample& b);
 // The whole machine's CPU from the aggregate "cpu" line of /proc/stat, in seconds.
 // busy = user + nice + system (guest time is already inside user/nice): the time processes
 // ran. irq and softirq are not busy here: on loopback the measured traffic's own network
-// work runs as softirq and belongs to no process. idle and iowait are not busy; steal (a hypervisor running someone else on our vCPUs) is
-// kept apart: it slows a window without being a process on this machine.
+// work runs as softirq and belongs to no process. idle and iowait are not busy; steal (a hypervisor
+// running someone else on our vCPUs) is kept apart: it slows a window without being a process on
+// this machine.
 struct machine_cpu_sample {
   double busy_s = 0;
   double steal_s = 0;
@@ -63,11 +64,11 @@ double foreign_cores(const machine_cpu_sample& a, const machine_cpu_sample& b, d
                      double own_cpu_s);
 
 struct machine_description {
-  std::string model;     // lscpu "Model name" (or /proc/cpuinfo)
-  int cpus = 0;          // online CPUs
-  std::string kernel;    // uname -r
+  std::string model;   // lscpu "Model name" (or /proc/cpuinfo)
+  int cpus = 0;        // online CPUs
+  std::string kernel;  // uname -r
   std::string hostname;
-  std::string date;      // local time, ISO 8601
+  std::string date;  // local time, ISO 8601
 };
 machine_description machine_info();
 

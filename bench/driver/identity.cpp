@@ -36,7 +36,9 @@ std::vector<std::string> split_nul(const std::string& s) {
   return parts;
 }
 
-std::string proc(pid_t pid, const char* leaf) { return "/proc/" + std::to_string(pid) + "/" + leaf; }
+std::string proc(pid_t pid, const char* leaf) {
+  return "/proc/" + std::to_string(pid) + "/" + leaf;
+}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -114,7 +116,8 @@ std::vector<std::string> compare_identity(pid_t pid, const std::string& who,
   auto cmd = read_cmdline(pid);
   if (!cmd) problems.push_back(who + ": cannot read cmdline");
   else if (*cmd != expected.argv)
-    problems.push_back(who + ": cmdline is \"" + join(*cmd) + "\", expected \"" + join(expected.argv) + "\"");
+    problems.push_back(who + ": cmdline is \"" + join(*cmd) + "\", expected \"" +
+                       join(expected.argv) + "\"");
 
   auto env = read_environ(pid);
   if (!env) {
@@ -122,7 +125,8 @@ std::vector<std::string> compare_identity(pid_t pid, const std::string& who,
   } else {
     for (const auto& [k, v] : expected.env) {
       auto it = env->find(k);
-      if (it == env->end()) problems.push_back(who + ": " + k + " is unset, expected \"" + v + "\"");
+      if (it == env->end())
+        problems.push_back(who + ": " + k + " is unset, expected \"" + v + "\"");
       else if (it->second != v)
         problems.push_back(who + ": " + k + "=\"" + it->second + "\", expected \"" + v + "\"");
     }
@@ -177,12 +181,13 @@ std::vector<std::string> check_socket_owner(pid_t pid, int port) {
   std::vector<std::string> problems;
   for (unsigned long ino : listening)
     if (std::find(owned.begin(), owned.end(), ino) == owned.end())
-      problems.push_back("listening socket inode " + std::to_string(ino) + " on port " + std::to_string(port) +
-                         " does not belong to PID " + std::to_string(pid));
+      problems.push_back("listening socket inode " + std::to_string(ino) + " on port " +
+                         std::to_string(port) + " does not belong to PID " + std::to_string(pid));
   return problems;
 }
 
-std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port, const std::string& who) {
+std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port,
+                                            const std::string& who) {
   auto listening = listening_inodes(port);
   if (listening.empty()) return {"nothing is listening on port " + std::to_string(port)};
   std::vector<unsigned long> owned;
@@ -193,8 +198,8 @@ std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int 
   std::vector<std::string> problems;
   for (unsigned long ino : listening)
     if (std::find(owned.begin(), owned.end(), ino) == owned.end())
-      problems.push_back("listening socket inode " + std::to_string(ino) + " on port " + std::to_string(port) +
-                         " does not belong to " + who);
+      problems.push_back("listening socket inode " + std::to_string(ino) + " on port " +
+                         std::to_string(port) + " does not belong to " + who);
   return problems;
 }
 

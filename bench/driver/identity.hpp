@@ -12,9 +12,9 @@
 namespace knit::bench {
 
 struct expected_identity {
-  std::string exe;                          // the binary we exec'd (compared after realpath)
-  std::vector<std::string> argv;            // expected /proc/PID/cmdline
-  std::map<std::string, std::string> env;   // every KNIT_* plus PORT/HOST we set
+  std::string exe;                         // the binary we exec'd (compared after realpath)
+  std::vector<std::string> argv;           // expected /proc/PID/cmdline
+  std::map<std::string, std::string> env;  // every KNIT_* plus PORT/HOST we set
 };
 
 // Empty when everything matches; otherwise one line per mismatch. The reference benchmark's first
@@ -28,7 +28,8 @@ std::vector<std::string> check_socket_owner(pid_t pid, int port);
 
 // The same for a process tree (an external peer: nginx's master and workers all hold
 // the listener): every LISTEN socket on `port` must belong to one of `pids`.
-std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port, const std::string& who);
+std::vector<std::string> check_socket_owner(const std::vector<pid_t>& pids, int port,
+                                            const std::string& who);
 
 // Raw readers, exposed for diagnostics and tests. nullopt when unreadable.
 std::optional<std::string> read_exe(pid_t pid);

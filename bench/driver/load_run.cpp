@@ -28,7 +28,8 @@ std::string slurp(const std::string& path) {
 
 double need(const json::object& o, const char* key, const std::string& ctx) {
   const json::value* v = o.if_contains(key);
-  if (!v || !v->is_number()) throw std::runtime_error("knit-load JSON: " + ctx + "." + key + " missing or not a number");
+  if (!v || !v->is_number())
+    throw std::runtime_error("knit-load JSON: " + ctx + "." + key + " missing or not a number");
   return v->to_number<double>();
 }
 
@@ -40,14 +41,17 @@ std::optional<double> maybe(const json::object& o, const char* key) {
 
 const json::object& obj(const json::object& o, const char* key, const std::string& ctx) {
   const json::value* v = o.if_contains(key);
-  if (!v || !v->is_object()) throw std::runtime_error("knit-load JSON: " + ctx + "." + key + " missing or not an object");
+  if (!v || !v->is_object())
+    throw std::runtime_error("knit-load JSON: " + ctx + "." + key + " missing or not an object");
   return v->get_object();
 }
 
 }  // namespace
 
-const char* const kSsrBody = R"({"name":"Ari","plan":"pro","bio":"Building on Knitting","projects":17})";
-const char* const kJwtBody = R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
+const char* const kSsrBody =
+    R"({"name":"Ari","plan":"pro","bio":"Building on Knitting","projects":17})";
+const char* const kJwtBody =
+    R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})";
 
 void write_bodies(const std::string& dir) {
   for (auto [name, body] : {std::pair{"ssr.json", kSsrBody}, std::pair{"jwt.json", kJwtBody}}) {
@@ -67,7 +71,12 @@ std::vector<load_route> standard_routes(int conns, double rate_per_route,
 }
 
 std::vector<std::string> load_argv(const load_spec& s) {
-  std::vector<std::string> a = {s.exe, "--host", s.host, "--port", std::to_string(s.port), "--duration",
+  std::vector<std::string> a = {s.exe,
+                                "--host",
+                                s.host,
+                                "--port",
+                                std::to_string(s.port),
+                                "--duration",
                                 seconds_text(s.duration_s)};
   if (s.threads > 0) {
     a.push_back("--threads");
@@ -110,7 +119,8 @@ load_result parse_load_json(std::string_view text) {
   for (const auto& kv : obj(o, "routes", "")) {
     std::string name(kv.key());
     std::string ctx = "routes." + name;
-    if (!kv.value().is_object()) throw std::runtime_error("knit-load JSON: " + ctx + " is not an object");
+    if (!kv.value().is_object())
+      throw std::runtime_error("knit-load JSON: " + ctx + " is not an object");
     const auto& ro = kv.value().get_object();
     load_route_result rr;
     const auto& sum = obj(ro, "summary", ctx);
@@ -127,7 +137,8 @@ load_result parse_load_json(std::string_view text) {
     rr.max = maybe(lat, "max").value_or(0);
     if (auto* sc = ro.if_contains("statusCodeDistribution"); sc && sc->is_object())
       for (const auto& s : sc->get_object())
-        if (s.value().is_number()) rr.status_codes[std::string(s.key())] = s.value().to_number<double>();
+        if (s.value().is_number())
+          rr.status_codes[std::string(s.key())] = s.value().to_number<double>();
     if (auto* rate = ro.if_contains("rate"); rate && rate->is_object()) {
       const auto& ra = rate->get_object();
       rr.rate_target = maybe(ra, "target");
@@ -163,12 +174,14 @@ load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
   auto start = std::chrono::steady_clock::now();
   std::optional<exit_status> st;
   while (!(st = reap_nohang(pid))) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (elapsed > deadline || interrupted()) {
       stop_process(pid, 2.0);
       throw std::runtime_error(std::string("knit-load ") +
-                               (elapsed > deadline ? "did not finish within " + seconds_text(deadline) + " s"
-                                                   : "interrupted") +
+                               (elapsed > deadline
+                                    ? "did not finish within " + seconds_text(deadline) + " s"
+                                    : "interrupted") +
                                " (stopped PID " + std::to_string(pid) + ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -32,8 +32,8 @@ struct load_spec {
   std::string host = "127.0.0.1";
   int port = 3000;
   double duration_s = 5;
-  int threads = 0;      // 0 = knit-load's default
-  int timeout_ms = 0;   // 0 = knit-load's default
+  int threads = 0;     // 0 = knit-load's default
+  int timeout_ms = 0;  // 0 = knit-load's default
   std::string json_path;
   std::vector<load_route> routes;
 };

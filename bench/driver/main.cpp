@@ -1,6 +1,6 @@
 // knit-bench: command line for running benchmark plans and re-rendering reports.
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <climits>
 #include <cstdlib>
@@ -27,7 +27,8 @@ using namespace knit::bench;
 const char* const kUsage = R"(usage:
   knit-bench run [--plan FILE.json | --default | --full | --cost-sweep] [options]
   knit-bench report DIR/rows.jsonl [--no-charts]
-  knit-bench plan (--default | --full | --cost-sweep) [--profiles LIST]   print a built-in plan as JSON
+  knit-bench plan (--default | --full | --cost-sweep) [--profiles LIST]
+                                           print a built-in plan as JSON
 
 run options:
   --out DIR            output directory (rows.jsonl, meta.json, report.md, charts/, logs/)
@@ -95,8 +96,8 @@ int int_arg(const std::string& flag, const std::string& v, int lo, int hi) {
     if (pos != v.size() || n < lo || n > hi) throw std::invalid_argument(v);
     return static_cast<int>(n);
   } catch (const std::exception&) {
-    usage_error(flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got \"" +
-                v + "\"");
+    usage_error(flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                "], got \"" + v + "\"");
   }
 }
 
@@ -149,7 +150,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::cout << to_json_pretty(plan_to_json(p.cases));
   std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
             << " repetition(s): about "
-            << clock_text(estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s, p.warmup_s, p.window_s))
+            << clock_text(estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s,
+                                     p.warmup_s, p.window_s))
             << " (mm:ss) on the machine it was sized for, before reruns for foreign load\n";
   return 0;
 }
@@ -192,11 +194,13 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
       return args[++i];
     };
     auto choose = [&](const std::string& name) {
-      if (!builtin_name.empty() || !plan_file.empty()) usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      if (!builtin_name.empty() || !plan_file.empty())
+        usage_error("choose one of --plan, --default, --full, --cost-sweep");
       builtin_name = name;
     };
     if (a == "--plan") {
-      if (!builtin_name.empty() || !plan_file.empty()) usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      if (!builtin_name.empty() || !plan_file.empty())
+        usage_error("choose one of --plan, --default, --full, --cost-sweep");
       plan_file = value();
     } else if (a == "--default") choose("default");
     else if (a == "--full") choose("full");
@@ -209,7 +213,8 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else if (a == "--conns") conns = int_arg(a, value(), 1, 100000);
     else if (a == "--rate-fraction") {
       cfg.rate_fraction = seconds_arg(a, value());
-      if (cfg.rate_fraction <= 0 || cfg.rate_fraction > 10) usage_error("--rate-fraction must be in (0, 10]");
+      if (cfg.rate_fraction <= 0 || cfg.rate_fraction > 10)
+        usage_error("--rate-fraction must be in (0, 10]");
     } else if (a == "--profiles") profiles = split_list(value());
     else if (a == "--server") server = value();
     else if (a == "--load") load = value();
@@ -237,8 +242,7 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     } else if (a == "--peer-timeout") {
       cfg.peer_ready_timeout_s = seconds_arg(a, value());
       if (cfg.peer_ready_timeout_s <= 0) usage_error("--peer-timeout must be > 0");
-    }
-    else usage_error("run: unknown argument " + a);
+    } else usage_error("run: unknown argument " + a);
   }
   for (const auto& p : profiles)
     if (p != "bun" && p != "native")

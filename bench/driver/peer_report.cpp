@@ -66,7 +66,8 @@ std::vector<const measured_config*> candidates(const std::vector<measured_config
                                                const peer_metric& m) {
   std::vector<const measured_config*> v;
   for (const auto& c : cs) {
-    // External servers are a reference, reported apart (external_table), not a C++ user's alternative.
+    // External servers are a reference, reported apart (external_table), not a C++ user's
+    // alternative.
     if (!in_scope(c, s) || !is_in_process_peer(c.policy) || !serves(c, m)) continue;
     if (m.needs_rate_met && !met_rate(c)) continue;  // it did less work: its cores would look good
     auto rt = route_threads(c);
@@ -289,7 +290,8 @@ void external_table(std::ostringstream& md, const std::vector<measured_config>& 
       const measured_config* k = knit_best(slots, s, x.metric);
       rep_stat kv = k ? k->stat(x.metric.value) : rep_stat{};
       knit_cells.push_back(kv ? "`" + k->label + "`: " + cell(kv, x.decimals) : "-");
-      if (pv && kv) ratios.push_back(x.metric.name + " " + ratio_cell(paired_ratio(*k, *p, x.metric)));
+      if (pv && kv)
+        ratios.push_back(x.metric.name + " " + ratio_cell(paired_ratio(*k, *p, x.metric)));
     }
     table += md_row(peer_cells) + md_row(knit_cells);
     if (!ratios.empty()) {
@@ -300,9 +302,12 @@ void external_table(std::ostringstream& md, const std::vector<measured_config>& 
   }
   md << "#### External peers: a reference, not a like-for-like peer\n\n"
         "A server outside knit's process model (its own processes and event loop), loaded on "
-        "the routes it serves with the same connections or rate per route. Its figures are a floor for what "
-        "the machine allows on those routes, not an alternative a C++ user would write, so they are kept out of "
-        "the comparison above. knit's cell is its best row on that measure (the row named); knit's CPU per "
+        "the routes it serves with the same connections or rate per route. Its figures are a floor "
+        "for what "
+        "the machine allows on those routes, not an alternative a C++ user would write, so they "
+        "are kept out of "
+        "the comparison above. knit's cell is its best row on that measure (the row named); knit's "
+        "CPU per "
         "request is over all three routes, the peer's over the routes it served.\n\n"
      << md_header(head) << table << "\n";
 }
@@ -318,12 +323,18 @@ std::string peers_section(const std::vector<measured_config>& cs, const config_s
 
   std::ostringstream md;
   md << "### knit vs the peers\n\n"
-        "Each cell is knit's ratio to the best in-process peer (`asio: N`, `multi: N`: the alternatives a C++ "
-        "user would write) on that measure among those with as many threads running routes (event loop + "
-        "workers: inline 1, `threads: N`, `auto: N` and `asio: N` N+1, `multi: N` N). External peers are "
-        "reported apart, below. Higher-is-better measures are knit / peer, lower-is-better ones peer / knit, so "
-        "**above 1× knit is ahead, below 1× the peer wins**. Median over repetitions paired by repetition number "
-        "(interleaved, so measured close in time), min–max in parentheses; the best peer is the one with the best "
+        "Each cell is knit's ratio to the best in-process peer (`asio: N`, `multi: N`: the "
+        "alternatives a C++ "
+        "user would write) on that measure among those with as many threads running routes (event "
+        "loop + "
+        "workers: inline 1, `threads: N`, `auto: N` and `asio: N` N+1, `multi: N` N). External "
+        "peers are "
+        "reported apart, below. Higher-is-better measures are knit / peer, lower-is-better ones "
+        "peer / knit, so "
+        "**above 1× knit is ahead, below 1× the peer wins**. Median over repetitions paired by "
+        "repetition number "
+        "(interleaved, so measured close in time), min–max in parentheses; the best peer is the "
+        "one with the best "
         "median.\n\n";
   std::vector<std::string> head = {"knit"};
   for (const auto& m : peer_metrics()) head.push_back(m.name);
@@ -337,11 +348,13 @@ std::string peers_section(const std::vector<measured_config>& cs, const config_s
       const config_scope& s = m.mode == "sat" ? sat : rate;
       versus_cell c = compare(cs, s, slot.find(s), m);
       if (c.ratio) any = true;
-      if (c.peer_wins) wins.push_back("`" + slot.label + "` on " + m.name + ": " + ratio_cell(c.ratio) + " vs " + c.best);
+      if (c.peer_wins)
+        wins.push_back("`" + slot.label + "` on " + m.name + ": " + ratio_cell(c.ratio) + " vs " +
+                       c.best);
       cells.push_back(c.text);
       if (c.ratio && m.name == "/ping p99, fixed rate")
-        latencies.push_back("`" + slot.label + "` " + fixed(c.knit_median, 2) + " ms vs `" + c.best + "` " +
-                            fixed(c.best_median, 2) + " ms");
+        latencies.push_back("`" + slot.label + "` " + fixed(c.knit_median, 2) + " ms vs `" +
+                            c.best + "` " + fixed(c.best_median, 2) + " ms");
     }
     if (any) table += md_row(cells);
   }
@@ -380,7 +393,8 @@ std::string peers_section(const std::vector<measured_config>& cs, const config_s
         !met_rate(c))
       missed.push_back("`" + c.label + "`");
   if (!missed.empty()) {
-    md << "- Left out of the fixed-rate columns because some repetition did not achieve the offered rate (it did "
+    md << "- Left out of the fixed-rate columns because some repetition did not achieve the "
+          "offered rate (it did "
           "less work, so its cores, CPU and latency would flatter it): ";
     for (size_t i = 0; i < missed.size(); ++i) md << (i ? ", " : "") << missed[i];
     md << ".\n";
@@ -389,18 +403,21 @@ std::string peers_section(const std::vector<measured_config>& cs, const config_s
     std::string note = served_note(*e);
     if (!note.empty())
       md << "- `" << e->label << "` serves " << note.substr(2, note.size() - 8)
-         << " only: it was loaded on that alone, with the same connections or rate per route; its totals are "
+         << " only: it was loaded on that alone, with the same connections or rate per route; its "
+            "totals are "
             "not the same work as knit's three routes.\n";
   }
   if (!ext.empty())
-    md << "- External peers print no `knit-stats` line: their rows carry no pool counters (`null`); their CPU is the "
+    md << "- External peers print no `knit-stats` line: their rows carry no pool counters "
+          "(`null`); their CPU is the "
           "sum over every process they started.\n";
   bool any_flag = false;
   for (const auto& c : cs)
     if ((in_scope(c, sat) || in_scope(c, rate)) && flagged(c)) any_flag = true;
   if (any_flag)
     md << "-" << kForeignMark
-       << " marks a figure or ratio resting on a window that stayed over the foreign-load limit (either side); "
+       << " marks a figure or ratio resting on a window that stayed over the foreign-load limit "
+          "(either side); "
           "read it as uncertain.\n";
   if (!ext.empty() || any_flag || !missed.empty()) md << "\n";
   return md.str();

@@ -26,11 +26,12 @@ std::string served_note(const measured_config& c);
 
 // One measure of the comparison.
 struct peer_metric {
-  std::string name;        // column heading, e.g. "total rps, saturating"
-  std::string mode;        // "sat" or "rate"
-  bool higher_is_better;   // rps: yes; latency, cores, CPU per request: no
-  bool needs_all_routes;   // totals and CPU are the same work only when all three routes ran
-  bool needs_rate_met;     // fixed rate: only a configuration that achieved the offered rate did the same work
+  std::string name;       // column heading, e.g. "total rps, saturating"
+  std::string mode;       // "sat" or "rate"
+  bool higher_is_better;  // rps: yes; latency, cores, CPU per request: no
+  bool needs_all_routes;  // totals and CPU are the same work only when all three routes ran
+  bool needs_rate_met;    // fixed rate: only a configuration that achieved the offered rate did the
+                          // same work
   std::function<std::optional<double>(const result_row&)> value;
 };
 const std::vector<peer_metric>& peer_metrics();

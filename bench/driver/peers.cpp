@@ -13,7 +13,8 @@ namespace {
 bool valid_name(const std::string& s) {
   if (s.empty()) return false;
   for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
+      return false;
   return true;
 }
 
@@ -29,7 +30,8 @@ std::pair<std::string, std::string> split_eq(const std::string& arg, const char*
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 }  // namespace

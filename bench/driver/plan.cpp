@@ -96,17 +96,25 @@ void check_one_of(const std::string& value, std::initializer_list<const char*> a
 // The variables the driver derives from fields; a plan's "env" may not override them,
 // or the row would describe one configuration while the server ran another.
 const std::set<std::string>& owned_vars() {
-  static const std::set<std::string> vars = {
-      "PORT",          "HOST",          "KNIT_MODE",         "KNIT_THREADS",
-      "KNIT_SPIN",     "KNIT_PARK",     "KNIT_DOORBELL",     "KNIT_STEAL",
-      "KNIT_COST_PROFILE", "KNIT_SSR_COST_US", "KNIT_JWT_COST_US"};
+  static const std::set<std::string> vars = {"PORT",
+                                             "HOST",
+                                             "KNIT_MODE",
+                                             "KNIT_THREADS",
+                                             "KNIT_SPIN",
+                                             "KNIT_PARK",
+                                             "KNIT_DOORBELL",
+                                             "KNIT_STEAL",
+                                             "KNIT_COST_PROFILE",
+                                             "KNIT_SSR_COST_US",
+                                             "KNIT_JWT_COST_US"};
   return vars;
 }
 
 bool valid_peer_name(const std::string& s) {
   if (s.empty()) return false;
   for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
+      return false;
   return true;
 }
 
@@ -120,9 +128,9 @@ plan_case parse_case(const json::value& v, size_t index) {
   const std::string ctx = where(index, tag);
 
   static const std::set<std::string> known = {
-      "tag",          "mode",          "server_mode", "threads", "spin",  "park",
-      "doorbell",     "steal",         "env",         "cost_profile", "extra_cost_us", "conns",
-      "rate_per_route", "note",  "command",     "routes"};
+      "tag",     "mode",  "server_mode",  "threads",       "spin",  "park",           "doorbell",
+      "steal",   "env",   "cost_profile", "extra_cost_us", "conns", "rate_per_route", "note",
+      "command", "routes"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
       throw plan_error(
@@ -147,7 +155,8 @@ plan_case parse_case(const json::value& v, size_t index) {
   } else {
     check_one_of(c.server_mode, {"inline", "pooled", "asio", "multi", "auto"}, ctx, "server_mode");
   }
-  if (auto* t = o.if_contains("threads")) c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
+  if (auto* t = o.if_contains("threads"))
+    c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
   if (!c.spin.empty() && !all_digits(c.spin))
@@ -161,11 +170,13 @@ plan_case parse_case(const json::value& v, size_t index) {
   check_one_of(c.doorbell, {"", "0", "1"}, ctx, "doorbell");
   if (auto* s = o.if_contains("steal")) c.steal = setting_text(*s, ctx, "steal");
   check_one_of(c.steal, {"", "0", "1"}, ctx, "steal");
-  if (auto* s = o.if_contains("cost_profile")) c.cost_profile = string_field(*s, ctx, "cost_profile");
+  if (auto* s = o.if_contains("cost_profile"))
+    c.cost_profile = string_field(*s, ctx, "cost_profile");
   check_one_of(c.cost_profile, {"", "bun", "native"}, ctx, "cost_profile");
   if (auto* s = o.if_contains("extra_cost_us"); s && !s->is_null())
     c.extra_cost_us = static_cast<int>(integer_field(*s, ctx, "extra_cost_us", 0, 10'000'000));
-  if (auto* s = o.if_contains("conns")) c.conns = static_cast<int>(integer_field(*s, ctx, "conns", 0, 100000));
+  if (auto* s = o.if_contains("conns"))
+    c.conns = static_cast<int>(integer_field(*s, ctx, "conns", 0, 100000));
   if (auto* s = o.if_contains("rate_per_route")) {
     if (!s->is_number())
       throw plan_error(ctx + ": field \"rate_per_route\" must be a number, got " + kind_name(*s));
@@ -249,7 +260,8 @@ double estimate_s(int runs, double idle_s, double warmup_s, double window_s) {
 }
 
 std::string reference_key(const plan_case& c) {
-  return c.cost_profile + "|" + (c.extra_cost_us ? std::to_string(*c.extra_cost_us) : std::string("-"));
+  return c.cost_profile + "|" +
+         (c.extra_cost_us ? std::to_string(*c.extra_cost_us) : std::string("-"));
 }
 
 std::vector<plan_case> parse_plan(std::string_view json_text) {

@@ -15,21 +15,21 @@ namespace knit::bench {
 // One configuration to measure. Empty strings mean "leave unset": the server then
 // uses its library default, which is how the reference benchmark told "default" rows apart.
 struct plan_case {
-  std::string tag;                     // short name, e.g. "t4" or "inline"
-  std::string mode = "sat";            // "sat" (closed loop) or "rate" (open loop, fixed rate)
+  std::string tag;           // short name, e.g. "t4" or "inline"
+  std::string mode = "sat";  // "sat" (closed loop) or "rate" (open loop, fixed rate)
   // KNIT_MODE: "inline", "pooled", "asio", "multi" or "auto"; or "peer:NAME" for an
   // external server (not knit-server) started from peer_command.
   std::string server_mode = "pooled";
-  int threads = 0;                     // KNIT_THREADS; 0 = unset
-  std::string spin;                    // KNIT_SPIN in us; "" = unset
-  std::string park;                    // KNIT_PARK in ms; "" = unset
-  std::string doorbell;                // KNIT_DOORBELL "0"/"1"; "" = unset
-  std::string steal;                   // KNIT_STEAL "0"/"1"; "" = unset
+  int threads = 0;                         // KNIT_THREADS; 0 = unset
+  std::string spin;                        // KNIT_SPIN in us; "" = unset
+  std::string park;                        // KNIT_PARK in ms; "" = unset
+  std::string doorbell;                    // KNIT_DOORBELL "0"/"1"; "" = unset
+  std::string steal;                       // KNIT_STEAL "0"/"1"; "" = unset
   std::map<std::string, std::string> env;  // further variables, passed verbatim
-  std::string cost_profile;            // KNIT_COST_PROFILE "bun"/"native"; "" = unset
-  std::optional<int> extra_cost_us;    // sets KNIT_SSR_COST_US and KNIT_JWT_COST_US (cost sweep)
-  int conns = 0;                       // connections per route; 0 = the run's default
-  double rate_per_route = 0;           // rate mode: offered rps per route; 0 = derive from inline sat
+  std::string cost_profile;                // KNIT_COST_PROFILE "bun"/"native"; "" = unset
+  std::optional<int> extra_cost_us;  // sets KNIT_SSR_COST_US and KNIT_JWT_COST_US (cost sweep)
+  int conns = 0;                     // connections per route; 0 = the run's default
+  double rate_per_route = 0;         // rate mode: offered rps per route; 0 = derive from inline sat
   // External peers only: the /bin/sh -c command ({port} / {host} substituted, PORT and
   // HOST in its environment) and the routes it serves (empty = ping, ssr and jwt).
   std::string peer_command;

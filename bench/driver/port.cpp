@@ -24,7 +24,8 @@ bool resolve(const std::string& host, int port, sockaddr_storage& out, socklen_t
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return false;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    return false;
   std::memcpy(&out, res->ai_addr, res->ai_addrlen);
   len = res->ai_addrlen;
   freeaddrinfo(res);
@@ -116,7 +117,8 @@ int pick_free_port() {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = 0;
-  if (::bind(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind() failed");
+  if (::bind(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("bind() failed");
   socklen_t len = sizeof a;
   ::getsockname(s.fd, reinterpret_cast<sockaddr*>(&a), &len);
   return ntohs(a.sin_port);

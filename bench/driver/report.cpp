@@ -55,21 +55,30 @@ void run_header(md_stream& md, const json::object* run, size_t index, size_t cou
   const json::object* machine = obj_of(run, "machine");
   const json::object* layout = obj_of(run, "cpu_layout");
   md << header({"", ""});
-  md << row({"Machine", str_of(machine, "model") + ", " + str_of(machine, "cpus") + " CPUs, " + str_of(machine, "kernel")});
-  md << row({"Date", str_of(run, "started") + (str_of(run, "finished").empty() ? "" : " to " + str_of(run, "finished"))});
+  md << row({"Machine", str_of(machine, "model") + ", " + str_of(machine, "cpus") + " CPUs, " +
+                            str_of(machine, "kernel")});
+  md << row(
+      {"Date", str_of(run, "started") +
+                   (str_of(run, "finished").empty() ? "" : " to " + str_of(run, "finished"))});
   md << row({"Command", code_span(str_of(run, "command"))});
-  md << row({"Plan", str_of(run, "plan") + ", " + str_of(run, "cases") + " cases x " + str_of(run, "repeat") +
-                         " repetition(s), interleaved"});
-  md << row({"Durations", "idle " + str_of(run, "idle_s") + " s, warm-up " + str_of(run, "warmup_s") + " s, window " +
-                              str_of(run, "window_s") + " s"});
+  md << row({"Plan", str_of(run, "plan") + ", " + str_of(run, "cases") + " cases x " +
+                         str_of(run, "repeat") + " repetition(s), interleaved"});
+  md << row({"Durations", "idle " + str_of(run, "idle_s") + " s, warm-up " +
+                              str_of(run, "warmup_s") + " s, window " + str_of(run, "window_s") +
+                              " s"});
   md << row({"Load", "closed loop " + str_of(run, "conns") + " connections/route; fixed rate = " +
-                         fixed(std::stod(str_of(run, "rate_fraction").empty() ? "0.7" : str_of(run, "rate_fraction")) * 100, 0) +
+                         fixed(std::stod(str_of(run, "rate_fraction").empty()
+                                             ? "0.7"
+                                             : str_of(run, "rate_fraction")) *
+                                   100,
+                               0) +
                          "% of the inline saturating total (per route: that / 3)"});
   auto cpus = [&](const char* k) {
     std::string v = str_of(layout, k);
     return v.empty() ? std::string("unpinned") : v;
   };
-  md << row({"CPU layout", "server CPUs " + cpus("server_cpus") + ", generator CPUs " + cpus("gen_cpus")});
+  md << row({"CPU layout",
+             "server CPUs " + cpus("server_cpus") + ", generator CPUs " + cpus("gen_cpus")});
   md << row({"Binaries", code_span(str_of(run, "server")) + ", " + code_span(str_of(run, "load"))});
   md << row({"Status", str_of(run, "status")});
   md << "\n";
@@ -106,10 +115,12 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
   auto prof = profiles(cs, false);
   auto sweep_prof = profiles(cs, true);
   std::string plist;
-  for (const auto& p : prof) plist += (plist.empty() ? "" : ", ") + (p.empty() ? std::string("not recorded") : p);
+  for (const auto& p : prof)
+    plist += (plist.empty() ? "" : ", ") + (p.empty() ? std::string("not recorded") : p);
   for (const auto& p : sweep_prof)
     if (std::find(prof.begin(), prof.end(), p) == prof.end())
-      plist += (plist.empty() ? "" : ", ") + (p.empty() ? std::string("not recorded") : p) + " (cost sweep)";
+      plist += (plist.empty() ? "" : ", ") + (p.empty() ? std::string("not recorded") : p) +
+               " (cost sweep)";
   md << "Cost profile(s): " << (plist.empty() ? "none" : plist) << ".\n\n";
 
   bool repeated = false, reference_rows = false;
@@ -156,7 +167,8 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
   return md.str();
 }
 
-std::string write_report(const std::string& rows_path, bool with_charts, std::vector<std::string>* warnings_out) {
+std::string write_report(const std::string& rows_path, bool with_charts,
+                         std::vector<std::string>* warnings_out) {
   namespace fs = std::filesystem;
   auto rows = read_rows_file(rows_path);
   fs::path dir = fs::absolute(fs::path(rows_path)).parent_path();
@@ -178,7 +190,8 @@ std::string write_report(const std::string& rows_path, bool with_charts, std::ve
     charts = render_charts(group_configs(rows), dir.string());
     warnings.insert(warnings.end(), charts.warnings.begin(), charts.warnings.end());
   }
-  std::string md = render_markdown(rows, meta ? &meta->get_object() : nullptr, charts.charts, warnings);
+  std::string md =
+      render_markdown(rows, meta ? &meta->get_object() : nullptr, charts.charts, warnings);
   std::string out = (dir / "report.md").string();
   std::ofstream f(out, std::ios::trunc);
   f << md;

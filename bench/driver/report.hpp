@@ -21,6 +21,7 @@ std::string render_markdown(const std::vector<result_row>& rows, const boost::js
 
 // Reads rows_path and meta.json beside it, draws charts (unless with_charts is false)
 // and writes report.md beside it. Returns the report's path; throws on unreadable rows.
-std::string write_report(const std::string& rows_path, bool with_charts, std::vector<std::string>* warnings = nullptr);
+std::string write_report(const std::string& rows_path, bool with_charts,
+                         std::vector<std::string>* warnings = nullptr);
 
 }  // namespace knit::bench

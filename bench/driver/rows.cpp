@@ -78,13 +78,16 @@ std::map<std::string, std::string> str_map(const json::object& o, const char* ke
   if (!v || v->is_null()) return m;
   if (!v->is_object()) bad(key, "expected an object");
   for (const auto& kv : v->get_object()) {
-    if (!kv.value().is_string()) bad(std::string(key) + "." + std::string(kv.key()), "expected a string");
+    if (!kv.value().is_string())
+      bad(std::string(key) + "." + std::string(kv.key()), "expected a string");
     m[std::string(kv.key())] = std::string(kv.value().get_string());
   }
   return m;
 }
 
-json::value opt_value(const std::optional<bool>& b) { return b ? json::value(*b) : json::value(nullptr); }
+json::value opt_value(const std::optional<bool>& b) {
+  return b ? json::value(*b) : json::value(nullptr);
+}
 
 template <class T>
 json::object to_obj(const std::map<std::string, T>& m) {
@@ -128,14 +131,45 @@ json::object route_to_json(const route_row_stats& r) {
 }
 
 const std::set<std::string>& known_keys() {
-  static const std::set<std::string> k = {
-      "tag",        "mode",          "threads",      "spin",          "park",        "doorbell",
-      "idle_cores", "total_rps",     "cores",        "rps_per_core",  "cpu_us_per_req",
-      "os_threads", "gen_cores",     "routes",       "server_mode",   "steal",       "cost_profile",
-      "extra_cost_us", "env",        "rep",          "idle_s",        "warmup_s",    "window_s",
-      "conns",      "rate_per_route", "pool_counters", "pool_per_call", "server_requests",
-      "cpu_layout", "cpu",           "server_env",   "load_cmd",      "server_pid",
-      "foreign_cores", "foreign_flagged", "foreign_reruns", "peer_command", "peer_processes", "reported_mode"};
+  static const std::set<std::string> k = {"tag",
+                                          "mode",
+                                          "threads",
+                                          "spin",
+                                          "park",
+                                          "doorbell",
+                                          "idle_cores",
+                                          "total_rps",
+                                          "cores",
+                                          "rps_per_core",
+                                          "cpu_us_per_req",
+                                          "os_threads",
+                                          "gen_cores",
+                                          "routes",
+                                          "server_mode",
+                                          "steal",
+                                          "cost_profile",
+                                          "extra_cost_us",
+                                          "env",
+                                          "rep",
+                                          "idle_s",
+                                          "warmup_s",
+                                          "window_s",
+                                          "conns",
+                                          "rate_per_route",
+                                          "pool_counters",
+                                          "pool_per_call",
+                                          "server_requests",
+                                          "cpu_layout",
+                                          "cpu",
+                                          "server_env",
+                                          "load_cmd",
+                                          "server_pid",
+                                          "foreign_cores",
+                                          "foreign_flagged",
+                                          "foreign_reruns",
+                                          "peer_command",
+                                          "peer_processes",
+                                          "reported_mode"};
   return k;
 }
 
@@ -163,7 +197,8 @@ json::object row_to_json(const result_row& r) {
   o["gen_cores"] = r.gen_cores;
   json::object routes;
   for (const char* name : {"ping", "ssr", "jwt"})
-    if (auto it = r.routes.find(name); it != r.routes.end()) routes[name] = route_to_json(it->second);
+    if (auto it = r.routes.find(name); it != r.routes.end())
+      routes[name] = route_to_json(it->second);
   for (const auto& [name, rs] : r.routes)
     if (!routes.contains(name)) routes[name] = route_to_json(rs);
   o["routes"] = std::move(routes);
@@ -215,7 +250,8 @@ result_row row_from_json(const json::value& v) {
   result_row r;
   r.tag = str(o, "tag", true);
   r.mode = str(o, "mode", true);
-  if (r.mode != "sat" && r.mode != "rate") bad("mode", "expected \"sat\" or \"rate\", got \"" + r.mode + "\"");
+  if (r.mode != "sat" && r.mode != "rate")
+    bad("mode", "expected \"sat\" or \"rate\", got \"" + r.mode + "\"");
   r.threads = static_cast<int>(opt_num(o, "threads").value_or(0));
   r.spin = str(o, "spin", false);
   r.park = str(o, "park", false);
@@ -259,9 +295,11 @@ result_row row_from_json(const json::value& v) {
   r.foreign_cores = opt_num(o, "foreign_cores");
   r.foreign_flagged = flag(o, "foreign_flagged");
   if (auto n = opt_num(o, "foreign_reruns")) r.foreign_reruns = static_cast<int>(*n);
-  if (auto* pc = o.if_contains("peer_command"); pc && pc->is_string()) r.peer_command = std::string(pc->get_string());
+  if (auto* pc = o.if_contains("peer_command"); pc && pc->is_string())
+    r.peer_command = std::string(pc->get_string());
   if (auto n = opt_num(o, "peer_processes")) r.peer_processes = static_cast<int>(*n);
-  if (auto* rm = o.if_contains("reported_mode"); rm && rm->is_string()) r.reported_mode = std::string(rm->get_string());
+  if (auto* rm = o.if_contains("reported_mode"); rm && rm->is_string())
+    r.reported_mode = std::string(rm->get_string());
   for (const auto& kv : o)
     if (!known_keys().count(std::string(kv.key()))) r.unknown[kv.key()] = kv.value();
   return r;

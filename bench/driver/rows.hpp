@@ -28,37 +28,37 @@ struct route_row_stats {
 struct result_row {
   // Identity of the configuration.
   std::string tag;
-  std::string mode;            // "sat" | "rate"
+  std::string mode;  // "sat" | "rate"
   int threads = 0;
   std::string spin;  // reference: "default" = threads*50; ours: "" = unset (library default)
   std::string park;  // reference: "default" = 1 ms;  ours: "" = unset
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
-  std::string server_mode;     // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
-  std::string cost_profile;    // "" = not recorded (reference rows)
+  std::string server_mode;   // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
+  std::string cost_profile;  // "" = not recorded (reference rows)
   std::optional<int> extra_cost_us;
   std::map<std::string, std::string> env;  // extra variables from the plan's "env"
   int rep = 0;
 
   // Measurements, rounded as the reference benchmark's drive.py rounded them.
-  double idle_cores = 0;       // 3 decimals
+  double idle_cores = 0;  // 3 decimals
   long long total_rps = 0;
-  double cores = 0;            // 2 decimals
+  double cores = 0;  // 2 decimals
   std::optional<long long> rps_per_core;
   std::optional<long long> cpu_us_per_req;
   int os_threads = 0;
-  double gen_cores = 0;        // 2 decimals
+  double gen_cores = 0;                           // 2 decimals
   std::map<std::string, route_row_stats> routes;  // "ping", "ssr", "jwt"
 
   // Context (absent in reference rows).
   std::optional<double> idle_s, warmup_s, window_s;
   std::optional<double> rate_per_route;
   std::optional<int> conns;
-  std::map<std::string, double> pool_counters;  // diff of pool.totals over the window
-  std::map<std::string, double> pool_per_call;  // each counter per pooled call
+  std::map<std::string, double> pool_counters;    // diff of pool.totals over the window
+  std::map<std::string, double> pool_per_call;    // each counter per pooled call
   std::map<std::string, double> server_requests;  // diff of the server's request counters
-  boost::json::object cpu_layout;  // {"server_cpus": .., "gen_cpus": ..}
-  boost::json::object cpu;         // raw CPU accounting (ticks and schedstat)
+  boost::json::object cpu_layout;                 // {"server_cpus": .., "gen_cpus": ..}
+  boost::json::object cpu;                        // raw CPU accounting (ticks and schedstat)
   std::map<std::string, std::string> server_env;
   std::vector<std::string> load_cmd;
   std::optional<long long> server_pid;

@@ -70,8 +70,8 @@ std::string result_line(const result_row& r) {
       s << (first ? "" : " / ") << n << " " << fixed(it->second.rps, 0);
       first = false;
     }
-  s << "), /ping p99 " << (r.routes.count("ping") ? fixed(r.routes.at("ping").p99, 2) : "?") << " ms, server "
-    << fixed(r.cores, 2) << " cores, idle " << fixed(r.idle_cores, 3) << " cores";
+  s << "), /ping p99 " << (r.routes.count("ping") ? fixed(r.routes.at("ping").p99, 2) : "?")
+    << " ms, server " << fixed(r.cores, 2) << " cores, idle " << fixed(r.idle_cores, 3) << " cores";
   if (r.cpu_us_per_req) s << ", " << *r.cpu_us_per_req << " CPU-us/req";
   for (const auto& [n, rs] : r.routes) {
     if (rs.rate_met && !*rs.rate_met) s << "  RATE NOT MET on /" << n;
@@ -107,8 +107,11 @@ json::object meta_run(const run_options& cfg, const machine_description& m) {
   run["port"] = cfg.port;
   run["cpu_layout"] = json::object{{"server_cpus", format_cpu_list(cfg.server_cpus)},
                                    {"gen_cpus", format_cpu_list(cfg.gen_cpus)}};
-  run["machine"] = json::object{{"model", m.model}, {"cpus", m.cpus}, {"kernel", m.kernel},
-                                {"hostname", m.hostname}, {"date", m.date}};
+  run["machine"] = json::object{{"model", m.model},
+                                {"cpus", m.cpus},
+                                {"kernel", m.kernel},
+                                {"hostname", m.hostname},
+                                {"date", m.date}};
   run["started"] = wall_clock_text();
   run["finished"] = nullptr;
   run["status"] = "running";
@@ -138,9 +141,11 @@ int run_benchmark(const run_options& cfg) {
     return code;
   };
   if (find_in_path(cfg.server_exe).empty())
-    return fail(2, "server binary not found or not executable: " + cfg.server_exe + " (use --server PATH)");
+    return fail(
+        2, "server binary not found or not executable: " + cfg.server_exe + " (use --server PATH)");
   if (find_in_path(cfg.load_exe).empty())
-    return fail(2, "load generator not found or not executable: " + cfg.load_exe + " (use --load PATH)");
+    return fail(
+        2, "load generator not found or not executable: " + cfg.load_exe + " (use --load PATH)");
   if (cfg.cases.empty()) return fail(2, "the plan has no cases");
 
   std::unique_ptr<instance_lock> lock;
@@ -158,7 +163,8 @@ int run_benchmark(const run_options& cfg) {
       pids += ' ';  // appended, not " " + to_string(p): GCC 12 warns falsely (-Wrestrict) on that
       pids += std::to_string(p);
     }
-    return fail(3, "already running from " + cfg.server_exe + " or " + cfg.load_exe + ": PID" + pids +
+    return fail(3, "already running from " + cfg.server_exe + " or " + cfg.load_exe + ": PID" +
+                       pids +
                        ". Stop them yourself (by PID) and retry; knit-bench never kills by name.");
   }
 
@@ -195,9 +201,10 @@ int run_benchmark(const run_options& cfg) {
 
   install_interrupt_handlers();
   const int total_cases = static_cast<int>(cfg.cases.size()) * cfg.repeat;
-  std::cerr << "knit-bench: " << cfg.plan_name << " plan, " << cfg.cases.size() << " cases x " << cfg.repeat
-            << " repetition(s); idle " << seconds_text(cfg.idle_s) << " s, warm-up " << seconds_text(cfg.warmup_s)
-            << " s, window " << seconds_text(cfg.window_s) << " s; about "
+  std::cerr << "knit-bench: " << cfg.plan_name << " plan, " << cfg.cases.size() << " cases x "
+            << cfg.repeat << " repetition(s); idle " << seconds_text(cfg.idle_s) << " s, warm-up "
+            << seconds_text(cfg.warmup_s) << " s, window " << seconds_text(cfg.window_s)
+            << " s; about "
             << clock_text(estimate_s(total_cases, cfg.idle_s, cfg.warmup_s, cfg.window_s))
             << " (mm:ss) before reruns for foreign load; out " << out.string() << "\n";
 
@@ -216,8 +223,9 @@ int run_benchmark(const run_options& cfg) {
       }
       ++k;
       double per_case = k > 1 ? spent / (k - 1) : estimate;
-      std::cerr << "[" << k << "/" << total_cases << "] " << case_summary(c) << " rep " << rep + 1 << "/"
-                << cfg.repeat << "  ETA " << clock_text(per_case * (total_cases - k + 1)) << "\n";
+      std::cerr << "[" << k << "/" << total_cases << "] " << case_summary(c) << " rep " << rep + 1
+                << "/" << cfg.repeat << "  ETA " << clock_text(per_case * (total_cases - k + 1))
+                << "\n";
       auto t0 = std::chrono::steady_clock::now();
       try {
         double rate = 0;
@@ -255,7 +263,8 @@ int run_benchmark(const run_options& cfg) {
     }
   }
   if (interrupted() && status == "complete") status = "interrupted";
-  if (status == "complete" && failed) status = "complete, " + std::to_string(failed) + " case(s) failed";
+  if (status == "complete" && failed)
+    status = "complete, " + std::to_string(failed) + " case(s) failed";
   run_meta["finished"] = wall_clock_text();
   run_meta["status"] = status;
   run_meta["rows_written"] = measured;
@@ -266,7 +275,8 @@ int run_benchmark(const run_options& cfg) {
       std::vector<std::string> warnings;
       std::string report = write_report(rows_path.string(), cfg.charts, &warnings);
       for (const auto& w : warnings) std::cerr << "knit-bench: warning: " << w << "\n";
-      std::cerr << "knit-bench: " << measured << " row(s) -> " << rows_path.string() << "; report " << report << "\n";
+      std::cerr << "knit-bench: " << measured << " row(s) -> " << rows_path.string() << "; report "
+                << report << "\n";
     } catch (const std::exception& e) {
       std::cerr << "knit-bench: report failed: " << e.what() << "\n";
       return 1;

@@ -32,12 +32,15 @@ std::optional<server_stats> parse_stats_line(std::string_view line) {
   const auto& o = v.get_object();
   server_stats s;
   if (auto* m = o.if_contains("mode"); m && m->is_string()) s.mode = std::string(m->get_string());
-  if (auto* r = o.if_contains("requests"); r && r->is_object()) flatten(r->get_object(), "", s.requests);
+  if (auto* r = o.if_contains("requests"); r && r->is_object())
+    flatten(r->get_object(), "", s.requests);
   if (auto* p = o.if_contains("pool"); p && p->is_object()) {
     s.has_pool = true;
     const auto& po = p->get_object();
-    if (auto* t = po.if_contains("threads"); t && t->is_number()) s.pool_threads = static_cast<int>(t->to_number<double>());
-    if (auto* t = po.if_contains("totals"); t && t->is_object()) flatten(t->get_object(), "", s.pool_totals);
+    if (auto* t = po.if_contains("threads"); t && t->is_number())
+      s.pool_threads = static_cast<int>(t->to_number<double>());
+    if (auto* t = po.if_contains("totals"); t && t->is_object())
+      flatten(t->get_object(), "", s.pool_totals);
   }
   return s;
 }

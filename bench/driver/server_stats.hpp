@@ -9,11 +9,12 @@
 namespace knit::bench {
 
 struct server_stats {
-  std::string mode;                               // KNIT_MODE as the server runs it: "inline", "pooled", ...
-  std::map<std::string, double> requests;         // per route
-  bool has_pool = false;                          // "pool": null in inline mode
+  std::string mode;  // KNIT_MODE as the server runs it: "inline", "pooled", ...
+  std::map<std::string, double> requests;  // per route
+  bool has_pool = false;                   // "pool": null in inline mode
   int pool_threads = 0;
-  std::map<std::string, double> pool_totals;      // every numeric field of pool.totals (nested keys as a.b)
+  std::map<std::string, double>
+      pool_totals;  // every numeric field of pool.totals (nested keys as a.b)
 };
 
 // Parses one stdout line; nullopt if it is not a knit-stats line or not valid JSON.

@@ -17,7 +17,8 @@ namespace knit::bench {
 
 instance_lock::instance_lock(const std::string& path) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open lock file " + path + ": " + std::strerror(errno));
+  if (fd_ < 0)
+    throw std::runtime_error("cannot open lock file " + path + ": " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     char buf[256] = {0};
     ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);

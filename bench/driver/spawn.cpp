@@ -56,7 +56,8 @@ size_t proc_string_count(pid_t pid, const char* leaf) {
 // True once `pid` has exited (a zombie we have not reaped), without reaping it.
 bool has_exited(pid_t pid) {
   siginfo_t info{};
-  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
 }
 
 // Waits until the kernel has finished laying out the new program after exec.
@@ -82,7 +83,8 @@ bool has_exited(pid_t pid) {
 void wait_for_exec_layout(pid_t pid, size_t argc, size_t envc) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (int attempt = 0;; ++attempt) {
-    if (proc_string_count(pid, "cmdline") >= argc && proc_string_count(pid, "environ") >= envc) return;
+    if (proc_string_count(pid, "cmdline") >= argc && proc_string_count(pid, "environ") >= envc)
+      return;
     if (has_exited(pid) || std::chrono::steady_clock::now() >= deadline) return;
     if (attempt < 100) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -109,7 +111,8 @@ pid_t spawn_process(const spawn_spec& spec) {
   // and /proc/PID/exe names the new program; wait_for_exec_layout() then waits for the
   // argument and environment ranges, so that /proc shows the whole new identity.
   int pfd[2];
-  if (::pipe2(pfd, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  if (::pipe2(pfd, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -199,7 +202,8 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
-    if (name.rfind("KNIT_", 0) == 0 || name == "PORT" || name == "HOST" || name == "JWT_SECRET") continue;
+    if (name.rfind("KNIT_", 0) == 0 || name == "PORT" || name == "HOST" || name == "JWT_SECRET")
+      continue;
     if (set.count(name)) continue;
     env.push_back(kv);
   }

@@ -30,7 +30,7 @@ pid_t spawn_process(const spawn_spec& spec);
 struct exit_status {
   bool exited = false;  // normal exit (code valid)
   int code = 0;
-  int signal = 0;       // terminating signal when !exited
+  int signal = 0;  // terminating signal when !exited
   std::string text() const;
 };
 

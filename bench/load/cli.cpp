@@ -95,7 +95,8 @@ load_config parse_cli(const std::vector<std::string>& args) {
     std::string value;
     bool has_value = false;
     // Accept both "--flag value" and "--flag=value".
-    if (const std::size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+    if (const std::size_t eq = flag.find('=');
+        flag.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag.resize(eq);
       has_value = true;

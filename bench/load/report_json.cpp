@@ -54,9 +54,9 @@ boost::json::object route_json(const route_result& r, double duration_s) {
   o["statusCodeDistribution"] = std::move(codes);
 
   o["errorDistribution"] = boost::json::object{{"connect", s.connect_errors},
-                                                {"read", s.read_errors},
-                                                {"timeout", s.timeouts},
-                                                {"parse", s.parse_errors}};
+                                               {"read", s.read_errors},
+                                               {"timeout", s.timeouts},
+                                               {"parse", s.parse_errors}};
 
   o["latencyPercentiles"] = percentiles_json(s.latency);
   if (open) {

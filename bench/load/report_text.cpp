@@ -25,13 +25,15 @@ void print_summary(std::ostream& out, const run_result& result) {
   for (const route_result& r : result.routes) {
     const route_load_stats& s = r.stats;
     const double rps = static_cast<double>(s.requests) / result.duration_s;
-    const double ok = s.requests ? 100.0 * static_cast<double>(s.successes) / static_cast<double>(s.requests) : 0.0;
+    const double ok =
+        s.requests ? 100.0 * static_cast<double>(s.successes) / static_cast<double>(s.requests)
+                   : 0.0;
     out << r.spec.name << "  " << r.spec.method << " " << r.spec.path << "  "
         << (r.spec.open_loop() ? "open" : "closed") << "  c=" << r.spec.connections << "\n";
     out << "    " << rps << " req/s  " << s.requests << " responses  " << ok << "% 2xx  "
         << s.errors() << " errors (connect " << s.connect_errors << ", read " << s.read_errors
-        << ", timeout " << s.timeouts << ", parse " << s.parse_errors << ")  "
-        << s.in_flight_at_end << " in flight at end\n";
+        << ", timeout " << s.timeouts << ", parse " << s.parse_errors << ")  " << s.in_flight_at_end
+        << " in flight at end\n";
     out << "    status:";
     for (std::size_t code = 0; code < s.status_counts.size(); ++code) {
       if (s.status_counts[code] != 0) out << " " << code << "=" << s.status_counts[code];

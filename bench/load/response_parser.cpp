@@ -95,7 +95,8 @@ response_parser::feed_result response_parser::fail(std::string why) {
 }
 
 bool response_parser::next_line(const char*& p, const char* end, std::string_view& line) {
-  const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+  const auto* nl =
+      static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
   if (nl == nullptr) {
     line_buf_.append(p, end);
     p = end;
@@ -149,7 +150,8 @@ response_parser::feed_result response_parser::feed(const char* data, std::size_t
         if (pos == std::string::npos) {
           p = end;
           // Up to 3 buffered bytes may be the start of the blank line, not part of the head.
-          if (head_buf_.size() > kMaxHeadBytes + kHeadEnd.size() - 1) return fail("response head too large");
+          if (head_buf_.size() > kMaxHeadBytes + kHeadEnd.size() - 1)
+            return fail("response head too large");
           return feed_result::kNeedMore;
         }
         if (pos > kMaxHeadBytes) return fail("response head too large");

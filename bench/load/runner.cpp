@@ -104,7 +104,8 @@ run_result run_load(const load_config& cfg, std::ostream* progress) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(t0 + sec * kNanosPerSecond - now_ns()));
       std::vector<std::uint64_t> total(cfg.routes.size(), 0);
       for (auto& w : workers) {
-        for (auto& s : w->slices()) total[s->route_index] += s->completed.load(std::memory_order_relaxed);
+        for (auto& s : w->slices())
+          total[s->route_index] += s->completed.load(std::memory_order_relaxed);
       }
       *progress << "[knit-load] " << sec << "s";
       for (std::size_t i = 0; i < cfg.routes.size(); ++i) {

@@ -25,7 +25,7 @@ struct run_result {
   std::uint16_t port = 0;
   double duration_s = 0.0;  // the measured window
   std::uint32_t threads = 1;
-  double gen_cpu_s = 0.0;   // this process, user + sys, over the window
+  double gen_cpu_s = 0.0;  // this process, user + sys, over the window
   std::vector<route_result> routes;
   double gen_cores() const { return duration_s > 0 ? gen_cpu_s / duration_s : 0.0; }
 };

@@ -1,7 +1,7 @@
 // Physical floors the pool is measured against: a cache line bounced between two pinned
 // threads (~125-161 ns on the 2-vCPU VMs this was built on), and a raw futex wake of a
-// parked thread (12-47 µs until it runs, 10-16 µs of the waker's CPU there). They claim nothing about
-// knit; they are the denominators of its figures.
+// parked thread (12-47 µs until it runs, 10-16 µs of the waker's CPU there). They claim nothing
+// about knit; they are the denominators of its figures.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -83,7 +83,8 @@ void floor_futex_wake_round_trip(benchmark::State& state) {
   for (auto _ : state) {
     while (!parked.load()) {
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(300));  // let it reach FUTEX_WAIT and its CPU halt
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(300));  // let it reach FUTEX_WAIT and its CPU halt
     parked.store(false);
     const auto t0 = std::chrono::steady_clock::now();
     const auto c0 = knit_bench::thread_cpu_ns();
@@ -93,14 +94,19 @@ void floor_futex_wake_round_trip(benchmark::State& state) {
     ++expected;
     while (reply.load(std::memory_order_acquire) != expected) {
     }
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   stop = true;
   word.store(1);
   futex_wake(word);
   sleeper.join();
-  state.counters["waker_cpu_us"] = benchmark::Counter(waker_cpu_ns / 1e3 / static_cast<double>(state.iterations()));
+  state.counters["waker_cpu_us"] =
+      benchmark::Counter(waker_cpu_ns / 1e3 / static_cast<double>(state.iterations()));
 }
-BENCHMARK(floor_futex_wake_round_trip)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(400);
+BENCHMARK(floor_futex_wake_round_trip)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(400);
 
 }  // namespace

@@ -11,17 +11,20 @@
 
 int main(int argc, char** argv) {
   const auto l = knit_bench::layout();
-  std::printf("knit-micro: host thread on CPU %d, worker thread(s) on CPU %d where pinned; %ld CPUs online\n", l.host,
-              l.worker, ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf(
+      "knit-micro: host thread on CPU %d, worker thread(s) on CPU %d where pinned; %ld CPUs "
+      "online\n",
+      l.host, l.worker, ::sysconf(_SC_NPROCESSORS_ONLN));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  knit_bench::peer_table_reporter reporter(::isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                                    : benchmark::ConsoleReporter::OO_Tabular);
+  knit_bench::peer_table_reporter reporter(::isatty(STDOUT_FILENO)
+                                               ? benchmark::ConsoleReporter::OO_ColorTabular
+                                               : benchmark::ConsoleReporter::OO_Tabular);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   if (!reporter.rows().empty()) {
-    std::printf("\nPeers, same run, same pinning (host CPU %d, one worker on CPU %d):\n\n%s", l.host, l.worker,
-                knit_bench::render_peer_table(reporter.rows()).c_str());
+    std::printf("\nPeers, same run, same pinning (host CPU %d, one worker on CPU %d):\n\n%s",
+                l.host, l.worker, knit_bench::render_peer_table(reporter.rows()).c_str());
   }
   return 0;
 }

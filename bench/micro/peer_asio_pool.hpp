@@ -53,7 +53,8 @@ class asio_pool_peer {
  private:
   boost::asio::io_context io_;
   // Keeps run_one_for() waiting when no reply is queued yet, instead of returning at once.
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> keep_running_{io_.get_executor()};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> keep_running_{
+      io_.get_executor()};
   // Declared last, destroyed first: its threads are joined before io_ goes away.
   boost::asio::thread_pool pool_;
 };

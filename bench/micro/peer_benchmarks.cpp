@@ -76,7 +76,8 @@ void round_trip_back_to_back(benchmark::State& state) {
   ns.reserve(1 << 20);
   for (auto _ : state) {
     const auto elapsed = one_round_trip(r);
-    if (ns.size() < ns.capacity()) ns.push_back(std::chrono::duration<double, std::nano>(elapsed).count());
+    if (ns.size() < ns.capacity())
+      ns.push_back(std::chrono::duration<double, std::nano>(elapsed).count());
   }
   state.counters["p50_us"] = percentile_us(ns, 0.5);
   state.counters["p99_us"] = percentile_us(ns, 0.99);
@@ -125,7 +126,8 @@ void steady_stream_host_cpu(benchmark::State& state) {
     const auto end = start + std::chrono::seconds(1);
     auto next = start;
     while (clock_type::now() < end) {
-      for (const auto now = clock_type::now(); next <= now; next += interval) r.submit(burn_task, sent++, reply);
+      for (const auto now = clock_type::now(); next <= now; next += interval)
+        r.submit(burn_task, sent++, reply);
       r.wait_for(next - clock_type::now());
     }
     while (completed < sent) r.wait_for(std::chrono::milliseconds(10));
@@ -153,7 +155,8 @@ void burst_64_in_flight(benchmark::State& state) {
     r.poll();
   }
   while (in_flight > 0) r.poll();
-  state.counters["calls_per_s"] = benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
+  state.counters["calls_per_s"] =
+      benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
 }
 
 // CPU the whole process burns in the 1 s right after a burst of 1000 calls, the host
@@ -173,7 +176,8 @@ void idle_cpu_after_work(benchmark::State& state) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    const double cpu_ns = static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+    const double cpu_ns = static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 +
+                          static_cast<double>(c1.tv_nsec - c0.tv_nsec);
     cores = cpu_ns / 1e9 / secs;
   }
   state.counters["idle_cores"] = cores;
@@ -186,37 +190,45 @@ constexpr int kRepetitions = 3;
 
 template <peer_runtime... R>
 void register_all() {
-  auto name = [](const char* metric, const char* runtime) { return std::string("peer/") + metric + "/" + runtime; };
+  auto name = [](const char* metric, const char* runtime) {
+    return std::string("peer/") + metric + "/" + runtime;
+  };
   for (int rep = 0; rep < kRepetitions; ++rep)
-    (benchmark::RegisterBenchmark(name("round_trip_back_to_back", R::name).c_str(), round_trip_back_to_back<R>)
+    (benchmark::RegisterBenchmark(name("round_trip_back_to_back", R::name).c_str(),
+                                  round_trip_back_to_back<R>)
          ->MinTime(0.3)
          ->Unit(benchmark::kMicrosecond),
      ...);
   for (int rep = 0; rep < kRepetitions; ++rep)
-    (benchmark::RegisterBenchmark(name("round_trip_after_300us_gap", R::name).c_str(), round_trip_after_300us_gap<R>)
+    (benchmark::RegisterBenchmark(name("round_trip_after_300us_gap", R::name).c_str(),
+                                  round_trip_after_300us_gap<R>)
          ->UseManualTime()
          ->Iterations(400)
          ->Unit(benchmark::kMicrosecond),
      ...);
   for (int rep = 0; rep < kRepetitions; ++rep)
-    (benchmark::RegisterBenchmark(name("steady_stream_host_cpu", R::name).c_str(), steady_stream_host_cpu<R>)
+    (benchmark::RegisterBenchmark(name("steady_stream_host_cpu", R::name).c_str(),
+                                  steady_stream_host_cpu<R>)
          ->Iterations(1)
          ->Unit(benchmark::kMillisecond),
      ...);
   for (int rep = 0; rep < kRepetitions; ++rep)
-    (benchmark::RegisterBenchmark(name("burst_64_in_flight", R::name).c_str(), burst_64_in_flight<R>)
+    (benchmark::RegisterBenchmark(name("burst_64_in_flight", R::name).c_str(),
+                                  burst_64_in_flight<R>)
          ->MinTime(0.5)
          ->UseRealTime(),
      ...);
   for (int rep = 0; rep < kRepetitions; ++rep)
-    (benchmark::RegisterBenchmark(name("idle_cpu_after_work", R::name).c_str(), idle_cpu_after_work<R>)
+    (benchmark::RegisterBenchmark(name("idle_cpu_after_work", R::name).c_str(),
+                                  idle_cpu_after_work<R>)
          ->Iterations(1)
          ->Unit(benchmark::kMillisecond),
      ...);
 }
 
 [[maybe_unused]] const bool registered = [] {
-  register_all<knit_bench::knit_peer, knit_bench::asio_pool_peer, knit_bench::tbb_peer, knit_bench::mutex_queue_peer>();
+  register_all<knit_bench::knit_peer, knit_bench::asio_pool_peer, knit_bench::tbb_peer,
+               knit_bench::mutex_queue_peer>();
   return true;
 }();
 

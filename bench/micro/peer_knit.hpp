@@ -22,9 +22,9 @@ class knit_peer {
 
   template <class Reply>
   void submit(task_fn task, std::uint64_t arg, Reply reply) {
-    (void)pool_.submit(task, arg, [reply = std::move(reply)](knit::result<std::uint64_t> r) mutable {
-      reply(r.value());
-    });
+    (void)pool_.submit(
+        task, arg,
+        [reply = std::move(reply)](knit::result<std::uint64_t> r) mutable { reply(r.value()); });
   }
 
   std::size_t poll() { return pool_.poll(); }

@@ -33,7 +33,8 @@ class mutex_queue_peer {
  public:
   static constexpr const char* name = "mutex_queue";
 
-  mutex_queue_peer(unsigned threads, int worker_cpu) : done_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  mutex_queue_peer(unsigned threads, int worker_cpu)
+      : done_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     for (unsigned i = 0; i < threads; ++i) {
       workers_.emplace_back([this, worker_cpu] {
         pin_self(worker_cpu);

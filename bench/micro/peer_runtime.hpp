@@ -24,7 +24,8 @@ namespace knit_bench {
 using task_fn = std::uint64_t (*)(std::uint64_t);
 
 template <class R>
-concept peer_runtime = requires(R r, task_fn task, std::uint64_t arg, std::chrono::nanoseconds timeout) {
+concept peer_runtime = requires(R r, task_fn task, std::uint64_t arg,
+                                std::chrono::nanoseconds timeout) {
   { R::name } -> std::convertible_to<const char*>;
   r.submit(task, arg, [](std::uint64_t) {});
   { r.poll() } -> std::same_as<std::size_t>;

@@ -77,7 +77,8 @@ std::string render_peer_table(const std::vector<peer_metric_row>& rows) {
   std::vector<std::string> runtimes;
   for (const auto& row : rows)
     for (const auto& f : row.figures)
-      if (std::find(runtimes.begin(), runtimes.end(), f.runtime) == runtimes.end()) runtimes.push_back(f.runtime);
+      if (std::find(runtimes.begin(), runtimes.end(), f.runtime) == runtimes.end())
+        runtimes.push_back(f.runtime);
   std::string out = "| metric | unit |";
   for (const auto& r : runtimes) out.append(" ").append(r).append(" |");
   out += " knit vs best peer |\n|---|---|";
@@ -87,8 +88,11 @@ std::string render_peer_table(const std::vector<peer_metric_row>& rows) {
     const peer_metric_spec* spec = spec_for(row.metric);
     out.append("| ").append(row.metric).append(" | ").append(spec ? spec->unit : "").append(" |");
     for (const auto& r : runtimes) {
-      auto it = std::find_if(row.figures.begin(), row.figures.end(), [&](const auto& f) { return f.runtime == r; });
-      out.append(" ").append(it == row.figures.end() ? std::string("-") : format_cell(*it)).append(" |");
+      auto it = std::find_if(row.figures.begin(), row.figures.end(),
+                             [&](const auto& f) { return f.runtime == r; });
+      out.append(" ")
+          .append(it == row.figures.end() ? std::string("-") : format_cell(*it))
+          .append(" |");
     }
     const double ratio = spec ? knit_ratio_to_best_peer(row, *spec) : 0;
     char buf[32];
@@ -97,9 +101,12 @@ std::string render_peer_table(const std::vector<peer_metric_row>& rows) {
     else std::snprintf(buf, sizeof buf, "%.2fx", ratio);
     out.append(" ").append(buf).append(" |\n");
   }
-  out += "\nEach cell: median (min–max) of the interleaved repetitions.\n"
-         "knit vs best peer: how many times better knit's median is than the best peer's (> 1: knit wins;\n"
-         "lower is better for time and CPU, higher for calls/s; 1.00x where both are under the noise floor).\n";
+  out +=
+      "\nEach cell: median (min–max) of the interleaved repetitions.\n"
+      "knit vs best peer: how many times better knit's median is than the best peer's (> 1: knit "
+      "wins;\n"
+      "lower is better for time and CPU, higher for calls/s; 1.00x where both are under the noise "
+      "floor).\n";
   return out;
 }
 
@@ -113,15 +120,19 @@ void peer_table_reporter::ReportRuns(const std::vector<Run>& runs) {
     if (a == std::string::npos) continue;
     const auto b = name.find('/', a + 1);
     const std::string metric = name.substr(5, a - 5);
-    const std::string runtime = name.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    const std::string runtime =
+        name.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
     const peer_metric_spec* spec = spec_for(metric);
     if (!spec) continue;
     const auto counter = run.counters.find(spec->counter);
     if (counter == run.counters.end()) continue;
-    auto row = std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.metric == metric; });
+    auto row =
+        std::find_if(rows_.begin(), rows_.end(), [&](const auto& r) { return r.metric == metric; });
     if (row == rows_.end()) row = rows_.insert(rows_.end(), peer_metric_row{metric, {}});
-    auto figures = std::find_if(row->figures.begin(), row->figures.end(), [&](const auto& f) { return f.runtime == runtime; });
-    if (figures == row->figures.end()) figures = row->figures.insert(row->figures.end(), peer_figures{runtime, {}});
+    auto figures = std::find_if(row->figures.begin(), row->figures.end(),
+                                [&](const auto& f) { return f.runtime == runtime; });
+    if (figures == row->figures.end())
+      figures = row->figures.insert(row->figures.end(), peer_figures{runtime, {}});
     figures->values.push_back(counter->second.value * spec->scale);
   }
   ConsoleReporter::ReportRuns(runs);

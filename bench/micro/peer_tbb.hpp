@@ -26,7 +26,8 @@ class tbb_peer {
 
   // reserved_for_masters = 0: every slot goes to TBB workers, none to the host, which only
   // enqueues and never joins the arena.
-  tbb_peer(unsigned threads, int worker_cpu) : arena_(static_cast<int>(threads), 0), pinner_(arena_, worker_cpu) {}
+  tbb_peer(unsigned threads, int worker_cpu)
+      : arena_(static_cast<int>(threads), 0), pinner_(arena_, worker_cpu) {}
 
   template <class Reply>
   void submit(task_fn task, std::uint64_t arg, Reply reply) {
@@ -47,7 +48,9 @@ class tbb_peer {
  private:
   class pinner : public tbb::task_scheduler_observer {
    public:
-    pinner(tbb::task_arena& arena, int cpu) : tbb::task_scheduler_observer(arena), cpu_(cpu) { observe(true); }
+    pinner(tbb::task_arena& arena, int cpu) : tbb::task_scheduler_observer(arena), cpu_(cpu) {
+      observe(true);
+    }
     // Stop callbacks before this object's members go; the base destructor is too late.
     ~pinner() override { observe(false); }
     void on_scheduler_entry(bool is_worker) override {
@@ -59,7 +62,8 @@ class tbb_peer {
   };
 
   boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> keep_running_{io_.get_executor()};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> keep_running_{
+      io_.get_executor()};
   tbb::task_arena arena_;
   pinner pinner_;
 };

@@ -70,9 +70,10 @@ void pool_round_trip_default_policy(benchmark::State& state) {
   }
   const auto s1 = p.stats();
   const auto calls = static_cast<double>(state.iterations());
-  state.counters["host_wakes_per_call"] = benchmark::Counter(static_cast<double>(s1.host_wakes - s0.host_wakes) / calls);
-  state.counters["spin_hits_per_call"] =
-      benchmark::Counter(static_cast<double>(s1.totals().spin_hits - s0.totals().spin_hits) / calls);
+  state.counters["host_wakes_per_call"] =
+      benchmark::Counter(static_cast<double>(s1.host_wakes - s0.host_wakes) / calls);
+  state.counters["spin_hits_per_call"] = benchmark::Counter(
+      static_cast<double>(s1.totals().spin_hits - s0.totals().spin_hits) / calls);
   state.SetLabel(state.range(0) ? "ns per round trip, gate on" : "ns per round trip, gate off");
 }
 BENCHMARK(pool_round_trip_default_policy)->Arg(0)->Arg(1)->MinTime(0.5);
@@ -96,16 +97,22 @@ void pool_round_trip_parked_worker(benchmark::State& state) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto c0 = knit_bench::thread_cpu_ns();
     (void)p.submit(empty_task{}, 1, handler);
-    host_cpu_ns += static_cast<double>(knit_bench::thread_cpu_ns() - c0);  // submit incl. FUTEX_WAKE
+    host_cpu_ns +=
+        static_cast<double>(knit_bench::thread_cpu_ns() - c0);  // submit incl. FUTEX_WAKE
     while (!done) p.poll();
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   const auto s = p.stats();
-  state.counters["host_wakes_per_call"] =
-      benchmark::Counter(static_cast<double>(s.host_wakes) / static_cast<double>(state.iterations()));
-  state.counters["host_submit_cpu_us"] = benchmark::Counter(host_cpu_ns / 1e3 / static_cast<double>(state.iterations()));
+  state.counters["host_wakes_per_call"] = benchmark::Counter(
+      static_cast<double>(s.host_wakes) / static_cast<double>(state.iterations()));
+  state.counters["host_submit_cpu_us"] =
+      benchmark::Counter(host_cpu_ns / 1e3 / static_cast<double>(state.iterations()));
 }
-BENCHMARK(pool_round_trip_parked_worker)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(400);
+BENCHMARK(pool_round_trip_parked_worker)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(400);
 
 // Calls per second with 64 in flight, default policy, threads = range(0). Workers pinned to
 // the worker CPU: unpinned, a worker can land on the host's CPU, where the busy-polling
@@ -130,7 +137,8 @@ void pool_throughput_64_in_flight(benchmark::State& state) {
     p.poll();
   }
   while (in_flight > 0) p.poll();
-  state.counters["calls_per_s"] = benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
+  state.counters["calls_per_s"] =
+      benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
   const auto s = p.stats();
   state.counters["host_wakes_per_call"] =
       benchmark::Counter(static_cast<double>(s.host_wakes) / static_cast<double>(completed));

@@ -76,7 +76,8 @@ void run_steady_load(benchmark::State& state, bool workers_apart) {
         ++sent;
         next += interval;
       }
-      const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now());
+      const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          next - std::chrono::steady_clock::now());
       timespec ts{0, std::max<long>(0, static_cast<long>(wait.count()))};
       pollfd fd{p.completion_fd(), POLLIN, 0};
       ::ppoll(&fd, 1, &ts, nullptr);
@@ -99,10 +100,13 @@ void run_steady_load(benchmark::State& state, bool workers_apart) {
   state.counters["calls"] = static_cast<double>(calls);
   state.counters["host_cpu_us_per_call"] = host_cpu_ns / 1e3 / static_cast<double>(calls);
   state.counters["host_wakes_per_call"] = static_cast<double>(wakes) / static_cast<double>(calls);
-  state.counters["peer_wakes_per_call"] = static_cast<double>(peer_wakes) / static_cast<double>(calls);
-  state.counters["spin_hits_per_call"] = static_cast<double>(spin_hits) / static_cast<double>(calls);
+  state.counters["peer_wakes_per_call"] =
+      static_cast<double>(peer_wakes) / static_cast<double>(calls);
+  state.counters["spin_hits_per_call"] =
+      static_cast<double>(spin_hits) / static_cast<double>(calls);
   state.counters["spins_per_call"] = static_cast<double>(spins) / static_cast<double>(calls);
-  static const char* names[] = {"default policy", "single spinner 50us", "old default N*50us+park 1ms"};
+  static const char* names[] = {"default policy", "single spinner 50us",
+                                "old default N*50us+park 1ms"};
   state.SetLabel(names[policy_id]);
 }
 

@@ -92,12 +92,13 @@ class asio_host {
   static void arm_read(const std::shared_ptr<state>& s) {
     if (s->read_armed || s->closed) return;
     s->read_armed = true;
-    s->fd.async_wait(boost::asio::posix::descriptor_base::wait_read, [s](const boost::system::error_code& ec) {
-      s->read_armed = false;
-      if (ec || s->closed) return;
-      s->pool_->drain();
-      after_drain(s);
-    });
+    s->fd.async_wait(boost::asio::posix::descriptor_base::wait_read,
+                     [s](const boost::system::error_code& ec) {
+                       s->read_armed = false;
+                       if (ec || s->closed) return;
+                       s->pool_->drain();
+                       after_drain(s);
+                     });
   }
 
   // Whether a call just submitted with `options` may need the timer earlier than it is

@@ -12,8 +12,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
@@ -26,8 +26,9 @@ namespace detail {
 
 /// The value type of a call to `fn(std::move(arg))`: its result, or knit::unit for void.
 template <class Fn, class Arg>
-using run_value_t = std::conditional_t<std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>, unit,
-                                       std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>;
+using run_value_t =
+    std::conditional_t<std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>,
+                       unit, std::invoke_result_t<std::decay_t<Fn>&, std::decay_t<Arg>&&>>;
 
 /// What async_run and async_run_result hand their completion handler.
 enum class run_delivery {
@@ -48,8 +49,9 @@ struct run_canceller {
   call_id id = 0;  // 0 until submit() names the call; pool::cancel(0) is a no-op
 
   void operator()(boost::asio::cancellation_type_t type) const {
-    if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
-                 boost::asio::cancellation_type::total)) == boost::asio::cancellation_type::none) {
+    if ((type &
+         (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+          boost::asio::cancellation_type::total)) == boost::asio::cancellation_type::none) {
       return;
     }
     pool* target = &host->get_pool();
@@ -67,13 +69,15 @@ struct run_canceller {
 /// hand-off to the handler's executor uses the handler's associated allocator).
 template <class Handler, class Value, run_delivery Delivery>
 class run_operation {
-  using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::io_context::executor_type>;
+  using executor_type =
+      boost::asio::associated_executor_t<Handler, boost::asio::io_context::executor_type>;
 
  public:
   run_operation(Handler handler, const boost::asio::io_context::executor_type& host_executor)
       : handler_(std::move(handler)),
         host_executor_(host_executor),
-        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_, host_executor))),
+        work_(boost::asio::make_work_guard(
+            boost::asio::get_associated_executor(handler_, host_executor))),
         slot_(boost::asio::get_associated_cancellation_slot(handler_)) {}
 
   /// The handler's cancellation slot (not connected when the handler has none).
@@ -88,7 +92,8 @@ class run_operation {
   /// executor that runs work inline, like use_future's) costs one post.
   void operator()(result<Value> r) {
     auto allocator = boost::asio::get_associated_allocator(handler_);
-    auto on_host = [handler = std::move(handler_), work = std::move(work_), slot = slot_, r = std::move(r)]() mutable {
+    auto on_host = [handler = std::move(handler_), work = std::move(work_), slot = slot_,
+                    r = std::move(r)]() mutable {
       auto executor = work.get_executor();
       auto allocator = boost::asio::get_associated_allocator(handler);
       auto finish = [handler = std::move(handler), slot, r = std::move(r)]() mutable {
@@ -123,13 +128,15 @@ struct initiate_run {
   template <class Handler, class Fn, class Arg>
   void operator()(Handler&& handler, Fn&& fn, Arg&& arg) const {
     run_operation<std::decay_t<Handler>, Value, Delivery> op(std::forward<Handler>(handler),
-                                                              host->context().get_executor());
+                                                             host->context().get_executor());
     run_canceller* canceller = nullptr;
-    if (op.slot().is_connected()) canceller = &op.slot().template emplace<run_canceller>(run_canceller{host});
+    if (op.slot().is_connected())
+      canceller = &op.slot().template emplace<run_canceller>(run_canceller{host});
     call_id id = 0;
     // On rejection submit() leaves `op` unmoved (it moves it into the call record only once
     // the call is admitted), so the rejection completes through the same operation.
-    std::error_code ec = host->submit(std::forward<Fn>(fn), std::forward<Arg>(arg), std::move(op), options, &id);
+    std::error_code ec =
+        host->submit(std::forward<Fn>(fn), std::forward<Arg>(arg), std::move(op), options, &id);
     if (ec) {
       op(result<Value>(ec));
     } else if (canceller) {
@@ -177,11 +184,12 @@ template <class Fn, class Arg, class Token>
 auto async_run(asio_host& host, Fn&& fn, Arg&& arg, Token&& token, call_options options = {}) {
   using value_type = detail::run_value_t<Fn, Arg>;
   static_assert(std::is_default_constructible_v<value_type>,
-                "knit::async_run: the result type must be default-constructible (it is passed alongside an error); "
+                "knit::async_run: the result type must be default-constructible (it is passed "
+                "alongside an error); "
                 "use knit::async_run_result otherwise");
   return boost::asio::async_initiate<Token, void(boost::system::error_code, value_type)>(
-      detail::initiate_run<detail::run_delivery::error_and_value, value_type>{&host, options}, token,
-      std::forward<Fn>(fn), std::forward<Arg>(arg));
+      detail::initiate_run<detail::run_delivery::error_and_value, value_type>{&host, options},
+      token, std::forward<Fn>(fn), std::forward<Arg>(arg));
 }
 
 /// @brief async_run completing with the whole knit::result: `void(knit::result<R>)`.
@@ -191,11 +199,12 @@ auto async_run(asio_host& host, Fn&& fn, Arg&& arg, Token&& token, call_options 
 /// other behaviour (executor, allocator, cancellation, errors) is async_run's. With
 /// use_awaitable the co_await yields the result and never throws.
 template <class Fn, class Arg, class Token>
-auto async_run_result(asio_host& host, Fn&& fn, Arg&& arg, Token&& token, call_options options = {}) {
+auto async_run_result(asio_host& host, Fn&& fn, Arg&& arg, Token&& token,
+                      call_options options = {}) {
   using value_type = detail::run_value_t<Fn, Arg>;
   return boost::asio::async_initiate<Token, void(result<value_type>)>(
-      detail::initiate_run<detail::run_delivery::result, value_type>{&host, options}, token, std::forward<Fn>(fn),
-      std::forward<Arg>(arg));
+      detail::initiate_run<detail::run_delivery::result, value_type>{&host, options}, token,
+      std::forward<Fn>(fn), std::forward<Arg>(arg));
 }
 
 }  // namespace knit

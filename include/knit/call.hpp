@@ -79,7 +79,7 @@ class call_base {
   call_id id = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::int64_t stuck_after_ns = 0;  // 0 = never stuck
-  bool delivered = false;   // the handler has been called
+  bool delivered = false;           // the handler has been called
   // Written by the worker in run(), read by the host after the record came back through
   // the done ring (whose release/acquire publishes it).
   bool threw = false;

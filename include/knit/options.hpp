@@ -107,7 +107,9 @@ struct pool_options {
   }
 
   /// Whether the spin gate applies (resolves an unset spin_gate).
-  bool effective_spin_gate() const noexcept { return spin_gate ? *spin_gate : !spin_us.has_value(); }
+  bool effective_spin_gate() const noexcept {
+    return spin_gate ? *spin_gate : !spin_us.has_value();
+  }
 
   /// Checks every setting's range, and that doorbell off comes with park_ms > 0.
   /// @throws config_error naming the bad setting and its value.

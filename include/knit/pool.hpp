@@ -31,11 +31,14 @@ enum class shutdown_mode {
 /// @brief What pool::shutdown(mode, deadline) gave up on. All zero (and deadline_passed
 /// false) when everything finished in time.
 struct shutdown_report {
-  bool deadline_passed = false;           ///< The deadline passed before every call was delivered.
-  std::size_t cancelled_at_deadline = 0;  ///< Calls not started by the deadline: errc::cancelled, never run.
-  std::size_t abandoned_running = 0;      ///< Calls running at the deadline: errc::cancelled, result discarded.
-  std::size_t threads_detached = 0;       ///< Retired workers still in their task (stuck or abandoned), detached,
-                                          ///< never joined; each keeps its record and frees it if the task returns.
+  bool deadline_passed = false;  ///< The deadline passed before every call was delivered.
+  std::size_t cancelled_at_deadline =
+      0;  ///< Calls not started by the deadline: errc::cancelled, never run.
+  std::size_t abandoned_running =
+      0;  ///< Calls running at the deadline: errc::cancelled, result discarded.
+  std::size_t threads_detached =
+      0;  ///< Retired workers still in their task (stuck or abandoned), detached,
+          ///< never joined; each keeps its record and frees it if the task returns.
   /// One line for a log: what was cancelled, abandoned and detached.
   std::string describe() const;
 };
@@ -114,8 +117,8 @@ class pool {
     void* memory = allocate_call(sizeof(call_type), alignof(call_type), block);
     call_type* c;
     try {
-      c = ::new (memory) call_type(std::forward<Fn>(fn), std::forward<Arg>(arg),
-                                   std::forward<Handler>(handler));
+      c = ::new (memory)
+          call_type(std::forward<Fn>(fn), std::forward<Arg>(arg), std::forward<Handler>(handler));
     } catch (...) {
       free_call_memory(memory, block);
       throw;

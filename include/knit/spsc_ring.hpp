@@ -47,11 +47,13 @@ class spsc_ring {
   bool try_push(T&& value) {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);  // only the producer writes it
     if (t - producer_cached_head_ >= capacity_) {
-      producer_cached_head_ = head_.load(std::memory_order_acquire);  // pairs with try_pop's release
+      producer_cached_head_ =
+          head_.load(std::memory_order_acquire);  // pairs with try_pop's release
       if (t - producer_cached_head_ >= capacity_) return false;
     }
     slots_[t & mask_].emplace(std::move(value));
-    tail_.store(t + 1, std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
+    tail_.store(t + 1,
+                std::memory_order_release);  // publishes the slot; pairs with try_pop's acquire
     return true;
   }
   /// Producer only. Pushes a copy of `value`; returns false when full.
@@ -73,7 +75,8 @@ class spsc_ring {
   bool try_pop(T& out) {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);  // only the consumer writes it
     if (h == consumer_cached_tail_) {
-      consumer_cached_tail_ = tail_.load(std::memory_order_acquire);  // pairs with try_push's release
+      consumer_cached_tail_ =
+          tail_.load(std::memory_order_acquire);  // pairs with try_push's release
       if (h == consumer_cached_tail_) return false;
     }
     auto& slot = slots_[h & mask_];
@@ -93,9 +96,11 @@ class spsc_ring {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};  // consumer writes, producer reads
+  alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{
+      0};  // consumer writes, producer reads
   alignas(detail::kCacheLine) std::uint64_t consumer_cached_tail_ = 0;  // consumer-private
-  alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};  // producer writes, consumer reads
+  alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{
+      0};  // producer writes, consumer reads
   alignas(detail::kCacheLine) std::uint64_t producer_cached_head_ = 0;  // producer-private
   alignas(detail::kCacheLine) const std::size_t capacity_;
   const std::size_t mask_;

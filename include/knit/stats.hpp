@@ -26,21 +26,24 @@ struct worker_stats {
 /// Returned by pool::stats(); to_json() renders it. Counters only grow, except
 /// retired_running, which is a level.
 struct pool_stats {
-  unsigned threads = 0;                  ///< Worker seats (pool_options::threads).
+  unsigned threads = 0;  ///< Worker seats (pool_options::threads).
   // Host side.
-  std::uint64_t calls_submitted = 0;     ///< Calls accepted by submit().
-  std::uint64_t calls_completed = 0;     ///< Handlers called, any outcome.
-  std::uint64_t calls_rejected = 0;      ///< submit() refusals (errc::queue_full, errc::shut_down).
-  std::uint64_t calls_backlogged = 0;    ///< Calls that waited in the host backlog (every ring full).
-  std::uint64_t calls_cancelled = 0;     ///< Handlers given errc::cancelled (cancel(), shutdown).
-  std::uint64_t calls_timed_out = 0;     ///< Handlers given errc::timed_out (call_options::timeout).
-  std::uint64_t calls_failed = 0;        ///< Tasks that threw (handler given errc::task_failed).
-  std::uint64_t host_wakes = 0;          ///< FUTEX_WAKE syscalls issued by the host.
+  std::uint64_t calls_submitted = 0;   ///< Calls accepted by submit().
+  std::uint64_t calls_completed = 0;   ///< Handlers called, any outcome.
+  std::uint64_t calls_rejected = 0;    ///< submit() refusals (errc::queue_full, errc::shut_down).
+  std::uint64_t calls_backlogged = 0;  ///< Calls that waited in the host backlog (every ring full).
+  std::uint64_t calls_cancelled = 0;   ///< Handlers given errc::cancelled (cancel(), shutdown).
+  std::uint64_t calls_timed_out = 0;   ///< Handlers given errc::timed_out (call_options::timeout).
+  std::uint64_t calls_failed = 0;      ///< Tasks that threw (handler given errc::task_failed).
+  std::uint64_t host_wakes = 0;        ///< FUTEX_WAKE syscalls issued by the host.
   std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
-  std::uint64_t calls_stuck = 0;         ///< Running calls given up on (stuck_after or shutdown's deadline).
-  std::uint64_t workers_replaced = 0;    ///< Retired workers whose seat got a fresh thread.
-  std::uint64_t retired_running = 0;     ///< Retired workers whose stuck task has not returned yet (a level, not a count).
-  std::vector<worker_stats> workers;     ///< One per worker seat, in seat order; a replacement worker continues its seat's counts.
+  std::uint64_t calls_stuck =
+      0;  ///< Running calls given up on (stuck_after or shutdown's deadline).
+  std::uint64_t workers_replaced = 0;  ///< Retired workers whose seat got a fresh thread.
+  std::uint64_t retired_running =
+      0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
+  std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
+                                      ///< continues its seat's counts.
 
   /// The sum of every worker's counters.
   worker_stats totals() const;

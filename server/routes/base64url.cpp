@@ -10,8 +10,9 @@ void append_base64url(std::string& out, std::string_view bytes) {
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   out.reserve(out.size() + (bytes.size() * 4 + 2) / 3);
   std::size_t i = 0;
-  const auto byte = [&](std::size_t k) { return static_cast<std::uint32_t>(
-                                             static_cast<unsigned char>(bytes[k])); };
+  const auto byte = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[k]));
+  };
   for (; i + 3 <= bytes.size(); i += 3) {
     const std::uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
     out += kAlphabet[(v >> 18) & 63];

@@ -26,9 +26,9 @@ struct heavy_output {
 // (or the host, inline), so it holds only what the work needs: no pointers into a session.
 struct heavy_job {
   route which = route::ssr;
-  std::uint32_t cost_us = 0;       // emulated CPU cost on the calling thread; 0 = none
-  std::string_view jwt_secret;     // views server_config::jwt_secret, which outlives the pool
-  bool measure = false;            // auto mode's sample: put the thread CPU time in cpu_ns
+  std::uint32_t cost_us = 0;    // emulated CPU cost on the calling thread; 0 = none
+  std::string_view jwt_secret;  // views server_config::jwt_secret, which outlives the pool
+  bool measure = false;         // auto mode's sample: put the thread CPU time in cpu_ns
 
   // Does the route's work on the calling thread, then burns CPU until the thread has spent
   // cost_us in total (the real work counts towards it). May throw (std::bad_alloc).

@@ -146,8 +146,7 @@ bool parser::parse_string(std::uint32_t& offset, std::uint32_t& length) {
         utf8::append(arena, unit);
         break;
       }
-      default:
-        return false;
+      default: return false;
     }
   }
   offset = static_cast<std::uint32_t>(start);

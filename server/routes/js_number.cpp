@@ -100,9 +100,7 @@ bool to_string_throws(const document& doc, const node& value) {
 
 }  // namespace
 
-double decimal_literal_value(std::string_view literal) {
-  return c_strtod(std::string(literal));
-}
+double decimal_literal_value(std::string_view literal) { return c_strtod(std::string(literal)); }
 
 double string_to_number(std::string_view wtf8) {
   const std::string_view s = trim(wtf8);
@@ -112,9 +110,12 @@ double string_to_number(std::string_view wtf8) {
   }
   if (s.size() >= 2 && s[0] == '0') {
     switch (s[1]) {
-      case 'x': case 'X': return non_decimal_value(s.substr(2), 16);
-      case 'o': case 'O': return non_decimal_value(s.substr(2), 8);
-      case 'b': case 'B': return non_decimal_value(s.substr(2), 2);
+      case 'x':
+      case 'X': return non_decimal_value(s.substr(2), 16);
+      case 'o':
+      case 'O': return non_decimal_value(s.substr(2), 8);
+      case 'b':
+      case 'B': return non_decimal_value(s.substr(2), 2);
       default: break;
     }
   }
@@ -139,8 +140,7 @@ double to_number(const document& doc, const node* value) {
     case kind::object:
       if (to_string_throws(doc, *value)) throw js_error("TypeError: No default value");
       return kNaN;  // "[object Object]"
-    case kind::array:
-      break;
+    case kind::array: break;
   }
   // Number(array) = StringToNumber(array.join(",")). join converts every element first, so a
   // throwing element anywhere throws even when the result would be NaN anyway.
@@ -151,11 +151,11 @@ double to_number(const document& doc, const node* value) {
     if (array->size > 1) return kNaN;  // contains ","
     const node& only = *doc.first_child(*array);
     switch (only.type) {
-      case kind::null: return 0;           // join writes "" for null
-      case kind::boolean: return kNaN;     // "true" / "false"
+      case kind::null: return 0;              // join writes "" for null
+      case kind::boolean: return kNaN;        // "true" / "false"
       case kind::number: return only.number;  // Number(String(x)) === x (shortest round trip)
       case kind::string: return string_to_number(doc.text(only));
-      case kind::object: return kNaN;      // "[object Object]"
+      case kind::object: return kNaN;          // "[object Object]"
       case kind::array: array = &only; break;  // String([[x]]) === String([x])
     }
   }

@@ -50,8 +50,7 @@ std::optional<jwt_claims> validate(const js::document& doc) {
   const js::node* role = doc.member(*user, "role");
   if (!is_nonempty_string(doc, id)) return std::nullopt;
   // optional() admits only undefined: "email": null fails, as does any non-string.
-  if (email != nullptr &&
-      (email->type != js::kind::string || !is_zod_email(doc.text(*email)))) {
+  if (email != nullptr && (email->type != js::kind::string || !is_zod_email(doc.text(*email)))) {
     return std::nullopt;
   }
   if (role != nullptr && !is_nonempty_string(doc, role)) return std::nullopt;

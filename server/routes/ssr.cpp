@@ -39,8 +39,7 @@ struct ssr_input {
 
 // z.preprocess(v => typeof v === "string" && v.trim() !== "" ? v.trim() : undefined, ...)
 // followed by `?? fallback`.
-std::string_view trimmed_or(const js::document& doc, const js::node* v,
-                            std::string_view fallback) {
+std::string_view trimmed_or(const js::document& doc, const js::node* v, std::string_view fallback) {
   if (v == nullptr || v->type != js::kind::string) return fallback;
   const std::string_view t = js::trim(doc.text(*v));
   return t.empty() ? fallback : t;

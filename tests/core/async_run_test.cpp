@@ -68,11 +68,13 @@ TEST_F(async_run_test, callback_gets_empty_error_and_value_never_inside_async_ru
   bool called = false;
   error_code got_ec = knit::errc::cancelled;
   int value = 0;
-  knit::async_run(host, [](int x) { return x * 3; }, 5, [&](error_code ec, int v) {
-    called = true;
-    got_ec = ec;
-    value = v;
-  });
+  knit::async_run(
+      host, [](int x) { return x * 3; }, 5,
+      [&](error_code ec, int v) {
+        called = true;
+        got_ec = ec;
+        value = v;
+      });
   EXPECT_FALSE(called);
   io.run();
   EXPECT_TRUE(called);
@@ -83,20 +85,23 @@ TEST_F(async_run_test, callback_gets_empty_error_and_value_never_inside_async_ru
 TEST_F(async_run_test, void_task_completes_with_unit) {
   std::atomic<int> ran{0};
   error_code got = knit::errc::cancelled;
-  knit::async_run(host, [&](int x) { ran = x; }, 7, [&](error_code ec, knit::unit) { got = ec; });
+  knit::async_run(
+      host, [&](int x) { ran = x; }, 7, [&](error_code ec, knit::unit) { got = ec; });
   io.run();
   EXPECT_FALSE(got);
   EXPECT_EQ(ran.load(), 7);
 }
 
 TEST_F(async_run_test, use_future_value) {
-  std::future<int> f = knit::async_run(host, [](int x) { return x + 1; }, 41, asio::use_future);
+  std::future<int> f = knit::async_run(
+      host, [](int x) { return x + 1; }, 41, asio::use_future);
   io.run();
   EXPECT_EQ(f.get(), 42);
 }
 
 TEST_F(async_run_test, use_future_throws_task_failed_when_the_task_throws) {
-  std::future<int> f = knit::async_run(host, [](int) -> int { throw std::out_of_range("nope"); }, 0, asio::use_future);
+  std::future<int> f = knit::async_run(
+      host, [](int) -> int { throw std::out_of_range("nope"); }, 0, asio::use_future);
   io.run();
   try {
     f.get();
@@ -107,8 +112,8 @@ TEST_F(async_run_test, use_future_throws_task_failed_when_the_task_throws) {
 }
 
 TEST_F(async_run_test, async_run_result_delivers_the_task_exception) {
-  std::future<knit::result<int>> f =
-      knit::async_run_result(host, [](int) -> int { throw std::out_of_range("nope"); }, 0, asio::use_future);
+  std::future<knit::result<int>> f = knit::async_run_result(
+      host, [](int) -> int { throw std::out_of_range("nope"); }, 0, asio::use_future);
   io.run();
   knit::result<int> r = f.get();
   EXPECT_EQ(r.error(), knit::errc::task_failed);
@@ -121,9 +126,10 @@ TEST_F(async_run_test, use_awaitable_chains_calls) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        std::string a =
-            co_await knit::async_run(host, [](std::string s) { return s + "b"; }, std::string("a"), asio::use_awaitable);
-        result = co_await knit::async_run(host, [](std::string s) { return s + "c"; }, std::move(a), asio::use_awaitable);
+        std::string a = co_await knit::async_run(
+            host, [](std::string s) { return s + "b"; }, std::string("a"), asio::use_awaitable);
+        result = co_await knit::async_run(
+            host, [](std::string s) { return s + "c"; }, std::move(a), asio::use_awaitable);
       },
       asio::detached);
   io.run();
@@ -135,7 +141,8 @@ TEST_F(async_run_test, a_resumed_coroutine_runs_outside_drain_and_may_shut_the_p
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        co_await knit::async_run(host, [](int x) { return x; }, 1, asio::use_awaitable);
+        co_await knit::async_run(
+            host, [](int x) { return x; }, 1, asio::use_awaitable);
         pool.shutdown();  // not allowed inside a pool handler: async_run must have posted
         shut = !pool.accepting();
       },
@@ -156,8 +163,8 @@ TEST_F(async_run_test, as_tuple_use_awaitable_gets_the_error_as_a_value) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        std::tie(got, value) =
-            co_await knit::async_run(small_host, [](int x) { return x; }, 5, asio::as_tuple(asio::use_awaitable));
+        std::tie(got, value) = co_await knit::async_run(
+            small_host, [](int x) { return x; }, 5, asio::as_tuple(asio::use_awaitable));
         b.release();
       },
       asio::detached);
@@ -169,7 +176,13 @@ TEST_F(async_run_test, as_tuple_use_awaitable_gets_the_error_as_a_value) {
 
 TEST_F(async_run_test, deferred_submits_only_when_launched) {
   std::atomic<int> runs{0};
-  auto op = knit::async_run(host, [&](int x) { ++runs; return x * 2; }, 21, asio::deferred);
+  auto op = knit::async_run(
+      host,
+      [&](int x) {
+        ++runs;
+        return x * 2;
+      },
+      21, asio::deferred);
   EXPECT_EQ(pool.pending(), 0u) << "a deferred operation must not start before it is launched";
   int value = 0;
   std::move(op)([&](error_code ec, int v) {
@@ -191,10 +204,12 @@ TEST_F(async_run_test, queue_full_is_posted_not_called_inline) {
   auto first = knit::async_run(small_host, b.task(), 0, asio::use_future);
   bool called = false;
   error_code got;
-  knit::async_run(small_host, [](int x) { return x; }, 0, [&](error_code ec, int) {
-    called = true;
-    got = ec;
-  });
+  knit::async_run(
+      small_host, [](int x) { return x; }, 0,
+      [&](error_code ec, int) {
+        called = true;
+        got = ec;
+      });
   EXPECT_FALSE(called);
   io.poll();  // runs the posted rejection
   EXPECT_TRUE(called);
@@ -224,10 +239,11 @@ TEST_F(async_run_test, handler_runs_on_its_associated_executor_which_is_kept_bus
   asio::io_context other;
   std::thread::id handled_on;
   int value = 0;
-  knit::async_run(host, [](int x) { return x + 1; }, 1, asio::bind_executor(other, [&](error_code, int v) {
-                    handled_on = std::this_thread::get_id();
-                    value = v;
-                  }));
+  knit::async_run(
+      host, [](int x) { return x + 1; }, 1, asio::bind_executor(other, [&](error_code, int v) {
+        handled_on = std::this_thread::get_id();
+        value = v;
+      }));
   // `other` has nothing else to do: only async_run's work guard keeps run() from returning
   // before the handler has been dispatched to it.
   std::thread::id other_thread;
@@ -255,18 +271,22 @@ struct counting_allocator {
   }
   void deallocate(T* p, std::size_t n) { std::allocator<T>().deallocate(p, n); }
   template <class U>
-  bool operator==(const counting_allocator<U>& other) const noexcept { return count == other.count; }
+  bool operator==(const counting_allocator<U>& other) const noexcept {
+    return count == other.count;
+  }
 };
 
 TEST_F(async_run_test, hand_off_to_another_executor_uses_the_associated_allocator) {
   auto count = std::make_shared<std::atomic<int>>(0);
   asio::io_context other;
   int value = 0;
-  knit::async_run(host, [](int x) { return x + 1; }, 1,
-                  asio::bind_allocator(counting_allocator<int>(count),
-                                       asio::bind_executor(other, [&](error_code, int v) { value = v; })));
+  knit::async_run(
+      host, [](int x) { return x + 1; }, 1,
+      asio::bind_allocator(counting_allocator<int>(count),
+                           asio::bind_executor(other, [&](error_code, int v) { value = v; })));
   io.run();
-  EXPECT_GE(count->load(), 1) << "posting the completion to `other` must allocate through the handler's allocator";
+  EXPECT_GE(count->load(), 1)
+      << "posting the completion to `other` must allocate through the handler's allocator";
   other.run();
   EXPECT_EQ(value, 2);
 }
@@ -278,11 +298,16 @@ TEST_F(async_run_test, cancellation_abandons_a_call_that_has_not_started) {
   std::atomic<bool> ran{false};
   bool called = false;
   error_code got;
-  knit::async_run(host, [&](int) { ran = true; return 1; }, 0,
-                  asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, int) {
-                    called = true;
-                    got = ec;
-                  }));
+  knit::async_run(
+      host,
+      [&](int) {
+        ran = true;
+        return 1;
+      },
+      0, asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, int) {
+        called = true;
+        got = ec;
+      }));
   signal.emit(asio::cancellation_type::terminal);
   EXPECT_FALSE(called) << "the completion is posted, never run inside emit()";
   io.poll();
@@ -305,12 +330,19 @@ TEST_F(async_run_test, cancellation_emitted_on_another_thread_reaches_the_pool_t
   std::atomic<bool> ran{false};
   error_code got;
   std::thread::id handled_on;
-  knit::async_run(host, [&](int) { ran = true; return 1; }, 0,
-                  asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(other, [&](error_code ec, int) {
-                                                 got = ec;
-                                                 handled_on = std::this_thread::get_id();
-                                                 b.release();
-                                               })));
+  knit::async_run(
+      host,
+      [&](int) {
+        ran = true;
+        return 1;
+      },
+      0,
+      asio::bind_cancellation_slot(signal.slot(),
+                                   asio::bind_executor(other, [&](error_code ec, int) {
+                                     got = ec;
+                                     handled_on = std::this_thread::get_id();
+                                     b.release();
+                                   })));
   // A slot is emitted on its handler's executor; pool::cancel there would be off the host
   // thread (std::logic_error), so the request must travel to the host's io_context.
   asio::post(other, [&] { signal.emit(asio::cancellation_type::terminal); });
@@ -333,7 +365,8 @@ TEST_F(async_run_test, cancellation_of_a_running_call_is_ignored_and_it_complete
   asio::cancellation_signal signal;
   error_code got = knit::errc::cancelled;
   int value = -1;
-  knit::async_run(host, b.task(), 0, asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, int v) {
+  knit::async_run(host, b.task(), 0,
+                  asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, int v) {
                     got = ec;
                     value = v;
                   }));
@@ -355,7 +388,13 @@ TEST_F(async_run_test, awaitable_or_timer_cancels_the_queued_call_when_the_timer
       io,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer timer(io, 1ms);
-        auto r = co_await (knit::async_run(host, [&](int) { ran = true; return 1; }, 0, asio::use_awaitable) ||
+        auto r = co_await (knit::async_run(
+                               host,
+                               [&](int) {
+                                 ran = true;
+                                 return 1;
+                               },
+                               0, asio::use_awaitable) ||
                            timer.async_wait(asio::use_awaitable));
         winner = r.index();
         b.release();  // only now may the worker move on: the queued call cannot have started
@@ -375,7 +414,8 @@ TEST_F(async_run_test, awaitable_or_timer_returns_the_value_when_the_call_wins) 
       io,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer timer(io, 1h);  // cancelled by `||` once the call completes
-        r = co_await (knit::async_run(host, [](int x) { return x * 2; }, 4, asio::use_awaitable) ||
+        r = co_await (knit::async_run(
+                          host, [](int x) { return x * 2; }, 4, asio::use_awaitable) ||
                       timer.async_wait(asio::use_awaitable));
       },
       asio::detached);

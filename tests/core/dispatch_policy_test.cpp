@@ -25,7 +25,9 @@ worker_snapshot parked(std::size_t depth = 0) { return {depth, 8, 0, worker_stat
 worker_snapshot running(std::int64_t elapsed, std::size_t depth = 0) {
   return {depth, 8, now - elapsed, worker_state::running};
 }
-worker_snapshot between_calls(std::size_t depth = 0) { return {depth, 8, 0, worker_state::running}; }
+worker_snapshot between_calls(std::size_t depth = 0) {
+  return {depth, 8, 0, worker_state::running};
+}
 worker_snapshot full() { return {8, 8, 0, worker_state::spinning}; }
 worker_snapshot retired(worker_snapshot s) {
   s.retired = true;
@@ -117,7 +119,8 @@ TEST(dispatch_policy, shortest_ring_when_nobody_is_idle_soon_or_parked) {
 }
 
 TEST(dispatch_policy, shortest_ring_ties_go_to_the_first_in_scan_order) {
-  const std::vector<worker_snapshot> w{running(30 * us, 1), running(30 * us, 1), running(30 * us, 1)};
+  const std::vector<worker_snapshot> w{running(30 * us, 1), running(30 * us, 1),
+                                       running(30 * us, 1)};
   EXPECT_EQ(choose(w, inputs(0)).worker, 0);
   EXPECT_EQ(choose(w, inputs(2)).worker, 2);
   EXPECT_EQ(choose(w, inputs(1)).worker, 1);

@@ -15,7 +15,9 @@ namespace {
 
 using knit::detail::worker_doorbell;
 
-constexpr std::uint64_t scaled(std::uint64_t n) { return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1); }
+constexpr std::uint64_t scaled(std::uint64_t n) {
+  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1);
+}
 
 TEST(doorbell_race, no_lost_wakeup_with_untimed_park) {
   const std::uint64_t total = scaled(200'000);
@@ -55,7 +57,8 @@ TEST(doorbell_race, no_lost_wakeup_with_untimed_park) {
   // Deadline: everything must be consumed without help. A rescue wake is counted, and
   // counting any is a failure.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (consumed.load() < total && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  while (consumed.load() < total && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
   if (consumed.load() < total) {
     rescues.fetch_add(1);
     stop = true;

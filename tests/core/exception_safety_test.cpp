@@ -42,14 +42,17 @@ int fail_each_site(knit::pool& p, knit::call_options co, std::vector<int>& handl
     bool threw = false;
     try {
       const auto ec = p.submit([](counting_value v) { return v.value; }, counting_value(5),
-                               [&handled, slot](knit::result<std::uint64_t>) { ++handled[static_cast<std::size_t>(slot)]; },
+                               [&handled, slot](knit::result<std::uint64_t>) {
+                                 ++handled[static_cast<std::size_t>(slot)];
+                               },
                                co);
       EXPECT_FALSE(ec);
     } catch (const std::bad_alloc&) {
       threw = true;
     }
     if (!threw) {
-      EXPECT_GT(knit::detail::allocation_countdown.load(), 0) << "the failure point fired but submit did not throw";
+      EXPECT_GT(knit::detail::allocation_countdown.load(), 0)
+          << "the failure point fired but submit did not throw";
       ++accepted;
       return n - 1;
     }
@@ -57,7 +60,8 @@ int fail_each_site(knit::pool& p, knit::call_options co, std::vector<int>& handl
     EXPECT_EQ(p.pending(), pending) << "site " << n;
     EXPECT_EQ(after.calls_submitted, before.calls_submitted) << "site " << n;
     EXPECT_EQ(after.calls_backlogged, before.calls_backlogged) << "site " << n;
-    EXPECT_EQ(counting_value::live.load(), live) << "site " << n << ": the argument was destroyed, not leaked";
+    EXPECT_EQ(counting_value::live.load(), live)
+        << "site " << n << ": the argument was destroyed, not leaked";
   }
 }
 
@@ -78,7 +82,12 @@ TEST(exception_safety, every_allocation_in_submit_can_fail_without_a_trace) {
 
     // Block the only worker and fill its one-slot ring: later calls go to the backlog.
     int blocked_done = 0;
-    ASSERT_FALSE(p.submit([g](int) { g->wait(); return 0; }, 0, [&](knit::result<int>) { ++blocked_done; }));
+    ASSERT_FALSE(p.submit(
+        [g](int) {
+          g->wait();
+          return 0;
+        },
+        0, [&](knit::result<int>) { ++blocked_done; }));
     ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
     int filler_done = 0;
     ASSERT_FALSE(p.submit([](int x) { return x; }, 0, [&](knit::result<int>) { ++filler_done; }));
@@ -88,7 +97,8 @@ TEST(exception_safety, every_allocation_in_submit_can_fail_without_a_trace) {
     knit::call_options co;
     co.timeout = 60s;
     int sites = 0;
-    for (int round = 0; round < 40; ++round) sites = std::max(sites, fail_each_site(p, co, handled, accepted));
+    for (int round = 0; round < 40; ++round)
+      sites = std::max(sites, fail_each_site(p, co, handled, accepted));
     EXPECT_GE(sites, 4) << "record, id table, deadline heap and backlog each failed once";
     EXPECT_GT(p.stats().calls_backlogged, 0u);
 

@@ -42,7 +42,8 @@ std::map<int, thread_sample> sample_workers() {
       std::string key;
       std::uint64_t v = 0;
       ls >> key >> v;
-      if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:") s.switches += v;
+      if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:")
+        s.switches += v;
     }
     out[std::stoi(e->d_name)] = s;
   }
@@ -55,7 +56,8 @@ TEST(idle_cost, fifteen_parked_workers_cost_nothing) {
   o.threads = 15;  // the default policy: spin 0 at N >= 2, park until woken
   knit::pool p(o);
   int done = 0;
-  for (int i = 0; i < 3000; ++i) ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return done == 3000; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let every worker reach its park
 
@@ -64,7 +66,8 @@ TEST(idle_cost, fifteen_parked_workers_cost_nothing) {
   ASSERT_EQ(before.size(), 15u);
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto after = sample_workers();
   const auto after_stats = p.stats().totals();
 

@@ -22,8 +22,9 @@ std::atomic<std::size_t> bytes{0};
 
 void* counted(std::size_t size, std::size_t align) {
   if (counting.load(std::memory_order_relaxed)) bytes.fetch_add(size, std::memory_order_relaxed);
-  void* p = align <= alignof(std::max_align_t) ? std::malloc(size ? size : 1)
-                                               : std::aligned_alloc(align, (size + align - 1) / align * align);
+  void* p = align <= alignof(std::max_align_t)
+                ? std::malloc(size ? size : 1)
+                : std::aligned_alloc(align, (size + align - 1) / align * align);
   if (!p) throw std::bad_alloc();
   return p;
 }
@@ -31,8 +32,12 @@ void* counted(std::size_t size, std::size_t align) {
 
 void* operator new(std::size_t size) { return counted(size, alignof(std::max_align_t)); }
 void* operator new[](std::size_t size) { return counted(size, alignof(std::max_align_t)); }
-void* operator new(std::size_t size, std::align_val_t a) { return counted(size, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t size, std::align_val_t a) { return counted(size, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t size, std::align_val_t a) {
+  return counted(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a) {
+  return counted(size, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -66,7 +71,8 @@ std::size_t linear_bound(unsigned threads, std::size_t capacity) {
 TEST(memory_bound, a_1024_worker_pool_allocates_linearly) {
   const std::size_t total = bytes_to_build(1024, 1024);
   RecordProperty("bytes_1024_workers_1024_slots", std::to_string(total));
-  std::printf("1024 workers x 1024 slots: %zu bytes (%.1f MiB)\n", total, static_cast<double>(total) / (1 << 20));
+  std::printf("1024 workers x 1024 slots: %zu bytes (%.1f MiB)\n", total,
+              static_cast<double>(total) / (1 << 20));
   EXPECT_LE(total, linear_bound(1024, 1024));
   EXPECT_GE(total, std::size_t{1024} * 1024 * 24) << "the rings themselves were counted";
 }

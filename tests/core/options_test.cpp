@@ -12,9 +12,10 @@ namespace {
 class env_test : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* n : {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL", "KNIT_MAX_SPINNERS", "KNIT_WAKE_COST",
-                          "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING", "KNIT_WORKER_CPUS", "KNIT_STUCK_MS",
-                          "KNIT_STOP_TIMEOUT_MS"})
+    for (const char* n :
+         {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL",
+          "KNIT_MAX_SPINNERS", "KNIT_WAKE_COST", "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING",
+          "KNIT_WORKER_CPUS", "KNIT_STUCK_MS", "KNIT_STOP_TIMEOUT_MS"})
       ::unsetenv(n);
   }
   static void set(const char* n, const char* v) { ::setenv(n, v, 1); }
@@ -41,7 +42,8 @@ TEST_F(env_test, unset_and_empty_mean_defaults) {
 
 TEST_F(env_test, stuck_and_stop_timeout_have_documented_defaults_and_bounds) {
   auto o = knit::pool_options::from_env();
-  EXPECT_EQ(o.stuck_after, std::chrono::milliseconds(30'000)) << "from_env turns stuck detection on";
+  EXPECT_EQ(o.stuck_after, std::chrono::milliseconds(30'000))
+      << "from_env turns stuck detection on";
   EXPECT_EQ(o.stop_timeout, std::chrono::milliseconds(10'000));
   EXPECT_EQ(knit::pool_options{}.stuck_after.count(), 0) << "the struct leaves it off";
   set("KNIT_STUCK_MS", "250");

@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <thread>
 #include <vector>
@@ -19,7 +19,9 @@
 
 namespace {
 
-constexpr std::uint64_t scaled(std::uint64_t n) { return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 20 : 1); }
+constexpr std::uint64_t scaled(std::uint64_t n) {
+  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 20 : 1);
+}
 
 knit::pool_options random_options(std::mt19937& rng) {
   knit::pool_options o;
@@ -51,15 +53,21 @@ TEST(pool_stress, exactly_once_over_random_configurations) {
     while (delivered < per_config) {
       while (next < per_config && next - delivered < 512) {
         const std::uint64_t i = next++;
-        ASSERT_FALSE(p.submit([](std::uint64_t x) { return x * 2654435761u; }, i, [&, i](knit::result<std::uint64_t> r) {
-          ++delivered;
-          if (!r.ok()) { ++errors; return; }
-          if (r.value() != i * 2654435761u) ++wrong;
-          ++seen[i];
-        }));
+        ASSERT_FALSE(p.submit([](std::uint64_t x) { return x * 2654435761u; }, i,
+                              [&, i](knit::result<std::uint64_t> r) {
+                                ++delivered;
+                                if (!r.ok()) {
+                                  ++errors;
+                                  return;
+                                }
+                                if (r.value() != i * 2654435761u) ++wrong;
+                                ++seen[i];
+                              }));
       }
       // Refill when the window is half empty; once everything is submitted, wait for the rest.
-      knit_test::drain_until(p, [&] { return delivered == per_config || (next < per_config && next - delivered < 256); });
+      knit_test::drain_until(p, [&] {
+        return delivered == per_config || (next < per_config && next - delivered < 256);
+      });
     }
     p.shutdown();
     std::fprintf(stderr, "  config %d/%d: %s: %.2f s\n", k + 1, configs, o.describe().c_str(),
@@ -91,18 +99,19 @@ TEST_P(shutdown_under_load, loses_nothing) {
     std::uint64_t values = 0, cancelled = 0, other = 0;
     const long live_before = knit_test::counting_value::live.load();
     for (std::uint64_t i = 0; i < n; ++i) {
-      ASSERT_FALSE(p.submit([](knit_test::counting_value v) {
-                              std::uint64_t h = v.value;
-                              for (int s = 0; s < 50; ++s) h = h * 6364136223846793005u + 1;
-                              return h == 42 ? h : v.value;  // a little real work whose result is used
-                            },
-                            knit_test::counting_value(i),
-                            [&, i](knit::result<std::uint64_t> r) {
-                              ++seen[i];
-                              if (r.ok()) ++values;
-                              else if (r.error() == knit::errc::cancelled) ++cancelled;
-                              else ++other;
-                            }));
+      ASSERT_FALSE(p.submit(
+          [](knit_test::counting_value v) {
+            std::uint64_t h = v.value;
+            for (int s = 0; s < 50; ++s) h = h * 6364136223846793005u + 1;
+            return h == 42 ? h : v.value;  // a little real work whose result is used
+          },
+          knit_test::counting_value(i),
+          [&, i](knit::result<std::uint64_t> r) {
+            ++seen[i];
+            if (r.ok()) ++values;
+            else if (r.error() == knit::errc::cancelled) ++cancelled;
+            else ++other;
+          }));
       if (i == n / 2) p.drain();  // some results already delivered, the rest in flight
     }
     p.shutdown(GetParam());
@@ -114,12 +123,14 @@ TEST_P(shutdown_under_load, loses_nothing) {
     }
     const auto s = p.stats();
     EXPECT_EQ(s.totals().calls_run, values) << "every value came from exactly one run";
-    EXPECT_EQ(knit_test::counting_value::live.load(), live_before) << "every call record was destroyed once";
+    EXPECT_EQ(knit_test::counting_value::live.load(), live_before)
+        << "every call record was destroyed once";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, shutdown_under_load,
-                         ::testing::Values(knit::shutdown_mode::drain, knit::shutdown_mode::cancel));
+                         ::testing::Values(knit::shutdown_mode::drain,
+                                           knit::shutdown_mode::cancel));
 
 // Worker retirement racing everything else: stuck_after of 2 ms with one call in 200
 // sleeping 30 ms (and any call the scheduler delays), over random configurations, so
@@ -147,7 +158,8 @@ TEST(pool_stress, retirement_under_load_loses_nothing) {
                 if (v.value % 200 == 7) std::this_thread::sleep_for(std::chrono::milliseconds(30));
                 return v.value;
               },
-              knit_test::counting_value(i), [&, i](knit::result<std::uint64_t> r) {
+              knit_test::counting_value(i),
+              [&, i](knit::result<std::uint64_t> r) {
                 ++seen[i];
                 ++delivered;
                 if (r.ok() && r.value() == i) ++values;
@@ -155,23 +167,28 @@ TEST(pool_stress, retirement_under_load_loses_nothing) {
                 else ++other;
               }));
         }
-        ASSERT_TRUE(knit_test::drain_until(p, [&] { return delivered == n || (next < n && next - delivered < 128); }));
+        ASSERT_TRUE(knit_test::drain_until(
+            p, [&] { return delivered == n || (next < n && next - delivered < 128); }));
       }
       p.shutdown();
       s = p.stats();
     }
-    std::fprintf(stderr, "  %s: %llu stuck, %llu workers replaced, %llu still running at shutdown\n",
+    std::fprintf(stderr,
+                 "  %s: %llu stuck, %llu workers replaced, %llu still running at shutdown\n",
                  o.describe().c_str(), static_cast<unsigned long long>(s.calls_stuck),
-                 static_cast<unsigned long long>(s.workers_replaced), static_cast<unsigned long long>(s.retired_running));
+                 static_cast<unsigned long long>(s.workers_replaced),
+                 static_cast<unsigned long long>(s.retired_running));
     for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "call " << i;
     EXPECT_EQ(other, 0u);
     EXPECT_EQ(values + stuck, n);
     EXPECT_GT(stuck, 0u);
     EXPECT_EQ(s.calls_stuck, stuck);
     EXPECT_EQ(s.workers_replaced, stuck) << "each retirement seated a fresh worker";
-    EXPECT_EQ(s.totals().calls_run, n) << "stuck calls ran too (counters carry over to the replacement)";
-    ASSERT_TRUE(knit_test::eventually([&] { return knit_test::counting_value::live.load() == live_before; }))
-        << "every record destroyed once";
+    EXPECT_EQ(s.totals().calls_run, n)
+        << "stuck calls ran too (counters carry over to the replacement)";
+    ASSERT_TRUE(knit_test::eventually([&] {
+      return knit_test::counting_value::live.load() == live_before;
+    })) << "every record destroyed once";
   }
 }
 

@@ -27,7 +27,8 @@ struct gate {
   void wait() {
     waiting.fetch_add(1);
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!open.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+    while (!open.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(100us);
   }
 };
 
@@ -35,8 +36,16 @@ TEST(pool, call_returns_value_on_the_host_thread) {
   knit::pool p;
   std::optional<int> got;
   std::thread::id ran_on, handled_on;
-  ASSERT_FALSE(p.submit([&](int x) { ran_on = std::this_thread::get_id(); return x * 2; }, 21,
-                        [&](knit::result<int> r) { handled_on = std::this_thread::get_id(); got = r.value(); }));
+  ASSERT_FALSE(p.submit(
+      [&](int x) {
+        ran_on = std::this_thread::get_id();
+        return x * 2;
+      },
+      21,
+      [&](knit::result<int> r) {
+        handled_on = std::this_thread::get_id();
+        got = r.value();
+      }));
   EXPECT_FALSE(got) << "the handler never runs inside submit";
   ASSERT_TRUE(drain_until(p, [&] { return got.has_value(); }));
   EXPECT_EQ(*got, 42);
@@ -50,8 +59,12 @@ TEST(pool, call_time_estimate_follows_the_calls_that_ran) {
   EXPECT_EQ(p.call_time_estimate().count(), 0) << "no call has come back yet";
   int done = 0;
   for (int i = 0; i < 20; ++i) {
-    ASSERT_FALSE(p.submit([](int) { std::this_thread::sleep_for(2ms); return 0; }, i,
-                          [&](knit::result<int>) { ++done; }));
+    ASSERT_FALSE(p.submit(
+        [](int) {
+          std::this_thread::sleep_for(2ms);
+          return 0;
+        },
+        i, [&](knit::result<int>) { ++done; }));
     ASSERT_TRUE(drain_until(p, [&] { return done == i + 1; }));
   }
   // Each call slept at least 2 ms; the EWMA of their run times cannot be below that by more
@@ -92,7 +105,8 @@ TEST(pool, throwing_task_fails_only_its_call_and_the_worker_lives_on) {
   std::optional<int> second;
   ASSERT_FALSE(p.submit([](int) -> int { throw std::runtime_error("boom"); }, 1,
                         [&](knit::result<int> r) { first.emplace(std::move(r)); }));
-  ASSERT_FALSE(p.submit([](int x) { return x + 1; }, 1, [&](knit::result<int> r) { second = r.value(); }));
+  ASSERT_FALSE(
+      p.submit([](int x) { return x + 1; }, 1, [&](knit::result<int> r) { second = r.value(); }));
   ASSERT_TRUE(drain_until(p, [&] { return first && second; }));
   EXPECT_FALSE(first->ok());
   EXPECT_EQ(first->error(), knit::errc::task_failed);
@@ -115,9 +129,18 @@ TEST(pool, deadline_counts_queue_wait_and_the_call_never_runs) {
   bool blocker_done = false;
   std::atomic<bool> late_ran{false};
   std::optional<std::error_code> late;
-  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 0; }, 0, [&](knit::result<int>) { blocker_done = true; }));
-  ASSERT_FALSE(p.submit([&](int) { late_ran = true; return 1; }, 0,
-                        [&](knit::result<int> r) { late = r.error(); }, knit::call_options{20ms}));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 0;
+      },
+      0, [&](knit::result<int>) { blocker_done = true; }));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        late_ran = true;
+        return 1;
+      },
+      0, [&](knit::result<int> r) { late = r.error(); }, knit::call_options{20ms}));
   ASSERT_TRUE(p.next_deadline().has_value());
   ASSERT_TRUE(drain_until(p, [&] { return late.has_value(); }));
   EXPECT_EQ(*late, knit::errc::timed_out);
@@ -133,8 +156,17 @@ TEST(pool, deadline_of_a_running_call_discards_the_late_result) {
   gate g;
   int calls = 0;
   std::error_code ec;
-  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 5; }, 0,
-                        [&](knit::result<int> r) { ++calls; ec = r.error(); }, knit::call_options{20ms}));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 5;
+      },
+      0,
+      [&](knit::result<int> r) {
+        ++calls;
+        ec = r.error();
+      },
+      knit::call_options{20ms}));
   ASSERT_TRUE(drain_until(p, [&] { return calls > 0; }));
   EXPECT_EQ(ec, knit::errc::timed_out);
   g.open = true;
@@ -151,9 +183,19 @@ TEST(pool, cancel_a_queued_call) {
   std::optional<std::error_code> cancelled;
   bool blocker_done = false;
   knit::call_id blocker = 0, victim = 0;
-  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 0; }, 0, [&](knit::result<int>) { blocker_done = true; }, {}, &blocker));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 0;
+      },
+      0, [&](knit::result<int>) { blocker_done = true; }, {}, &blocker));
   while (g.waiting.load() == 0) std::this_thread::yield();  // the blocker is running
-  ASSERT_FALSE(p.submit([&](int) { ran = true; return 0; }, 0, [&](knit::result<int> r) { cancelled = r.error(); }, {}, &victim));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        ran = true;
+        return 0;
+      },
+      0, [&](knit::result<int> r) { cancelled = r.error(); }, {}, &victim));
   EXPECT_FALSE(p.cancel(blocker)) << "a running call cannot be cancelled";
   EXPECT_TRUE(p.cancel(victim));
   ASSERT_TRUE(cancelled.has_value()) << "the handler runs before cancel() returns";
@@ -174,14 +216,22 @@ TEST(pool, queue_full_fails_at_once_without_calling_the_handler) {
   knit::pool p(o);
   gate g;
   int completed = 0, rejected_handler_calls = 0;
-  for (int i = 0; i < 2; ++i) ASSERT_FALSE(p.submit([&](int) { g.wait(); return 0; }, 0, [&](knit::result<int>) { ++completed; }));
-  const std::error_code ec = p.submit([](int) { return 0; }, 0, [&](knit::result<int>) { ++rejected_handler_calls; });
+  for (int i = 0; i < 2; ++i)
+    ASSERT_FALSE(p.submit(
+        [&](int) {
+          g.wait();
+          return 0;
+        },
+        0, [&](knit::result<int>) { ++completed; }));
+  const std::error_code ec =
+      p.submit([](int) { return 0; }, 0, [&](knit::result<int>) { ++rejected_handler_calls; });
   EXPECT_EQ(ec, knit::errc::queue_full);
   EXPECT_NE(ec.message().find("max_pending"), std::string::npos);
   g.open = true;
   ASSERT_TRUE(drain_until(p, [&] { return completed == 2; }));
   EXPECT_EQ(rejected_handler_calls, 0);
-  EXPECT_FALSE(p.submit([](int) { return 0; }, 0, [&](knit::result<int>) { ++completed; })) << "room again";
+  EXPECT_FALSE(p.submit([](int) { return 0; }, 0, [&](knit::result<int>) { ++completed; }))
+      << "room again";
   ASSERT_TRUE(drain_until(p, [&] { return completed == 3; }));
   EXPECT_EQ(p.stats().calls_rejected, 1u);
 }
@@ -193,10 +243,12 @@ TEST(pool, full_rings_spill_into_the_backlog_in_order) {
   knit::pool p(o);
   std::vector<int> order;
   for (int i = 0; i < 200; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int> r) { order.push_back(r.value()); }));
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i,
+                          [&](knit::result<int> r) { order.push_back(r.value()); }));
   }
   ASSERT_TRUE(drain_until(p, [&] { return order.size() == 200; }));
-  for (int i = 0; i < 200; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i) << "one worker keeps FIFO";
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(order[static_cast<std::size_t>(i)], i) << "one worker keeps FIFO";
   EXPECT_GT(p.stats().calls_backlogged, 0u);
 }
 
@@ -220,13 +272,16 @@ TEST(pool, shutdown_drain_finishes_everything_then_rejects) {
   knit::pool p(o);
   std::vector<int> seen(500, 0);
   for (int i = 0; i < 500; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int> r) { ++seen[static_cast<std::size_t>(r.value())]; }));
+    ASSERT_FALSE(
+        p.submit([](int x) { return x; }, i,
+                 [&](knit::result<int> r) { ++seen[static_cast<std::size_t>(r.value())]; }));
   }
   p.shutdown(knit::shutdown_mode::drain);
   for (int n : seen) ASSERT_EQ(n, 1);
   EXPECT_FALSE(p.accepting());
   bool called = false;
-  EXPECT_EQ(p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { called = true; }), knit::errc::shut_down);
+  EXPECT_EQ(p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { called = true; }),
+            knit::errc::shut_down);
   EXPECT_FALSE(called);
   p.shutdown();  // idempotent
 }
@@ -238,14 +293,24 @@ TEST(pool, shutdown_cancel_fails_queued_calls_and_finishes_running_ones) {
   gate g;
   std::optional<knit::result<int>> running;
   int cancelled = 0, values = 0;
-  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 9; }, 0, [&](knit::result<int> r) { running.emplace(std::move(r)); }));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 9;
+      },
+      0, [&](knit::result<int> r) { running.emplace(std::move(r)); }));
   while (g.waiting.load() == 0) std::this_thread::yield();
   for (int i = 0; i < 100; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int> r) {
-      if (r.ok()) ++values; else if (r.error() == knit::errc::cancelled) ++cancelled;
-    }));
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i,
+                          [&](knit::result<int> r) {
+                            if (r.ok()) ++values;
+                            else if (r.error() == knit::errc::cancelled) ++cancelled;
+                          }));
   }
-  std::thread opener([&] { std::this_thread::sleep_for(50ms); g.open = true; });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(50ms);
+    g.open = true;
+  });
   p.shutdown(knit::shutdown_mode::cancel);
   opener.join();
   ASSERT_TRUE(running.has_value());
@@ -262,9 +327,10 @@ TEST(pool, destructor_drains_pending_calls_and_nothing_leaks) {
     o.threads = 2;
     knit::pool p(o);
     for (int i = 0; i < 300; ++i) {
-      ASSERT_FALSE(p.submit([](knit_test::counting_value v) { return knit_test::counting_value(v.value + 1); },
-                            knit_test::counting_value(static_cast<std::uint64_t>(i)),
-                            [&](knit::result<knit_test::counting_value> r) { delivered += r.ok(); }));
+      ASSERT_FALSE(p.submit(
+          [](knit_test::counting_value v) { return knit_test::counting_value(v.value + 1); },
+          knit_test::counting_value(static_cast<std::uint64_t>(i)),
+          [&](knit::result<knit_test::counting_value> r) { delivered += r.ok(); }));
     }
   }
   EXPECT_EQ(delivered, 300);
@@ -283,7 +349,9 @@ TEST_P(pool_options_matrix, every_call_completes_exactly_once) {
   knit::pool p(GetParam().options);
   std::vector<int> seen(2000, 0);
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int> r) { ++seen[static_cast<std::size_t>(r.value())]; }));
+    ASSERT_FALSE(
+        p.submit([](int x) { return x; }, i,
+                 [&](knit::result<int> r) { ++seen[static_cast<std::size_t>(r.value())]; }));
   }
   ASSERT_TRUE(drain_until(p, [&] { return p.pending() == 0; }));
   for (int n : seen) ASSERT_EQ(n, 1);
@@ -299,8 +367,9 @@ TEST_P(pool_options_matrix, every_call_completes_exactly_once) {
   }
 }
 
-knit::pool_options make(unsigned threads, std::optional<unsigned> spin, unsigned park, bool doorbell, bool steal,
-                        unsigned max_spinners = 0, std::size_t capacity = 1024) {
+knit::pool_options make(unsigned threads, std::optional<unsigned> spin, unsigned park,
+                        bool doorbell, bool steal, unsigned max_spinners = 0,
+                        std::size_t capacity = 1024) {
   knit::pool_options o;
   o.threads = threads;
   o.spin_us = spin;
@@ -321,7 +390,8 @@ INSTANTIATE_TEST_SUITE_P(
                       option_case{"no_steal", make(3, 0, 0, true, false)},
                       option_case{"single_spinner", make(4, 50, 0, true, true, 1)},
                       option_case{"tiny_rings", make(3, 0, 0, true, true, 0, 1)},
-                      option_case{"pinned", [] {
+                      option_case{"pinned",
+                                  [] {
                                     auto o = make(2, 0, 0, true, true);
                                     o.worker_cpus = {0};
                                     return o;
@@ -338,13 +408,21 @@ TEST(pool, nothing_queues_behind_a_call_of_unknown_length) {
   gate g;
   bool blocker_done = false;
   int quick_done = 0;
-  ASSERT_FALSE(p.submit([&](int) { g.wait(); return 0; }, 0, [&](knit::result<int>) { blocker_done = true; }));
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 0;
+      },
+      0, [&](knit::result<int>) { blocker_done = true; }));
   while (g.waiting.load() == 0) std::this_thread::yield();
-  for (int i = 0; i < 5; ++i) ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++quick_done; }));
-  const bool finished_while_blocked = drain_until(p, [&] { return quick_done == 5; }, 10s);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++quick_done; }));
+  const bool finished_while_blocked = drain_until(
+      p, [&] { return quick_done == 5; }, 10s);
   g.open = true;  // rescue: never leave the blocker waiting, whatever happened
   ASSERT_TRUE(drain_until(p, [&] { return blocker_done && quick_done == 5; }));
-  EXPECT_TRUE(finished_while_blocked) << "queued calls waited for the blocked worker: " << knit::to_json(p.stats());
+  EXPECT_TRUE(finished_while_blocked)
+      << "queued calls waited for the blocked worker: " << knit::to_json(p.stats());
 }
 
 class steal_flag : public ::testing::TestWithParam<bool> {};
@@ -364,8 +442,12 @@ TEST_P(steal_flag, a_burst_on_one_worker_is_spread_by_stealing) {
   // be left to steal.
   int warm = 0;
   for (int i = 0; i < 10; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { std::this_thread::sleep_for(20ms); return x; }, i,
-                          [&](knit::result<int>) { ++warm; }));
+    ASSERT_FALSE(p.submit(
+        [](int x) {
+          std::this_thread::sleep_for(20ms);
+          return x;
+        },
+        i, [&](knit::result<int>) { ++warm; }));
     ASSERT_TRUE(drain_until(p, [&] { return warm == i + 1; }));
   }
   // Whichever worker takes the first call (awake, or the first parked one), the host now
@@ -374,7 +456,12 @@ TEST_P(steal_flag, a_burst_on_one_worker_is_spread_by_stealing) {
   const auto before = p.stats().totals();
   int done = 0;
   for (int i = 0; i < 6; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { std::this_thread::sleep_for(5ms); return x; }, i, [&](knit::result<int>) { ++done; }));
+    ASSERT_FALSE(p.submit(
+        [](int x) {
+          std::this_thread::sleep_for(5ms);
+          return x;
+        },
+        i, [&](knit::result<int>) { ++done; }));
   }
   ASSERT_TRUE(drain_until(p, [&] { return done == 6; }));
   auto s = p.stats().totals();
@@ -409,7 +496,8 @@ TEST(pool, worker_cpus_pins_every_worker) {
       std::ifstream status(entry.path() / "status");
       std::string line;
       while (std::getline(status, line)) {
-        if (line.rfind("Cpus_allowed_list:", 0) == 0 && line.substr(line.find_first_not_of(" \t", 18)) == "0") {
+        if (line.rfind("Cpus_allowed_list:", 0) == 0 &&
+            line.substr(line.find_first_not_of(" \t", 18)) == "0") {
           ++pinned;
         }
       }

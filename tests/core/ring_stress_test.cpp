@@ -12,11 +12,13 @@
 
 namespace {
 
-constexpr std::uint64_t scaled(std::uint64_t n) { return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1); }
+constexpr std::uint64_t scaled(std::uint64_t n) {
+  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1);
+}
 
 TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   const std::uint64_t total = scaled(300'000);  // 4 threads share 2 cores here
-  knit::job_ring<std::uintptr_t> ring(4);  // tiny: constant wrap-around and full states
+  knit::job_ring<std::uintptr_t> ring(4);       // tiny: constant wrap-around and full states
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> consumed{0};

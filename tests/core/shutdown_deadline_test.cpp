@@ -29,7 +29,7 @@ TEST(shutdown_deadline, under_load_every_call_is_delivered_or_cancelled_once) {
     knit::pool_options o;
     o.threads = 2;
     o.steal = steal;
-    o.queue_capacity = 16;  // most calls wait in the backlog
+    o.queue_capacity = 16;        // most calls wait in the backlog
     constexpr int kCalls = 2000;  // 1 ms each on 2 workers: about a second of work
     std::vector<int> seen(kCalls, 0);
     int ok = 0, cancelled = 0, other = 0;
@@ -42,7 +42,8 @@ TEST(shutdown_deadline, under_load_every_call_is_delivered_or_cancelled_once) {
               std::this_thread::sleep_for(1ms);
               return v.value;
             },
-            counting_value(static_cast<std::uint64_t>(i)), [&, i](knit::result<std::uint64_t> r) {
+            counting_value(static_cast<std::uint64_t>(i)),
+            [&, i](knit::result<std::uint64_t> r) {
               ++seen[static_cast<std::size_t>(i)];
               if (r.ok() && r.value() == static_cast<std::uint64_t>(i)) {
                 ++ok;
@@ -62,7 +63,8 @@ TEST(shutdown_deadline, under_load_every_call_is_delivered_or_cancelled_once) {
     EXPECT_EQ(ok + cancelled, kCalls);
     EXPECT_TRUE(report.deadline_passed);
     EXPECT_GT(report.cancelled_at_deadline, 0u);
-    EXPECT_EQ(static_cast<std::size_t>(cancelled), report.cancelled_at_deadline + report.abandoned_running);
+    EXPECT_EQ(static_cast<std::size_t>(cancelled),
+              report.cancelled_at_deadline + report.abandoned_running);
     EXPECT_LE(report.threads_detached, report.abandoned_running);
     // Calls given up while running finish their 1 ms sleep and their threads free them.
     ASSERT_TRUE(eventually([&] { return counting_value::live.load() == baseline; }));
@@ -86,8 +88,12 @@ TEST(shutdown_deadline, a_task_that_never_returns_does_not_hold_shutdown) {
       // One blocker per worker, each submitted once the previous one runs: a worker that
       // has started a call is never queued behind, so each lands on an idle worker.
       for (unsigned t = 0; t < threads; ++t) {
-        ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(1),
-                              [&](knit::result<std::uint64_t> r) { blocked_result = r.error(); }));
+        ASSERT_FALSE(p.submit(
+            [g](counting_value v) {
+              g->wait();
+              return v.value;
+            },
+            counting_value(1), [&](knit::result<std::uint64_t> r) { blocked_result = r.error(); }));
         ASSERT_TRUE(eventually([&] { return g->waiting.load() == static_cast<int>(t + 1); }));
       }
       for (int i = 0; i < 100; ++i) {
@@ -110,7 +116,8 @@ TEST(shutdown_deadline, a_task_that_never_returns_does_not_hold_shutdown) {
     EXPECT_EQ(*blocked_result, knit::errc::cancelled);
     EXPECT_NE(report.describe().find("detached"), std::string::npos);
     g->open = true;
-    ASSERT_TRUE(eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
+    ASSERT_TRUE(
+        eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
   }
 }
 
@@ -123,15 +130,20 @@ TEST(shutdown_deadline, the_destructor_uses_stop_timeout) {
     knit::pool_options o;
     o.stop_timeout = 50ms;
     knit::pool p(o);
-    ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(1),
-                          [&](knit::result<std::uint64_t> r) { got = r.error(); }));
+    ASSERT_FALSE(p.submit(
+        [g](counting_value v) {
+          g->wait();
+          return v.value;
+        },
+        counting_value(1), [&](knit::result<std::uint64_t> r) { got = r.error(); }));
     ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
   }
   EXPECT_EQ(g->returned.load(), 0);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, knit::errc::cancelled);
   g->open = true;
-  ASSERT_TRUE(eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
 }
 
 // Everything finishes in time: nothing is reported, results are all delivered.
@@ -143,7 +155,8 @@ TEST(shutdown_deadline, a_generous_deadline_changes_nothing) {
   for (int i = 0; i < 100; ++i) {
     ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int> r) { ok += r.ok(); }));
   }
-  const auto report = p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 60s);
+  const auto report =
+      p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 60s);
   EXPECT_EQ(ok, 100);
   EXPECT_FALSE(report.deadline_passed);
   EXPECT_EQ(report.cancelled_at_deadline + report.abandoned_running + report.threads_detached, 0u);

@@ -43,7 +43,8 @@ TEST(spin_gate, usable_cpus_are_the_host_mask_plus_pinned_workers) {
   EXPECT_EQ(usable_cpu_count(two, {}, 4), 2u);
   EXPECT_EQ(usable_cpu_count(one, std::vector<int>{0}, 1), 1u) << "worker pinned to the host's CPU";
   EXPECT_EQ(usable_cpu_count(one, std::vector<int>{1}, 1), 2u) << "worker pinned elsewhere";
-  EXPECT_EQ(usable_cpu_count(one, std::vector<int>{1, 2, 3}, 2), 3u) << "only the first `threads` entries pin anyone";
+  EXPECT_EQ(usable_cpu_count(one, std::vector<int>{1, 2, 3}, 2), 3u)
+      << "only the first `threads` entries pin anyone";
   EXPECT_EQ(usable_cpu_count(one, std::vector<int>{1, 1, 1}, 3), 2u) << "duplicates count once";
 }
 
@@ -99,7 +100,8 @@ TEST(spin_backoff, a_back_to_back_stream_never_skips) {
   spin_backoff b;
   for (int i = 0; i < 10'000; ++i) {
     ASSERT_TRUE(b.should_spin()) << "period " << i;
-    if (i % 2 == 0) b.missed(); else b.caught();  // every other spin catches: never two misses in a row
+    if (i % 2 == 0) b.missed();
+    else b.caught();  // every other spin catches: never two misses in a row
   }
 }
 
@@ -176,10 +178,11 @@ template <class Idle>
 void run_calls_then_wait_idle(knit::pool& p, int calls, Idle idle) {
   for (int i = 0; i < calls; ++i) {
     bool done = false;
-    ASSERT_FALSE(p.submit([](int x) { return x + 1; }, i, [&done](knit::result<int> r) {
-      EXPECT_TRUE(r.ok());
-      done = true;
-    }));
+    ASSERT_FALSE(p.submit([](int x) { return x + 1; }, i,
+                          [&done](knit::result<int> r) {
+                            EXPECT_TRUE(r.ok());
+                            done = true;
+                          }));
     ASSERT_TRUE(drain_until(p, [&] { return done; }));
   }
   ASSERT_TRUE(eventually([&] { return idle(p.stats().totals()); }));
@@ -194,7 +197,8 @@ TEST(pool_spin_gate, host_and_worker_on_one_cpu_never_spin) {
   knit::pool_options o;  // the default policy: 50 us at one worker, gate on
   o.worker_cpus = {cpu};
   knit::pool p(o);
-  run_calls_then_wait_idle(p, 200, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
+  run_calls_then_wait_idle(
+      p, 200, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
   const knit::worker_stats t = p.stats().totals();
   EXPECT_EQ(t.spins, 0u);
   EXPECT_EQ(t.spin_hits, 0u);
@@ -209,7 +213,8 @@ TEST(pool_spin_gate, unpinned_worker_inherits_the_single_cpu_host_mask) {
   pin_host pin(cpus.front());
   ASSERT_TRUE(pin.ok());
   knit::pool p(knit::pool_options{});
-  run_calls_then_wait_idle(p, 50, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
+  run_calls_then_wait_idle(
+      p, 50, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
   EXPECT_EQ(p.stats().totals().spins, 0u);
 }
 
@@ -226,7 +231,8 @@ TEST(pool_spin_gate, an_explicit_spin_budget_still_spins_on_a_shared_cpu) {
 
   o.spin_gate = true;  // asked for: gated like the default
   knit::pool gated(o);
-  run_calls_then_wait_idle(gated, 50, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
+  run_calls_then_wait_idle(
+      gated, 50, [](const knit::worker_stats& t) { return t.spins_skipped_shared_cpu > 0; });
   EXPECT_EQ(gated.stats().totals().spins, 0u);
 }
 
@@ -240,7 +246,8 @@ TEST(pool_spin_gate, two_cpus_spin_back_off_on_a_trickle_and_resume_on_a_stream)
   knit::pool_options o;
   o.worker_cpus = {cpus[1]};
   knit::pool p(o);
-  ASSERT_TRUE(eventually([&] { return p.stats().totals().spins > 0; })) << "an idle worker spins once first";
+  ASSERT_TRUE(eventually([&] { return p.stats().totals().spins > 0; }))
+      << "an idle worker spins once first";
   EXPECT_EQ(p.stats().totals().spins_skipped_shared_cpu, 0u);
 
   // A trickle: each call sent 2 ms after the last one came back, far past the 50 us budget,
@@ -251,10 +258,12 @@ TEST(pool_spin_gate, two_cpus_spin_back_off_on_a_trickle_and_resume_on_a_stream)
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     bool done = false;
-    ASSERT_FALSE(p.submit([](int x) { return x; }, sent++, [&done](knit::result<int>) { done = true; }));
+    ASSERT_FALSE(
+        p.submit([](int x) { return x; }, sent++, [&done](knit::result<int>) { done = true; }));
     ASSERT_TRUE(drain_until(p, [&] { return done; }));
   }
-  EXPECT_GT(p.stats().totals().spins_skipped_after_misses, 0u) << "after " << sent << " spaced calls";
+  EXPECT_GT(p.stats().totals().spins_skipped_after_misses, 0u)
+      << "after " << sent << " spaced calls";
 
   // Back to back: the host busy-polls and sends the next call as soon as one comes back;
   // a skipped period then sees work before parking (or a doorbell within the budget),
@@ -265,11 +274,13 @@ TEST(pool_spin_gate, two_cpus_spin_back_off_on_a_trickle_and_resume_on_a_stream)
          std::chrono::steady_clock::now() < give_up + std::chrono::seconds(20)) {
     for (int i = 0; i < 100; ++i, ++stream) {
       bool done = false;
-      ASSERT_FALSE(p.submit([](int x) { return x; }, stream, [&done](knit::result<int>) { done = true; }));
+      ASSERT_FALSE(
+          p.submit([](int x) { return x; }, stream, [&done](knit::result<int>) { done = true; }));
       while (!done) p.poll();
     }
   }
-  EXPECT_GT(p.stats().totals().spin_hits, hits_before) << "after " << stream << " back-to-back calls";
+  EXPECT_GT(p.stats().totals().spin_hits, hits_before)
+      << "after " << stream << " back-to-back calls";
 }
 
 }  // namespace

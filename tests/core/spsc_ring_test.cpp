@@ -55,7 +55,8 @@ TEST(spsc_ring, nothing_leaks_or_is_destroyed_twice) {
     knit::spsc_ring<counting_value> ring(3);  // 4 slots
     ASSERT_TRUE(ring.try_push(counting_value(7)));
     for (int round = 0; round < 10; ++round) {
-      for (int i = 0; i < 2; ++i) ASSERT_TRUE(ring.try_push(counting_value(static_cast<std::uint64_t>(i))));
+      for (int i = 0; i < 2; ++i)
+        ASSERT_TRUE(ring.try_push(counting_value(static_cast<std::uint64_t>(i))));
       counting_value out;
       ASSERT_TRUE(ring.try_pop(out));
       ASSERT_TRUE(ring.try_pop(out));

@@ -50,11 +50,16 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
     std::optional<knit::result<std::uint64_t>> stuck_result;
     int stuck_handler_calls = 0;
     auto handler_token = std::make_shared<int>(0);  // what a handler captures belongs to the host
-    ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(7),
-                          [&, handler_token](knit::result<std::uint64_t> r) {
-                            ++stuck_handler_calls;
-                            stuck_result = std::move(r);
-                          }));
+    ASSERT_FALSE(p.submit(
+        [g](counting_value v) {
+          g->wait();
+          return v.value;
+        },
+        counting_value(7),
+        [&, handler_token](knit::result<std::uint64_t> r) {
+          ++stuck_handler_calls;
+          stuck_result = std::move(r);
+        }));
     ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
 
     // Queued while the stuck call runs: with one worker, or stealing off, these sit in the
@@ -63,7 +68,8 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
     std::vector<int> seen(kBehind + kAfter, 0);
     int ok = 0;
     auto submit_one = [&](int i) {
-      return p.submit([](counting_value v) { return v.value; }, counting_value(static_cast<std::uint64_t>(i)),
+      return p.submit([](counting_value v) { return v.value; },
+                      counting_value(static_cast<std::uint64_t>(i)),
                       [&, i](knit::result<std::uint64_t> r) {
                         ++seen[static_cast<std::size_t>(i)];
                         if (r.ok() && r.value() == static_cast<std::uint64_t>(i)) ++ok;
@@ -73,8 +79,10 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
 
     ASSERT_TRUE(drain_until(p, [&] { return stuck_result.has_value(); }));
     EXPECT_EQ(stuck_result->error(), knit::errc::stuck);
-    EXPECT_EQ(handler_token.use_count(), 1) << "the host destroyed the handler right after delivering";
-    ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind; })) << "calls queued behind the stuck one moved on";
+    EXPECT_EQ(handler_token.use_count(), 1)
+        << "the host destroyed the handler right after delivering";
+    ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind; }))
+        << "calls queued behind the stuck one moved on";
     for (int i = kBehind; i < kBehind + kAfter; ++i) ASSERT_FALSE(submit_one(i));
     ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind + kAfter; }));
     for (int n : seen) EXPECT_EQ(n, 1);
@@ -86,7 +94,8 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
     EXPECT_EQ(s.threads, options().threads);
     EXPECT_NE(knit::to_json(s).find("\"workers_replaced\":1"), std::string::npos);
 
-    const auto report = p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 5s);
+    const auto report =
+        p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 5s);
     EXPECT_EQ(g->returned.load(), 0) << "shutdown returned while the task is still blocked";
     EXPECT_FALSE(report.deadline_passed) << "nothing else was pending";
     EXPECT_EQ(report.threads_detached, 1u);
@@ -96,7 +105,8 @@ TEST_P(stuck, the_call_fails_a_replacement_serves_the_rest_and_shutdown_does_not
   // returns, and the thread frees the record (its argument and task) exactly once
   // (counting_value aborts on a double destroy).
   g->open = true;
-  ASSERT_TRUE(eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
 }
 
 // The task returns while the pool still runs: the host frees the record at its next drain.
@@ -105,11 +115,16 @@ TEST_P(stuck, a_stuck_task_that_returns_is_freed_by_the_host_without_a_second_de
   auto g = std::make_shared<gate>();
   knit::pool p(options());
   int calls = 0;
-  ASSERT_FALSE(p.submit([g](counting_value v) { g->wait(); return v.value; }, counting_value(1),
-                        [&](knit::result<std::uint64_t> r) {
-                          ++calls;
-                          EXPECT_EQ(r.error(), knit::errc::stuck);
-                        }));
+  ASSERT_FALSE(p.submit(
+      [g](counting_value v) {
+        g->wait();
+        return v.value;
+      },
+      counting_value(1),
+      [&](knit::result<std::uint64_t> r) {
+        ++calls;
+        EXPECT_EQ(r.error(), knit::errc::stuck);
+      }));
   ASSERT_TRUE(drain_until(p, [&] { return calls == 1; }));
   EXPECT_EQ(p.stats().retired_running, 1u);
   g->open = true;
@@ -136,14 +151,19 @@ TEST(stuck_call, a_deadline_that_passed_first_makes_it_timed_out_and_it_is_deliv
   knit::call_options co;
   co.timeout = 30ms;
   co.stuck_after = 150ms;
-  ASSERT_FALSE(p.submit([g](int) { g->wait(); return 0; }, 0, [&](knit::result<int> r) { got.push_back(r.error()); },
-                        co));
+  ASSERT_FALSE(p.submit(
+      [g](int) {
+        g->wait();
+        return 0;
+      },
+      0, [&](knit::result<int> r) { got.push_back(r.error()); }, co));
   ASSERT_TRUE(drain_until(p, [&] { return p.stats().calls_stuck == 1; }));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], knit::errc::timed_out);
   // The replacement works.
   int value = 0;
-  ASSERT_FALSE(p.submit([](int x) { return x + 1; }, 41, [&](knit::result<int> r) { value = r.value(); }));
+  ASSERT_FALSE(
+      p.submit([](int x) { return x + 1; }, 41, [&](knit::result<int> r) { value = r.value(); }));
   ASSERT_TRUE(drain_until(p, [&] { return value == 42; }));
   g->open = true;
   ASSERT_TRUE(drain_until(p, [&] { return p.stats().retired_running == 0; }));
@@ -156,7 +176,12 @@ TEST(stuck_call, stuck_without_a_deadline_is_its_own_error) {
   std::optional<knit::result<int>> got;
   knit::call_options co;
   co.stuck_after = 50ms;
-  ASSERT_FALSE(p.submit([g](int) { g->wait(); return 0; }, 0, [&](knit::result<int> r) { got = std::move(r); }, co));
+  ASSERT_FALSE(p.submit(
+      [g](int) {
+        g->wait();
+        return 0;
+      },
+      0, [&](knit::result<int> r) { got = std::move(r); }, co));
   ASSERT_TRUE(drain_until(p, [&] { return got.has_value(); }));
   EXPECT_EQ(got->error(), knit::errc::stuck);
   EXPECT_NE(got->error().message().find("stuck_after"), std::string::npos);
@@ -174,7 +199,12 @@ TEST(stuck_call, next_deadline_covers_the_moment_a_running_call_becomes_stuck) {
   EXPECT_FALSE(p.next_deadline()) << "nothing out";
   const auto before = std::chrono::steady_clock::now();
   int calls = 0;
-  ASSERT_FALSE(p.submit([g](int) { g->wait(); return 0; }, 0, [&](knit::result<int>) { ++calls; }));
+  ASSERT_FALSE(p.submit(
+      [g](int) {
+        g->wait();
+        return 0;
+      },
+      0, [&](knit::result<int>) { ++calls; }));
   ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
   const auto after = std::chrono::steady_clock::now();
   const auto nd = p.next_deadline();
@@ -197,10 +227,16 @@ TEST(stuck_call, asio_host_wakes_for_a_stuck_call) {
   std::optional<std::error_code> got;
   {
     knit::asio_host host(io, p);
-    ASSERT_FALSE(host.submit([g](int) { g->wait(); return 0; }, 0, [&](knit::result<int> r) {
-      got = r.error();
-      io.stop();
-    }));
+    ASSERT_FALSE(host.submit(
+        [g](int) {
+          g->wait();
+          return 0;
+        },
+        0,
+        [&](knit::result<int> r) {
+          got = r.error();
+          io.stop();
+        }));
     io.run_for(30s);
   }
   ASSERT_TRUE(got.has_value());

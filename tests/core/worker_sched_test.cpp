@@ -45,11 +45,12 @@ seen here() {
 seen on_a_worker(knit::pool& p) {
   seen out;
   bool done = false;
-  EXPECT_FALSE(p.submit([](int) { return here(); }, 0, [&](knit::result<seen> r) {
-    EXPECT_TRUE(r.ok());
-    if (r.ok()) out = r.value();
-    done = true;
-  }));
+  EXPECT_FALSE(p.submit([](int) { return here(); }, 0,
+                        [&](knit::result<seen> r) {
+                          EXPECT_TRUE(r.ok());
+                          if (r.ok()) out = r.value();
+                          done = true;
+                        }));
   EXPECT_TRUE(drain_until(p, [&] { return done; }));
   return out;
 }
@@ -58,7 +59,8 @@ TEST(worker_sched_option, defaults_change_nothing) {
   knit::pool_options o;
   EXPECT_EQ(o.worker_nice, 0);
   EXPECT_EQ(o.worker_sched, knit::sched_class::other);
-  EXPECT_NE(o.describe().find("worker_nice=0(inherited) worker_sched=other(inherited)"), std::string::npos)
+  EXPECT_NE(o.describe().find("worker_nice=0(inherited) worker_sched=other(inherited)"),
+            std::string::npos)
       << o.describe();
   const seen host = here();
   knit::pool p(o);
@@ -95,7 +97,8 @@ TEST(worker_sched_option, read_from_the_environment) {
   auto o = knit::pool_options::from_env();
   EXPECT_EQ(o.worker_nice, 10);
   EXPECT_EQ(o.worker_sched, knit::sched_class::batch);
-  EXPECT_NE(o.describe().find("worker_nice=10 worker_sched=batch"), std::string::npos) << o.describe();
+  EXPECT_NE(o.describe().find("worker_nice=10 worker_sched=batch"), std::string::npos)
+      << o.describe();
   ::setenv("KNIT_WORKER_SCHED", "idle", 1);
   EXPECT_EQ(knit::pool_options::from_env().worker_sched, knit::sched_class::idle);
   ::setenv("KNIT_WORKER_SCHED", "other", 1);
@@ -147,8 +150,12 @@ TEST(worker_sched, a_replacement_worker_applies_them_too) {
   {
     knit::pool p(o);
     std::optional<std::error_code> stuck;
-    ASSERT_FALSE(p.submit([g](int) { g->wait(); return 0; }, 0,
-                          [&](knit::result<int> r) { stuck = r.ok() ? std::error_code{} : r.error(); }));
+    ASSERT_FALSE(p.submit(
+        [g](int) {
+          g->wait();
+          return 0;
+        },
+        0, [&](knit::result<int> r) { stuck = r.ok() ? std::error_code{} : r.error(); }));
     ASSERT_TRUE(drain_until(p, [&] { return stuck.has_value(); }));
     EXPECT_EQ(*stuck, knit::errc::stuck);
     ASSERT_EQ(p.stats().workers_replaced, 1u);
@@ -197,7 +204,8 @@ TEST(worker_sched, a_setting_the_worker_may_not_apply_fails_the_constructor) {
   });
   host.join();
   if (outcome.rfind("skip: ", 0) == 0) GTEST_SKIP() << outcome;
-  EXPECT_NE(outcome.find("could not apply worker_nice=1 (KNIT_WORKER_NICE)"), std::string::npos) << outcome;
+  EXPECT_NE(outcome.find("could not apply worker_nice=1 (KNIT_WORKER_NICE)"), std::string::npos)
+      << outcome;
   EXPECT_NE(outcome.find("CAP_SYS_NICE"), std::string::npos) << outcome;
 }
 

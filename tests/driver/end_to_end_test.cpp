@@ -35,8 +35,9 @@ std::string slurp(const fs::path& p) {
 struct sandbox {
   fs::path dir;
   sandbox() {
-    dir = fs::path(::testing::TempDir()) / ("knit-bench-e2e-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir = fs::path(::testing::TempDir()) /
+          ("knit-bench-e2e-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
     fs::create_directories(dir / "bin");
     fs::copy_file(KNIT_FAKE_SERVER, dir / "bin/knit-server");
@@ -86,7 +87,7 @@ TEST(end_to_end, RunWritesRowsMetaAndReport) {
 
   const result_row& inline_sat = rows[0];
   EXPECT_EQ(inline_sat.server_mode, "inline");
-  EXPECT_EQ(inline_sat.total_rps, 6000);  // fake: 1000.126 + 2000.126 + 3000.126
+  EXPECT_EQ(inline_sat.total_rps, 6000);                     // fake: 1000.126 + 2000.126 + 3000.126
   EXPECT_DOUBLE_EQ(inline_sat.routes.at("ping").p50, 1.23);  // 0.0012345 s -> ms, 2 decimals
   EXPECT_DOUBLE_EQ(inline_sat.routes.at("ping").p99, 5.68);
   EXPECT_TRUE(inline_sat.pool_counters.empty());
@@ -120,7 +121,8 @@ TEST(end_to_end, RunWritesRowsMetaAndReport) {
     if (a.find("ssr:POST:/ssr:50:1400:") == 0) rate_in_cmd = true;
   EXPECT_TRUE(rate_in_cmd);
   // Bodies are the reference benchmark's.
-  EXPECT_EQ(slurp(out / "bodies/jwt.json"), R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})");
+  EXPECT_EQ(slurp(out / "bodies/jwt.json"),
+            R"({"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900})");
 
   auto meta = parse_json(slurp(out / "meta.json"), "meta");
   const auto& run = meta.at("runs").at(0);
@@ -171,7 +173,9 @@ TEST(end_to_end, NewModesRunAndAModeTheServerDidNotRunIsWarned) {
   EXPECT_NE(md.find("| auto: 1 |"), std::string::npos) << md;
   EXPECT_NE(md.find("### knit vs the peers"), std::string::npos) << md;
   // Only the row whose server ran another mode is named in the warning.
-  EXPECT_NE(md.find("> Warning: the server ran another mode than some rows are named for"), std::string::npos) << md;
+  EXPECT_NE(md.find("> Warning: the server ran another mode than some rows are named for"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("`a2` sat asked for asio, knit-stats said inline"), std::string::npos) << md;
   EXPECT_EQ(md.find("`a1` sat asked for"), std::string::npos) << md;
 }

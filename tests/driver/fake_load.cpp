@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     o << (i ? "," : "") << "\"" << name << "\":{\"summary\":{\"requestsPerSec\":" << r
       << ",\"successRate\":1.0,\"requests\":100,\"successes\":100,\"errors\":0},"
          "\"statusCodeDistribution\":{\"200\":100},"
-         "\"latencyPercentiles\":{\"p50\":0.0012345,\"p90\":0.002,\"p99\":0.0056789,\"p99.9\":0.009,\"max\":0.012}";
+         "\"latencyPercentiles\":{\"p50\":0.0012345,\"p90\":0.002,\"p99\":0.0056789,\"p99.9\":0."
+         "009,\"max\":0.012}";
     if (rate > 0)
       o << ",\"rate\":{\"target\":" << rate << ",\"achieved\":" << rate
         << ",\"met\":true},\"uncorrectedLatencyPercentiles\":{\"p50\":0.001,\"p99\":0.005}";

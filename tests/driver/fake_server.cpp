@@ -83,8 +83,10 @@ int main() {
     if (mode != "pooled") {
       // FAKE_REPORT_MODE: a server that accepted KNIT_MODE but runs another mode.
       const std::string reported = env_or("FAKE_REPORT_MODE", mode.c_str());
-      std::printf("knit-stats {\"mode\":\"%s\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},\"pool\":null}\n",
-                  reported.c_str(), k * 100, k * 50, k * 50);
+      std::printf(
+          "knit-stats "
+          "{\"mode\":\"%s\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},\"pool\":null}\n",
+          reported.c_str(), k * 100, k * 50, k * 50);
     } else {
       std::printf(
           "knit-stats {\"mode\":\"pooled\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},"

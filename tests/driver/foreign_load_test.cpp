@@ -157,7 +157,8 @@ TEST(foreign_report, AFlaggedRowIsMarkedInItsTableRowAndNamedInTheNote) {
   EXPECT_NE(md.find("| threads: 1 | 8486 |"), std::string::npos);
   const std::string note = foreign_load_note(rows);
   EXPECT_NE(note.find("1 window(s) stayed over the limit"), std::string::npos) << note;
-  EXPECT_NE(note.find(inline_sat->tag + " sat rep 1 (0.42 cores foreign)"), std::string::npos) << note;
+  EXPECT_NE(note.find(inline_sat->tag + " sat rep 1 (0.42 cores foreign)"), std::string::npos)
+      << note;
   EXPECT_NE(md.find(note), std::string::npos);
 }
 

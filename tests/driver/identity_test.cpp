@@ -84,7 +84,7 @@ TEST(identity, FailsForAChildSleepWithTheRightEnvironment) {
 TEST(identity, EnvironmentMismatchesAreReported) {
   fake_server s(std::map<std::string, std::string>{{"KNIT_STEAL", "0"}});
   expected_identity want = s.expected();
-  want.env.erase("KNIT_STEAL");  // server has a KNIT_* we did not ask for
+  want.env.erase("KNIT_STEAL");    // server has a KNIT_* we did not ask for
   want.env["KNIT_THREADS"] = "4";  // and a different pool size
   auto problems = check_process_identity(s.pid, want);
   ASSERT_EQ(problems.size(), 2u);
@@ -116,7 +116,8 @@ TEST(identity, ExitedProcessIsReported) {
 // can: a long environment (20,000 strings for the kernel to lay out) and, for half of the
 // spawns, one CPU shared with this thread, so the pipe's wake-up may preempt the child.
 TEST(spawn, IdentityIsCompleteTheMomentSpawnReturns) {
-  const std::map<std::string, std::string> env{{"KNIT_THREADS", "2"}, {"KNIT_SPIN", "0"}, {"PORT", "1"}};
+  const std::map<std::string, std::string> env{
+      {"KNIT_THREADS", "2"}, {"KNIT_SPIN", "0"}, {"PORT", "1"}};
   const std::vector<std::string> argv{"/bin/sleep", "30"};
   const expected_identity want{"/bin/sleep", argv, env};
   cpu_set_t original;

@@ -28,8 +28,10 @@ namespace fs = std::filesystem;
 
 TEST(process_tree, ParsesStatWithAwkwardNames) {
   proc_entry p;
-  ASSERT_TRUE(parse_proc_entry(
-      "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 987654 1000 10 1 2 3 4", p));
+  ASSERT_TRUE(
+      parse_proc_entry("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 "
+                       "987654 1000 10 1 2 3 4",
+                       p));
   EXPECT_EQ(p.pid, 4242);
   EXPECT_EQ(p.ppid, 17);
   EXPECT_EQ(p.pgid, 4242);
@@ -93,8 +95,9 @@ TEST(process_tree, SocketOwnerOverAGroupOfPids) {
 struct peer_box {
   fs::path dir;
   peer_box() {
-    dir = fs::path(::testing::TempDir()) / ("knit-peer-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir = fs::path(::testing::TempDir()) /
+          ("knit-peer-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -131,7 +134,8 @@ TEST(peer_process, StartsMeasuresTheWholeTreeAndStopsIt) {
   auto tree = process_tree(peer.pid());
   ASSERT_GE(tree.size(), 2u);
   EXPECT_EQ(tree.front().pid, peer.pid());
-  EXPECT_EQ(canonical_path(*read_exe(peer.pid())), canonical_path(KNIT_FAKE_SERVER));  // sh exec'd it
+  EXPECT_EQ(canonical_path(*read_exe(peer.pid())),
+            canonical_path(KNIT_FAKE_SERVER));  // sh exec'd it
   EXPECT_EQ(read_environ(peer.pid())->at("PORT"), std::to_string(o.port));
   EXPECT_TRUE(tcp_connect_ok(o.host, o.port, 500));
 
@@ -163,8 +167,10 @@ TEST(peer_process, ACommandThatNeverListensFailsWithinItsBound) {
     FAIL() << "started";
   } catch (const case_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("peer fake: nothing accepted connections on 127.0.0.1:" + std::to_string(o.port)),
-              std::string::npos) << what;
+    EXPECT_NE(
+        what.find("peer fake: nothing accepted connections on 127.0.0.1:" + std::to_string(o.port)),
+        std::string::npos)
+        << what;
     EXPECT_NE(what.find("exec sleep 60"), std::string::npos) << what;
     EXPECT_NE(what.find("starting"), std::string::npos) << what;  // the log's tail
   }
@@ -214,9 +220,11 @@ TEST(peer_process, RunBenchmarkMeasuresAPeerLikeAnyCase) {
   cfg.cases = parse_plan(R"([
     {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
     {"tag":"inline","mode":"rate","server_mode":"inline","cost_profile":"bun"},
-    {"tag":"fake","mode":"sat","server_mode":"peer:fake","command":"exec )" + std::string(KNIT_FAKE_SERVER) +
+    {"tag":"fake","mode":"sat","server_mode":"peer:fake","command":"exec )" +
+                         std::string(KNIT_FAKE_SERVER) +
                          R"(","routes":["ping"],"cost_profile":"bun"},
-    {"tag":"fake","mode":"rate","server_mode":"peer:fake","command":"exec )" + std::string(KNIT_FAKE_SERVER) +
+    {"tag":"fake","mode":"rate","server_mode":"peer:fake","command":"exec )" +
+                         std::string(KNIT_FAKE_SERVER) +
                          R"(","routes":["ping"],"cost_profile":"bun"}
   ])");
   cfg.idle_s = 0.2;
@@ -255,7 +263,8 @@ TEST(peer_process, RunBenchmarkMeasuresAPeerLikeAnyCase) {
   EXPECT_NE(line.find("\"pool_counters\": null"), std::string::npos);
   const std::string md = slurp(box.dir / "out/report.md");
   EXPECT_NE(md.find("### knit vs the peers"), std::string::npos) << md;
-  EXPECT_NE(md.find("| peer: fake (/ping only) | 1000 | - | - | 1000 | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| peer: fake (/ping only) | 1000 | - | - | 1000 | - |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("carry no pool counters (`null`)"), std::string::npos);
 }
 

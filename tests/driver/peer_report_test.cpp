@@ -133,21 +133,29 @@ TEST(peer_report, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
   ASSERT_FALSE(s.empty()) << md;
   const std::string main = s.substr(0, s.find("#### External peers"));
   for (const char* line : {
-           "| knit | total rps, saturating | /ping p99, saturating | /ping p99, fixed rate | server cores, fixed rate | "
+           "| knit | total rps, saturating | /ping p99, saturating | /ping p99, fixed rate | "
+           "server cores, fixed rate | "
            "CPU-us/req, fixed rate |",
-           // Best in-process peer by median: asio 1 on rps, multi 2 on /ping p99 (and it wins there).
-           // asio 1 missed the rate in its third fixed-rate window: multi 2 is the fixed-rate peer.
-           "| threads: 1 | 1.20× (1.16–1.24) vs asio: 1 | 0.82× (0.75–0.90) vs multi: 2, peer wins | "
-           "1.20× (1.10–1.30) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 |",
+           // Best in-process peer by median: asio 1 on rps, multi 2 on /ping p99 (and it wins
+           // there). asio 1 missed the rate in its third fixed-rate window: multi 2 is the
+           // fixed-rate peer.
+           "| threads: 1 | 1.20× (1.16–1.24) vs asio: 1 | 0.82× (0.75–0.90) vs multi: 2, peer wins "
+           "| "
+           "1.20× (1.10–1.30) vs multi: 2 | 1.50× (1.38–1.64) vs multi: 2 | 1.50× (1.38–1.64) vs "
+           "multi: 2 |",
            // asio 2's third fixed-rate window stayed over the foreign-load limit.
-           "| threads: 2 | 1.14× vs asio: 2 | 1.17× vs asio: 2 | 1.50× vs asio: 2 ⚠ | 1.14× vs asio: 2 ⚠ | "
+           "| threads: 2 | 1.14× vs asio: 2 | 1.17× vs asio: 2 | 1.50× vs asio: 2 ⚠ | 1.14× vs "
+           "asio: 2 ⚠ | "
            "1.14× vs asio: 2 ⚠ |",
-           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.20× (1.10–1.30) vs multi: 2 | 1.80× vs multi: 2 | "
+           "| auto: 1 | 1.13× vs asio: 1 | 1.20× vs multi: 2 | 1.20× (1.10–1.30) vs multi: 2 | "
+           "1.80× vs multi: 2 | "
            "1.80× vs multi: 2 |",
            // The medians behind the fixed-rate /ping p99 column (multi 2: 2.2, 2.4, 2.6 ms).
-           "/ping p99 at the fixed rate, medians over repetitions: `threads: 1` 2.00 ms vs `multi: 2` 2.40 ms; "
+           "/ping p99 at the fixed rate, medians over repetitions: `threads: 1` 2.00 ms vs `multi: "
+           "2` 2.40 ms; "
            "`threads: 2` 2.00 ms vs `asio: 2` 3.00 ms; `auto: 1` 2.00 ms vs `multi: 2` 2.40 ms.",
-           "Where an in-process peer wins:\n\n- `threads: 1` on /ping p99, saturating: 0.82× (0.75–0.90) vs multi: 2\n\n",
+           "Where an in-process peer wins:\n\n- `threads: 1` on /ping p99, saturating: 0.82× "
+           "(0.75–0.90) vs multi: 2\n\n",
        })
     EXPECT_NE(main.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << main;
   // nginx beats inline on saturating /ping p99 (20 ms against 41) and every row on /ping rps,
@@ -156,7 +164,8 @@ TEST(peer_report, SectionShowsEveryKnitRowAgainstItsBestInProcessPeer) {
   // inline (1 route thread) has no in-process peer with one route thread: no row.
   EXPECT_EQ(main.find("| inline |"), std::string::npos) << main;
   for (const char* line : {
-           "did not achieve the offered rate (it did less work, so its cores, CPU and latency would flatter it): "
+           "did not achieve the offered rate (it did less work, so its cores, CPU and latency "
+           "would flatter it): "
            "`asio: 1`.",
            "`peer: nginx` serves /ping only",
            "carry no pool counters (`null`)",
@@ -172,19 +181,23 @@ TEST(peer_report, ExternalPeersHaveTheirOwnTableAsAReference) {
   ASSERT_NE(at, std::string::npos) << s;
   const std::string ext = s.substr(at);
   for (const char* line : {
-           "| server | /ping rps, saturating | /ping p99 ms, saturating | /ping p99 ms, fixed rate | "
+           "| server | /ping rps, saturating | /ping p99 ms, saturating | /ping p99 ms, fixed rate "
+           "| "
            "CPU-us/req, fixed rate |",
            // nginx's own figures on /ping, the one route it served.
            "| peer: nginx (/ping only) | 30000 | 20.00 | 2.00 | 143 |",
-           // knit's best row per measure: pooled 1 on /ping rps (5800-6200), auto 1 on p99 (7.5 ms),
-           // inline first among the 2.00 ms ties at a fixed rate and lowest on CPU (238 us).
-           "| knit, best row | `threads: 1`: 6000 (5800–6200) | `auto: 1`: 7.50 | `inline`: 2.00 | `inline`: 238 |",
+           // knit's best row per measure: pooled 1 on /ping rps (5800-6200), auto 1 on p99 (7.5
+           // ms), inline first among the 2.00 ms ties at a fixed rate and lowest on CPU (238 us).
+           "| knit, best row | `threads: 1`: 6000 (5800–6200) | `auto: 1`: 7.50 | `inline`: 2.00 | "
+           "`inline`: 238 |",
        })
     EXPECT_NE(ext.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << ext;
   // The one line above the table: knit's best against nginx, in the main table's direction.
   const std::string summary =
-      "External peers, a reference (table below): `peer: nginx` (/ping only) against knit's best row: "
-      "/ping rps, saturating 0.20× (0.19–0.21); /ping p99 ms, saturating 2.67×; /ping p99 ms, fixed rate 1.00×; "
+      "External peers, a reference (table below): `peer: nginx` (/ping only) against knit's best "
+      "row: "
+      "/ping rps, saturating 0.20× (0.19–0.21); /ping p99 ms, saturating 2.67×; /ping p99 ms, "
+      "fixed rate 1.00×; "
       "CPU-us/req, fixed rate 0.60× (below 1× the external server is ahead).";
   EXPECT_NE(s.find(summary), std::string::npos) << s;
   EXPECT_LT(s.find(summary), at);
@@ -196,7 +209,8 @@ TEST(peer_report, TablesAAndBCarryThePeerRows) {
   for (const char* line : {
            "| auto: 1 | 5667 | 5667 | 5667 | 17000 | +110% |",
            "| asio: 1 | 5000 | 5000 | 5000 | 15000 | +85% |",
-           "| multi: 2 | 4000 (3867–4133) | 4000 (3867–4133) | 4000 (3867–4133) | 12000 (11600–12400) | +48% |",
+           "| multi: 2 | 4000 (3867–4133) | 4000 (3867–4133) | 4000 (3867–4133) | 12000 "
+           "(11600–12400) | +48% |",
            // A peer serving /ping only has no "vs inline": not the same work.
            "| peer: nginx (/ping only) | 30000 | - | - | 30000 | - |",
        })
@@ -221,7 +235,8 @@ TEST(peer_report, NoPeerSectionWithoutPeers) {
   std::vector<result_row> knit_only;
   for (const auto& r : rows)
     if (r.server_mode == "inline" || r.server_mode == "pooled") knit_only.push_back(r);
-  EXPECT_EQ(render_markdown(knit_only, nullptr, {}, {}).find("knit vs the peers"), std::string::npos);
+  EXPECT_EQ(render_markdown(knit_only, nullptr, {}, {}).find("knit vs the peers"),
+            std::string::npos);
 }
 
 }  // namespace

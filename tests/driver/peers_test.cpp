@@ -36,10 +36,13 @@ TEST(peers, RoutesApplyToANamedPeer) {
   EXPECT_TRUE(peers[1].routes.empty());
   apply_peer_routes(peers, "bun=jwt,ssr,jwt");
   EXPECT_EQ(peers[1].routes, (std::vector<std::string>{"jwt", "ssr"}));
-  EXPECT_NE(error_of([&] { apply_peer_routes(peers, "caddy=ping"); }).find("no --peer caddy"), std::string::npos);
-  EXPECT_NE(error_of([&] { apply_peer_routes(peers, "nginx=ping,html"); }).find("unknown route \"html\""),
+  EXPECT_NE(error_of([&] { apply_peer_routes(peers, "caddy=ping"); }).find("no --peer caddy"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_peer_routes(peers, "nginx="); }).find("at least one"), std::string::npos);
+  EXPECT_NE(
+      error_of([&] { apply_peer_routes(peers, "nginx=ping,html"); }).find("unknown route \"html\""),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { apply_peer_routes(peers, "nginx="); }).find("at least one"),
+            std::string::npos);
 }
 
 TEST(peers, OneCasePerModeAndScopeAfterThePlan) {
@@ -68,9 +71,13 @@ TEST(peers, OneCasePerModeAndScopeAfterThePlan) {
   EXPECT_EQ(parse_plan(boost::json::serialize(plan_to_json(cases))), cases);
 
   std::vector<plan_case> again = cases;
-  EXPECT_NE(error_of([&] { add_peer_cases(again, {parse_peer_arg("t1=x")}); }).find("already has a case tagged"),
+  EXPECT_NE(error_of([&] {
+              add_peer_cases(again, {parse_peer_arg("t1=x")});
+            }).find("already has a case tagged"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { add_peer_cases(again, {parse_peer_arg("b=x"), parse_peer_arg("b=y")}); }).find("twice"),
+  EXPECT_NE(error_of([&] {
+              add_peer_cases(again, {parse_peer_arg("b=x"), parse_peer_arg("b=y")});
+            }).find("twice"),
             std::string::npos);
 }
 

@@ -16,17 +16,21 @@ void expect_plan_error(const std::string& json, std::initializer_list<const char
     parse_plan(json);
     FAIL() << "accepted: " << json;
   } catch (const plan_error& e) {
-    for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+    for (const char* f : fragments)
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
   }
 }
 
 TEST(plan, ParsesTheBriefsExample) {
   auto cases = parse_plan(R"([
     {"tag":"inline","mode":"sat","server_mode":"inline","cost_profile":"bun"},
-    {"tag":"t4s0","mode":"sat","server_mode":"pooled","threads":4,"spin":"0","park":"","doorbell":"1","steal":"",
+    {"tag":"t4s0","mode":"sat","server_mode":"pooled","threads":4,"spin":"0","park":"",
+     "doorbell":"1","steal":"",
      "env":{"KNIT_MAX_SPINNERS":"1"},"cost_profile":"bun"},
-    {"tag":"t4s0","mode":"rate","server_mode":"pooled","threads":4,"spin":0,"park":"1","cost_profile":"bun"},
-    {"tag":"c","mode":"sat","server_mode":"pooled","threads":1,"cost_profile":"native","extra_cost_us":50}
+    {"tag":"t4s0","mode":"rate","server_mode":"pooled","threads":4,"spin":0,"park":"1",
+     "cost_profile":"bun"},
+    {"tag":"c","mode":"sat","server_mode":"pooled","threads":1,"cost_profile":"native",
+     "extra_cost_us":50}
   ])");
   ASSERT_EQ(cases.size(), 4u);
   EXPECT_EQ(cases[1].threads, 4);
@@ -43,7 +47,8 @@ TEST(plan, BadPlansSayWhatAndWhere) {
   expect_plan_error(R"({"tag":"x"})", {"JSON array"});
   expect_plan_error("[]", {"no cases"});
   expect_plan_error(R"([{"mode":"sat"}])", {"plan case 1", "\"tag\""});
-  expect_plan_error(R"([{"tag":"a","mode":"saturate"}])", {"plan case 1", "tag \"a\"", "\"mode\"", "saturate"});
+  expect_plan_error(R"([{"tag":"a","mode":"saturate"}])",
+                    {"plan case 1", "tag \"a\"", "\"mode\"", "saturate"});
   expect_plan_error(R"([{"tag":"a","thread":4}])", {"unknown field \"thread\""});
   expect_plan_error(R"([{"tag":"a","threads":-1}])", {"\"threads\"", "between"});
   expect_plan_error(R"([{"tag":"a","threads":"4"}])", {"\"threads\"", "integer"});
@@ -87,15 +92,18 @@ TEST(plan, DefaultPlanShape) {
   ASSERT_EQ(p.cases.size(), 14u);
   EXPECT_EQ(p.repeat, 3);
   std::vector<std::string> tags;
-  for (size_t i = 0; i < 7; ++i) tags.push_back(p.cases[i].tag + "/" + p.cases[i].server_mode + "/" +
-                                                std::to_string(p.cases[i].threads));
-  EXPECT_EQ(tags, (std::vector<std::string>{"inline/inline/0", "t1/pooled/1", "t2/pooled/2", "a1/asio/1", "a2/asio/2",
-                                             "m2/multi/2", "auto1/auto/1"}));
+  for (size_t i = 0; i < 7; ++i)
+    tags.push_back(p.cases[i].tag + "/" + p.cases[i].server_mode + "/" +
+                   std::to_string(p.cases[i].threads));
+  EXPECT_EQ(tags,
+            (std::vector<std::string>{"inline/inline/0", "t1/pooled/1", "t2/pooled/2", "a1/asio/1",
+                                      "a2/asio/2", "m2/multi/2", "auto1/auto/1"}));
   for (const auto& c : p.cases) EXPECT_EQ(c.cost_profile, "bun");
   EXPECT_EQ(p.cases[7].mode, "rate");
   EXPECT_EQ(p.cases[7].server_mode, "inline");
   // The whole default run stays under about 12 minutes on two CPUs, by the same estimate it prints.
-  const double s = estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s, p.warmup_s, p.window_s);
+  const double s =
+      estimate_s(static_cast<int>(p.cases.size()) * p.repeat, p.idle_s, p.warmup_s, p.window_s);
   EXPECT_LE(s, 12 * 60);
   EXPECT_DOUBLE_EQ(s, 42 * (1 + 2 + 8 + kSetupS));
   // With native too, twice the cases.
@@ -121,7 +129,8 @@ TEST(plan, FullAndSweepShapes) {
   ASSERT_EQ(s.cases.size(), 8u * 2 * 4);
   std::vector<std::string> first;
   for (size_t i = 0; i < 4; ++i) first.push_back(s.cases[i].tag + "/" + s.cases[i].server_mode);
-  EXPECT_EQ(first, (std::vector<std::string>{"inline/inline", "t1/pooled", "a1/asio", "auto1/auto"}));
+  EXPECT_EQ(first,
+            (std::vector<std::string>{"inline/inline", "t1/pooled", "a1/asio", "auto1/auto"}));
   for (const auto& c : s.cases) {
     EXPECT_TRUE(c.extra_cost_us.has_value());
     EXPECT_EQ(c.cost_profile, "native");
@@ -134,7 +143,8 @@ TEST(plan, NewModesParseAndRoundTrip) {
     {"tag":"a2","server_mode":"asio","threads":2,"cost_profile":"bun"},
     {"tag":"m2","server_mode":"multi","threads":2,"cost_profile":"bun"},
     {"tag":"auto1","server_mode":"auto","threads":1,"spin":"0","cost_profile":"bun"},
-    {"tag":"nginx","server_mode":"peer:nginx","command":"exec nginx -g 'daemon off;'","routes":["ping"],
+    {"tag":"nginx","server_mode":"peer:nginx","command":"exec nginx -g 'daemon off;'",
+     "routes":["ping"],
      "cost_profile":"bun"},
     {"tag":"nginx","mode":"rate","server_mode":"peer:nginx","command":"x","cost_profile":"bun"}
   ])");
@@ -154,16 +164,23 @@ TEST(plan, NewModesParseAndRoundTrip) {
   EXPECT_EQ(j.at("routes").as_array().size(), 1u);
   EXPECT_EQ(case_to_json(cases[1]).as_object().count("command"), 0u);
 
-  expect_plan_error(R"([{"tag":"a","server_mode":"fibers"}])", {"server_mode", "asio", "multi", "auto", "fibers"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"fibers"}])",
+                    {"server_mode", "asio", "multi", "auto", "fibers"});
   expect_plan_error(R"([{"tag":"a","server_mode":"asio","spin":"0"}])", {"pool settings", "asio"});
-  expect_plan_error(R"([{"tag":"a","server_mode":"multi","park":"1"}])", {"pool settings", "multi"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"multi","park":"1"}])",
+                    {"pool settings", "multi"});
   expect_plan_error(R"([{"tag":"a","server_mode":"peer:"}])", {"peer name"});
   expect_plan_error(R"([{"tag":"a","server_mode":"peer:a b","command":"x"}])", {"peer name"});
   expect_plan_error(R"([{"tag":"a","server_mode":"peer:a"}])", {"needs a non-empty \"command\""});
-  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","threads":2}])", {"KNIT_THREADS"});
-  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","html"]}])", {"routes", "html"});
-  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","ping"]}])", {"twice"});
-  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":[]}])", {"at least one"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","threads":2}])",
+                    {"KNIT_THREADS"});
+  expect_plan_error(
+      R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","html"]}])",
+      {"routes", "html"});
+  expect_plan_error(
+      R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":["ping","ping"]}])", {"twice"});
+  expect_plan_error(R"([{"tag":"a","server_mode":"peer:a","command":"x","routes":[]}])",
+                    {"at least one"});
   expect_plan_error(R"([{"tag":"a","server_mode":"asio","command":"x"}])", {"peer:NAME"});
 }
 
@@ -208,8 +225,8 @@ TEST(plan, ServerEnvironment) {
   p.extra_cost_us = 20;
   p.env = {{"WORKERS", "1"}};
   EXPECT_EQ(server_env(p, "127.0.0.1", 3005),
-            (std::map<std::string, std::string>{{"HOST", "127.0.0.1"}, {"JWT_SECRET", "x"}, {"PORT", "3005"},
-                                                {"WORKERS", "1"}}));
+            (std::map<std::string, std::string>{
+                {"HOST", "127.0.0.1"}, {"JWT_SECRET", "x"}, {"PORT", "3005"}, {"WORKERS", "1"}}));
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "driver/report.hpp"
-#include "driver/spawn.hpp"
 #include "driver/rows.hpp"
+#include "driver/spawn.hpp"
 
 namespace knit::bench {
 namespace {
@@ -128,7 +128,8 @@ TEST(reference_report, PercentAndRatioFormatting) {
 
 TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
   if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
-  const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("knit-bench-charts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
                 dir / "rows.jsonl", fs::copy_options::overwrite_existing);
@@ -149,7 +150,8 @@ TEST(reference_report, ChartsAreDrawnWhenGnuplotExists) {
 }
 
 TEST(reference_report, MissingGnuplotSkipsChartsWithAWarning) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("knit-bench-nocharts-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::copy_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl",
                 dir / "rows.jsonl", fs::copy_options::overwrite_existing);
@@ -184,20 +186,24 @@ result_row pooled_row(const std::string& tag, double stuck, double replaced, dou
   r.cost_profile = "native";
   r.total_rps = 1000;
   for (const char* route : {"ping", "ssr", "jwt"}) r.routes[route] = route_row_stats{};
-  r.pool_counters = {{"calls_submitted", 1000}, {"host_wakes", 250}, {"calls_stuck", stuck},
-                     {"workers_replaced", replaced}, {"retired_running", retired}};
-  r.pool_per_call = {{"host_wakes", 0.25}, {"calls_stuck", stuck / 1000},
-                     {"workers_replaced", replaced / 1000}};
+  r.pool_counters = {{"calls_submitted", 1000},
+                     {"host_wakes", 250},
+                     {"calls_stuck", stuck},
+                     {"workers_replaced", replaced},
+                     {"retired_running", retired}};
+  r.pool_per_call = {
+      {"host_wakes", 0.25}, {"calls_stuck", stuck / 1000}, {"workers_replaced", replaced / 1000}};
   return r;
 }
 
 TEST(counter_report, StuckCallsShowAsCountsWhenAnyRowHasOne) {
-  const std::string md = render_markdown({pooled_row("t1", 0, 0, 0), pooled_row("t1b", 3, 3, 1)},
-                                         nullptr, {}, {});
+  const std::string md =
+      render_markdown({pooled_row("t1", 0, 0, 0), pooled_row("t1b", 3, 3, 1)}, nullptr, {}, {});
   const std::string counters = section(md, "### Pool counters");
   ASSERT_FALSE(counters.empty()) << md;
   // Counts over the window, never "/call" (3 in 1000 calls would print as 0.003).
-  EXPECT_NE(counters.find("| calls_stuck | workers_replaced | retired_running |"), std::string::npos)
+  EXPECT_NE(counters.find("| calls_stuck | workers_replaced | retired_running |"),
+            std::string::npos)
       << counters;
   EXPECT_EQ(counters.find("calls_stuck/call"), std::string::npos) << counters;
   EXPECT_NE(counters.find("| 0.250 | 3 | 3 | 1 |"), std::string::npos) << counters;

@@ -102,9 +102,11 @@ TEST(rows, StuckCallCountersTravelInPoolCounters) {
 
 TEST(rows, ReferenceKeysComeFirstInTheirOrder) {
   std::string line = row_to_json_line(sample_row());
-  EXPECT_EQ(line.rfind("{\"tag\": \"t4old\", \"mode\": \"rate\", \"threads\": 4, \"spin\": \"200\", \"park\": \"1\", "
-                       "\"doorbell\": true, \"idle_cores\": 0.682, \"total_rps\": 5999, \"cores\": 2.49, ",
-                       0),
+  EXPECT_EQ(line.rfind(
+                "{\"tag\": \"t4old\", \"mode\": \"rate\", \"threads\": 4, \"spin\": \"200\", "
+                "\"park\": \"1\", "
+                "\"doorbell\": true, \"idle_cores\": 0.682, \"total_rps\": 5999, \"cores\": 2.49, ",
+                0),
             0u)
       << line;
   // Plain decimals, not Boost's 2.8151E3 style, and whole doubles keep their ".0".
@@ -127,20 +129,27 @@ TEST(rows, EveryReferenceRowRoundTrips) {
 
 TEST(rows, ReferenceRowIsNormalised) {
   result_row only = row_from_json_line(
-      R"({"tag": "only", "mode": "sat", "threads": 1, "spin": "default", "park": "default", "doorbell": true, "idle_cores": 0.002, "total_rps": 8208, "cores": 1.19, "rps_per_core": 6909, "cpu_us_per_req": 145, "os_threads": 20, "gen_cores": 0.22, "routes": {"ping": {"rps": 2815.1, "p50": 35.42, "p99": 42.99, "ok": 1.0}}})");
+      R"({"tag": "only", "mode": "sat", "threads": 1, "spin": "default", "park": "default",)"
+      R"( "doorbell": true, "idle_cores": 0.002, "total_rps": 8208, "cores": 1.19,)"
+      R"( "rps_per_core": 6909, "cpu_us_per_req": 145, "os_threads": 20, "gen_cores": 0.22,)"
+      R"( "routes": {"ping": {"rps": 2815.1, "p50": 35.42, "p99": 42.99, "ok": 1.0}}})");
   EXPECT_EQ(only.server_mode, "inline");
   EXPECT_TRUE(is_reference_schema(only));
   EXPECT_EQ(only.doorbell, std::optional<bool>(true));
   EXPECT_FALSE(only.routes.at("ping").p90.has_value());
   result_row t1 = row_from_json_line(
-      R"({"tag": "t1", "mode": "sat", "threads": 1, "spin": "default", "park": "default", "doorbell": true, "idle_cores": 0.058, "total_rps": 18014, "cores": 1.79, "rps_per_core": 10041, "cpu_us_per_req": 100, "os_threads": 23, "gen_cores": 0.52, "routes": {}})");
+      R"({"tag": "t1", "mode": "sat", "threads": 1, "spin": "default", "park": "default",)"
+      R"( "doorbell": true, "idle_cores": 0.058, "total_rps": 18014, "cores": 1.79,)"
+      R"( "rps_per_core": 10041, "cpu_us_per_req": 100, "os_threads": 23, "gen_cores": 0.52,)"
+      R"( "routes": {}})");
   EXPECT_EQ(t1.server_mode, "pooled");
 }
 
 TEST(rows, BadRowsNameTheProblem) {
   EXPECT_THROW(row_from_json_line("[1,2]"), std::runtime_error);
   try {
-    row_from_json_line(R"({"tag": "x", "mode": "sat", "idle_cores": 0, "total_rps": 1, "routes": {}})");
+    row_from_json_line(
+        R"({"tag": "x", "mode": "sat", "idle_cores": 0, "total_rps": 1, "routes": {}})");
     FAIL() << "missing cores accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("cores"), std::string::npos) << e.what();
@@ -160,10 +169,12 @@ TEST(rows, BadRowsNameTheProblem) {
 }
 
 TEST(rounding, MatchesPython) {
-  // Python: round(2.675, 2) == 2.67 (binary value below the tie), round(0.125, 2) == 0.12 (exact tie, to even).
+  // Python: round(2.675, 2) == 2.67 (binary value below the tie), round(0.125, 2) == 0.12 (exact
+  // tie, to even).
   EXPECT_DOUBLE_EQ(py_round(2.675, 2), 2.67);
   EXPECT_DOUBLE_EQ(py_round(0.125, 2), 0.12);
-  EXPECT_DOUBLE_EQ(py_round(0.0585, 3), 0.059);  // Python agrees: 0.0585 is stored as 0.058500000000000003
+  EXPECT_DOUBLE_EQ(py_round(0.0585, 3),
+                   0.059);  // Python agrees: 0.0585 is stored as 0.058500000000000003
   EXPECT_EQ(py_round_int(2.5), 2);
   EXPECT_EQ(py_round_int(3.5), 4);
   EXPECT_EQ(py_round_int(8207.92), 8208);
@@ -205,12 +216,12 @@ TEST(build_row, RoundsLikeDrivePy) {
   m.os_threads = 23;
   m.conns = 100;
   result_row r = build_row(c, 1, m, cfg);
-  EXPECT_DOUBLE_EQ(r.idle_cores, 0.034);   // schedstat preferred: 0.1701234 / 5 = 0.03402
-  EXPECT_DOUBLE_EQ(r.cores, 1.92);         // 28.81 / 15 = 1.9207
-  EXPECT_EQ(r.total_rps, 15811);           // 15811.0686
-  EXPECT_EQ(r.rps_per_core, 8232);         // unrounded: 15811.0686 / 1.92067
+  EXPECT_DOUBLE_EQ(r.idle_cores, 0.034);  // schedstat preferred: 0.1701234 / 5 = 0.03402
+  EXPECT_DOUBLE_EQ(r.cores, 1.92);        // 28.81 / 15 = 1.9207
+  EXPECT_EQ(r.total_rps, 15811);          // 15811.0686
+  EXPECT_EQ(r.rps_per_core, 8232);        // unrounded: 15811.0686 / 1.92067
   EXPECT_EQ(r.cpu_us_per_req, 121);
-  EXPECT_DOUBLE_EQ(r.gen_cores, 0.44);     // 6.6 / 15
+  EXPECT_DOUBLE_EQ(r.gen_cores, 0.44);  // 6.6 / 15
   EXPECT_DOUBLE_EQ(r.routes.at("ping").rps, 5785.27);
   EXPECT_DOUBLE_EQ(r.routes.at("ping").p50, 16.04);
   EXPECT_DOUBLE_EQ(r.routes.at("ping").p99, 27.31);

@@ -77,7 +77,8 @@ TEST(server_process, ServerThatExitsIsACaseError) {
     FAIL() << "accepted a server that exited";
   } catch (const case_error& e) {
     std::string w = e.what();
-    EXPECT_TRUE(w.find("exit code 2") != std::string::npos || w.find("zombie") != std::string::npos) << w;
+    EXPECT_TRUE(w.find("exit code 2") != std::string::npos || w.find("zombie") != std::string::npos)
+        << w;
   }
   EXPECT_TRUE(port_is_free(o.host, o.port));
 }
@@ -107,7 +108,9 @@ TEST(server_process, InlineStatsHaveNoPool) {
 
 TEST(server_stats, ParsesTheContractLine) {
   auto s = parse_stats_line(
-      R"(knit-stats {"mode":"pooled","requests":{"ping":5,"ssr":2,"jwt":1},"pool":{"threads":4,"totals":{"calls_submitted":10,"host_wakes":3,"nested":{"x":1}},"workers":[{"calls_run":5}]}})");
+      R"(knit-stats {"mode":"pooled","requests":{"ping":5,"ssr":2,"jwt":1},)"
+      R"("pool":{"threads":4,"totals":{"calls_submitted":10,"host_wakes":3,"nested":{"x":1}},)"
+      R"("workers":[{"calls_run":5}]}})");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->pool_threads, 4);
   EXPECT_DOUBLE_EQ(s->pool_totals.at("host_wakes"), 3);
@@ -124,7 +127,8 @@ TEST(single_instance, SecondLockIsRefused) {
       instance_lock second(path);
       FAIL() << "two locks held at once";
     } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("PID " + std::to_string(::getpid())), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("PID " + std::to_string(::getpid())), std::string::npos)
+          << e.what();
     }
   }
   EXPECT_NO_THROW(instance_lock again(path));  // released with the first

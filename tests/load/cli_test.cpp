@@ -29,9 +29,7 @@ TEST(cli, Defaults) {
 
 TEST(cli, AllFlagsAndBodyFile) {
   const std::string body_path = ::testing::TempDir() + "knit_load_cli_body.json";
-  {
-    std::ofstream(body_path) << R"({"name":"Ari"})";
-  }
+  { std::ofstream(body_path) << R"({"name":"Ari"})"; }
   const load_config c =
       parse_cli({"--host", "localhost", "--port=3001", "--duration", "1.5", "--threads", "2",
                  "--json", "-", "--timeout-ms", "250", "--route", "ping:GET:/ping:100", "--route",

@@ -28,19 +28,21 @@ load_config config_for(std::uint16_t port, double duration_s = 1.0) {
 // Every route object must have these, with counts that add up.
 void check_route_json(const json::object& r, bool open) {
   const json::object& s = r.at("summary").as_object();
-  for (const char* key : {"requestsPerSec", "successRate", "total", "requests", "successes",
-                          "errors", "timeouts"}) {
+  for (const char* key :
+       {"requestsPerSec", "successRate", "total", "requests", "successes", "errors", "timeouts"}) {
     EXPECT_TRUE(s.contains(key)) << key;
   }
   const json::object& lat = r.at("latencyPercentiles").as_object();
-  for (const char* key : {"p50", "p90", "p99", "p99.9", "max"}) EXPECT_TRUE(lat.contains(key)) << key;
+  for (const char* key : {"p50", "p90", "p99", "p99.9", "max"})
+    EXPECT_TRUE(lat.contains(key)) << key;
   EXPECT_LE(lat.at("p50").as_double(), lat.at("p99").as_double());
   EXPECT_LE(lat.at("p99").as_double(), lat.at("max").as_double());
   const json::object& errs = r.at("errorDistribution").as_object();
   for (const char* key : {"connect", "read", "timeout"}) EXPECT_TRUE(errs.contains(key)) << key;
 
   std::int64_t by_status = 0;
-  for (const auto& kv : r.at("statusCodeDistribution").as_object()) by_status += kv.value().to_number<std::int64_t>();
+  for (const auto& kv : r.at("statusCodeDistribution").as_object())
+    by_status += kv.value().to_number<std::int64_t>();
   const std::int64_t requests = s.at("requests").to_number<std::int64_t>();
   EXPECT_EQ(by_status, requests);
   EXPECT_EQ(s.at("successes").to_number<std::int64_t>() + s.at("non2xx").to_number<std::int64_t>(),
@@ -61,8 +63,8 @@ TEST(end_to_end, ClosedLoopMixedRoutes) {
   knit_load_test::tiny_http_server server;
   load_config cfg = config_for(server.port());
   cfg.threads = 2;
-  for (const char* spec : {"ok:GET:/ok:8", "err:GET:/status/500:3", "chunk:POST:/chunked:4",
-                           "close:GET:/close:2"}) {
+  for (const char* spec :
+       {"ok:GET:/ok:8", "err:GET:/status/500:3", "chunk:POST:/chunked:4", "close:GET:/close:2"}) {
     cfg.routes.push_back(parse_route(spec));
   }
   cfg.routes[2].body_file = "inline";
@@ -150,7 +152,12 @@ TEST(end_to_end, TimeoutCountsAsErrorAndReconnects) {
   EXPECT_EQ(s.requests, 0u);
   EXPECT_GT(s.timeouts, 0u);
   EXPECT_EQ(s.errors(), s.timeouts);
-  EXPECT_EQ(to_json(result).at("routes").at("hang").at("errorDistribution").at("timeout").to_number<std::int64_t>(),
+  EXPECT_EQ(to_json(result)
+                .at("routes")
+                .at("hang")
+                .at("errorDistribution")
+                .at("timeout")
+                .to_number<std::int64_t>(),
             static_cast<std::int64_t>(s.timeouts));
 }
 
@@ -171,5 +178,6 @@ TEST(end_to_end, RefusedConnectionsAreConnectErrors) {
   const route_load_stats& s = result.routes[0].stats;
   EXPECT_EQ(s.requests, 0u);
   EXPECT_GT(s.connect_errors, 0u);
-  EXPECT_EQ(to_json(result).at("routes").at("dead").at("summary").at("successRate").as_double(), 0.0);
+  EXPECT_EQ(to_json(result).at("routes").at("dead").at("summary").at("successRate").as_double(),
+            0.0);
 }

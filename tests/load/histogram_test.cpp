@@ -26,8 +26,8 @@ TEST(latency_histogram, BucketMidpointWithinOnePercentFrom1usTo60s) {
     ASSERT_LE(rel_err(mid, static_cast<double>(value)), 0.01) << value;
   }
   for (int k = 10; k < 36; ++k) {
-    for (std::uint64_t value : {(std::uint64_t{1} << k) - 1, std::uint64_t{1} << k,
-                                (std::uint64_t{1} << k) + 1}) {
+    for (std::uint64_t value :
+         {(std::uint64_t{1} << k) - 1, std::uint64_t{1} << k, (std::uint64_t{1} << k) + 1}) {
       const std::size_t b = latency_histogram::bucket_of(value);
       const double mid = static_cast<double>(latency_histogram::bucket_mid(b));
       EXPECT_LE(rel_err(mid, static_cast<double>(value)), 0.01) << value;
@@ -115,7 +115,7 @@ TEST(latency_histogram, MergeEqualsRecordingIntoOne) {
 TEST(latency_histogram, MaxIsExactAndHugeValuesClamp) {
   latency_histogram h;
   h.record(1'234'567);
-  h.record(987'654'321'123ULL);  // ~16 minutes
+  h.record(987'654'321'123ULL);      // ~16 minutes
   h.record(std::uint64_t{1} << 50);  // beyond the bucket range
   EXPECT_EQ(h.max(), std::uint64_t{1} << 50);
   EXPECT_EQ(h.count(), 3u);

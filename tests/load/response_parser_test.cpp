@@ -116,9 +116,8 @@ TEST(response_parser, Http10DefaultsToClose) {
   response_parser p;
   EXPECT_EQ(feed_fresh(p, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"), feed_result::kComplete);
   EXPECT_FALSE(p.keep_alive());
-  EXPECT_EQ(
-      feed_fresh(p, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"),
-      feed_result::kComplete);
+  EXPECT_EQ(feed_fresh(p, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"),
+            feed_result::kComplete);
   EXPECT_TRUE(p.keep_alive());
 }
 
@@ -145,7 +144,8 @@ TEST(response_parser, NoBodyForHeadAnd204And304) {
   p.reset(/*head_request=*/true);
   EXPECT_EQ(feed_whole(p, "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n"),
             feed_result::kComplete);
-  for (const char* resp : {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 304 Not Modified\r\n\r\n"}) {
+  for (const char* resp :
+       {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 304 Not Modified\r\n\r\n"}) {
     EXPECT_EQ(feed_fresh(p, resp), feed_result::kComplete) << resp;
     EXPECT_TRUE(p.keep_alive());
   }
@@ -155,7 +155,8 @@ TEST(response_parser, SkipsInterim100Continue) {
   response_parser p;
   p.reset();
   std::size_t consumed = 0;
-  const std::string resp = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx";
+  const std::string resp =
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx";
   EXPECT_EQ(p.feed(resp, consumed), feed_result::kComplete);
   EXPECT_EQ(consumed, resp.size());
   EXPECT_EQ(p.status(), 200);

@@ -45,7 +45,10 @@ std::size_t content_length(std::string_view head) {
     for (std::size_t i = 0; i < kName.size(); ++i) {
       char c = head[pos + i];
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      if (c != kName[i]) { match = false; break; }
+      if (c != kName[i]) {
+        match = false;
+        break;
+      }
     }
     if (!match) continue;
     std::size_t v = 0;
@@ -62,8 +65,9 @@ void respond(accepted_connection& c, std::string_view path) {
   if (path == "/hang") {
     c.hung = true;
   } else if (path == "/chunked") {
-    c.out += "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-             "5\r\nHello\r\n2;ext=1\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n";
+    c.out +=
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        "5\r\nHello\r\n2;ext=1\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n";
   } else if (path == "/close") {
     c.out += "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 3\r\n\r\nbye";
     c.close_after_write = true;
@@ -72,7 +76,8 @@ void respond(accepted_connection& c, std::string_view path) {
     c.out += path.substr(8);
     c.out += " Whatever\r\ncontent-length: 6\r\n\r\nstatus";
   } else {
-    c.out += "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 13\r\n\r\nHello, World!";
+    c.out +=
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 13\r\n\r\nHello, World!";
   }
 }
 
@@ -123,7 +128,8 @@ void tiny_http_server::loop() {
   // Writes what is pending; returns false when the client is gone.
   auto flush = [&](accepted_connection& c) {
     while (c.out_pos < c.out.size()) {
-      const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+      const ssize_t n =
+          ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
         c.out_pos += static_cast<std::size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -204,7 +210,8 @@ void tiny_http_server::loop() {
         if (c.in.size() - pos < total) break;
         const std::size_t sp1 = head.find(' ');
         const std::size_t sp2 = head.find(' ', sp1 + 1);
-        respond(c, sp1 == std::string_view::npos ? std::string_view{} : head.substr(sp1 + 1, sp2 - sp1 - 1));
+        respond(c, sp1 == std::string_view::npos ? std::string_view{}
+                                                 : head.substr(sp1 + 1, sp2 - sp1 - 1));
         if (!c.hung) served_.fetch_add(1, std::memory_order_relaxed);
         pos += total;
       }

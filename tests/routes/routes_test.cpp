@@ -45,8 +45,8 @@ TEST(iso8601, matches_to_iso_string) {
 
 TEST(iso8601, truncates_sub_milliseconds_toward_minus_infinity) {
   using namespace std::chrono;
-  const auto t = system_clock::time_point(duration_cast<system_clock::duration>(
-      milliseconds(1764407739123) + microseconds(999)));
+  const auto t = system_clock::time_point(
+      duration_cast<system_clock::duration>(milliseconds(1764407739123) + microseconds(999)));
   EXPECT_EQ(routes::iso8601_ms(t), "2025-11-29T09:15:39.123Z");
   const auto before_epoch =
       system_clock::time_point(duration_cast<system_clock::duration>(microseconds(-1)));
@@ -59,9 +59,10 @@ TEST(ping_body, hono_json_of_the_reference_literal) {
 }
 
 TEST(ping_body, runtime_is_json_stringify_escaped) {
-  EXPECT_EQ(routes::ping_body("a\"b\\c\n\x01\x1f\x7f\xE2\x80\xA8", at_ms(0)),
-            "{\"ok\":true,\"pong\":true,\"runtime\":\"a\\\"b\\\\c\\n\\u0001\\u001f\x7f\xE2\x80\xA8\","
-            "\"ts\":\"1970-01-01T00:00:00.000Z\"}");
+  EXPECT_EQ(
+      routes::ping_body("a\"b\\c\n\x01\x1f\x7f\xE2\x80\xA8", at_ms(0)),
+      "{\"ok\":true,\"pong\":true,\"runtime\":\"a\\\"b\\\\c\\n\\u0001\\u001f\x7f\xE2\x80\xA8\","
+      "\"ts\":\"1970-01-01T00:00:00.000Z\"}");
 }
 
 // ---------------------------------------------------------------- TextDecoder (fatal)
@@ -81,17 +82,17 @@ TEST(utf8, accepts_well_formed_and_strips_one_bom) {
 
 TEST(utf8, rejects_what_fatal_text_decoder_rejects) {
   for (const std::string& bad : {
-           "\xC0\x80"s,              // overlong NUL
-           "\xC1\xBF"s,              // overlong
-           "\xE0\x80\xAF"s,          // overlong '/'
-           "\xF0\x8F\xBF\xBF"s,      // overlong U+FFFF
-           "\xED\xA0\x80"s,          // U+D800 encoded
-           "\xED\xBF\xBF"s,          // U+DFFF encoded
-           "\xF4\x90\x80\x80"s,      // U+110000
-           "\xF5\x80\x80\x80"s,      // lead byte past F4
-           "\xE2\x82"s,              // truncated
+           "\xC0\x80"s,                  // overlong NUL
+           "\xC1\xBF"s,                  // overlong
+           "\xE0\x80\xAF"s,              // overlong '/'
+           "\xF0\x8F\xBF\xBF"s,          // overlong U+FFFF
+           "\xED\xA0\x80"s,              // U+D800 encoded
+           "\xED\xBF\xBF"s,              // U+DFFF encoded
+           "\xF4\x90\x80\x80"s,          // U+110000
+           "\xF5\x80\x80\x80"s,          // lead byte past F4
+           "\xE2\x82"s,                  // truncated
            "{\"a\":\"\xF0\x9F\x98\"}"s,  // truncated inside a string
-           "\x80"s,                  // stray continuation
+           "\x80"s,                      // stray continuation
            "\xFF"s,
        }) {
     EXPECT_FALSE(routes::utf8::decode_fatal(bad).has_value()) << testing::PrintToString(bad);
@@ -104,9 +105,19 @@ bool parses(std::string_view text) { return js::document::parse(text).has_value(
 
 TEST(json_parse, accepts_what_json_parse_accepts) {
   for (const std::string_view ok : {
-           R"({})", " \t\r\n{} \t\r\n", R"([])", "5", "-0", R"("s")", "null", "true",
+           R"({})",
+           " \t\r\n{} \t\r\n",
+           R"([])",
+           "5",
+           "-0",
+           R"("s")",
+           "null",
+           "true",
            R"({"a":[1,2.5e3,-0.0,1E+2,1e-2,{"b":null}],"c":"\u0000\"\\\/\b\f\n\r\t"})",
-           R"({"a":"\ud800"})", R"({"a":"\uDC00\uD800"})", R"({"":1})", "1e400",
+           R"({"a":"\ud800"})",
+           R"({"a":"\uDC00\uD800"})",
+           R"({"":1})",
+           "1e400",
            "123456789012345678901234567890",
        }) {
     EXPECT_TRUE(parses(ok)) << ok;
@@ -115,12 +126,41 @@ TEST(json_parse, accepts_what_json_parse_accepts) {
 
 TEST(json_parse, rejects_what_json_parse_rejects) {
   for (const std::string_view bad : {
-           "", " ", R"({"a":1,})", R"([1,])", R"({"a":1}/**/)", "//\n{}", R"({"a":NaN})",
-           "{'a':1}", R"({"a":01})", R"({"a":1.})", R"({"a":.5})", R"({"a":+1})", R"({"a":-})",
-           R"({"a":1e})", R"({"a":Infinity})", R"({"a":"\x41"})", R"({"a":"\u12G4"})",
-           "{\"a\":\"tab\there\"}", "{\"a\":\"nl\nhere\"}", R"({"a" 1})", R"({a:1})",
-           "{}x", "{} {}", "\xC2\xA0{}", "\v{}", "\f{}", "\xEF\xBB\xBF{}", R"({"a":tru})",
-           R"({"a":nul})", R"([1 2])", R"({"a":1 "b":2})", "[", "{", R"({"a")", R"(")",
+           "",
+           " ",
+           R"({"a":1,})",
+           R"([1,])",
+           R"({"a":1}/**/)",
+           "//\n{}",
+           R"({"a":NaN})",
+           "{'a':1}",
+           R"({"a":01})",
+           R"({"a":1.})",
+           R"({"a":.5})",
+           R"({"a":+1})",
+           R"({"a":-})",
+           R"({"a":1e})",
+           R"({"a":Infinity})",
+           R"({"a":"\x41"})",
+           R"({"a":"\u12G4"})",
+           "{\"a\":\"tab\there\"}",
+           "{\"a\":\"nl\nhere\"}",
+           R"({"a" 1})",
+           R"({a:1})",
+           "{}x",
+           "{} {}",
+           "\xC2\xA0{}",
+           "\v{}",
+           "\f{}",
+           "\xEF\xBB\xBF{}",
+           R"({"a":tru})",
+           R"({"a":nul})",
+           R"([1 2])",
+           R"({"a":1 "b":2})",
+           "[",
+           "{",
+           R"({"a")",
+           R"(")",
        }) {
     EXPECT_FALSE(parses(bad)) << testing::PrintToString(std::string(bad));
   }
@@ -168,7 +208,9 @@ TEST(json_parse, string_escapes_become_wtf8) {
   EXPECT_EQ(text(R"("\ud83d")"), "\xED\xA0\xBD");            // a lone one stays (WTF-8)
   EXPECT_EQ(text(R"("\ude00\ud83d")"), "\xED\xB8\x80\xED\xA0\xBD");
   EXPECT_EQ(text(R"("\ud83dx")"), "\xED\xA0\xBDx");
-  EXPECT_EQ(text(R"("\ud83d\u0041")"), "\xED\xA0\xBD" "A");
+  EXPECT_EQ(text(R"("\ud83d\u0041")"),
+            "\xED\xA0\xBD"
+            "A");
   EXPECT_EQ(text(R"("a\u0000b")"), "a\0b"s);
   EXPECT_EQ(text("\"raw \xF0\x9F\x98\x80 \x7f\""), "raw \xF0\x9F\x98\x80 \x7f");
 }
@@ -210,19 +252,69 @@ TEST(js_number, string_to_number) {
   };
   const std::string huge_hex = "0x" + std::string(256, 'f');  // >= 2^1024 - 2^970: overflows
   const row rows[] = {
-      {"12", 12}, {" 42 ", 42}, {"", 0}, {" \n\t ", 0}, {"\xC2\xA0" "7\xE3\x80\x80", 7},
-      {"-3.5", -3.5}, {"+3.5", 3.5}, {".5", 0.5}, {"5.", 5}, {"1e3", 1000}, {"1E+3", 1000},
-      {"1e-3", 0.001}, {"0x10", 16}, {"0X1f", 31}, {"0o17", 15}, {"0O7", 7}, {"0b101", 5},
-      {"0B1", 1}, {"Infinity", kInf}, {"+Infinity", kInf}, {"-Infinity", -kInf},
-      {"1e21", 1e21}, {"1e400", kInf}, {"-1e400", -kInf}, {"00012", 12}, {"-0", -0.0},
+      {"12", 12},
+      {" 42 ", 42},
+      {"", 0},
+      {" \n\t ", 0},
+      {"\xC2\xA0"
+       "7\xE3\x80\x80",
+       7},
+      {"-3.5", -3.5},
+      {"+3.5", 3.5},
+      {".5", 0.5},
+      {"5.", 5},
+      {"1e3", 1000},
+      {"1E+3", 1000},
+      {"1e-3", 0.001},
+      {"0x10", 16},
+      {"0X1f", 31},
+      {"0o17", 15},
+      {"0O7", 7},
+      {"0b101", 5},
+      {"0B1", 1},
+      {"Infinity", kInf},
+      {"+Infinity", kInf},
+      {"-Infinity", -kInf},
+      {"1e21", 1e21},
+      {"1e400", kInf},
+      {"-1e400", -kInf},
+      {"00012", 12},
+      {"-0", -0.0},
       {"0x20000000000001", 9007199254740992.0},  // 2^53 + 1 rounds to even
       {huge_hex, kInf},
   };
   for (const row& r : rows) EXPECT_EQ(js::string_to_number(r.in), r.out) << r.in;
   for (const std::string_view nan : {
-           "1_000", "0x", "0o", "0b", "0x1g", "0b2", "0o8", "-0x10", "+0x10", "1,2", "abc",
-           "infinity", "inf", "NaN", "Infinityx", "1e", "1e+", ".", "+", "-", "e5", "..5",
-           "5..", "1 2", "\xE2\x80\x8B" "1", "\xED\xA0\xBD", "0x1.8", "1d", "١",
+           "1_000",
+           "0x",
+           "0o",
+           "0b",
+           "0x1g",
+           "0b2",
+           "0o8",
+           "-0x10",
+           "+0x10",
+           "1,2",
+           "abc",
+           "infinity",
+           "inf",
+           "NaN",
+           "Infinityx",
+           "1e",
+           "1e+",
+           ".",
+           "+",
+           "-",
+           "e5",
+           "..5",
+           "5..",
+           "1 2",
+           "\xE2\x80\x8B"
+           "1",
+           "\xED\xA0\xBD",
+           "0x1.8",
+           "1d",
+           "١",
        }) {
     EXPECT_TRUE(std::isnan(js::string_to_number(nan))) << nan;
   }
@@ -285,19 +377,46 @@ TEST(js_number, to_locale_string_en_us) {
 
 TEST(zod_email, matches_the_zod323_regex) {
   for (const std::string_view ok : {
-           "ari@example.com", "A.B-C_d+e'f@sub.Example.CO", "x@y.zz", "1@2.ab", "a-@b-.cd",
-           "'a@b.cd", "a@1.2.3.ab", "_@a.bc", "+@a.bc", "-@a.bc",
+           "ari@example.com",
+           "A.B-C_d+e'f@sub.Example.CO",
+           "x@y.zz",
+           "1@2.ab",
+           "a-@b-.cd",
+           "'a@b.cd",
+           "a@1.2.3.ab",
+           "_@a.bc",
+           "+@a.bc",
+           "-@a.bc",
        }) {
     EXPECT_TRUE(routes::is_zod_email(ok)) << ok;
   }
   for (const std::string_view bad : {
-           "", "ari", "@example.com", "ari@", "ari@example", "ari@example.c", "ari@example.c0m",
-           ".ari@example.com", "a..b@example.com", "ari.@example.com", "ari'@example.com",
-           "ari@@example.com", "a@b@example.com", "ari@.example.com", "ari@example..com",
-           "ari@-example.com", "ari@exa_mple.com", "ari @example.com", "ari@example.com ",
-           "ari@example.com\n", "\xC3\xA9@example.com", "ari@\xC3\xA9xample.com",
+           "",
+           "ari",
+           "@example.com",
+           "ari@",
+           "ari@example",
+           "ari@example.c",
+           "ari@example.c0m",
+           ".ari@example.com",
+           "a..b@example.com",
+           "ari.@example.com",
+           "ari'@example.com",
+           "ari@@example.com",
+           "a@b@example.com",
+           "ari@.example.com",
+           "ari@example..com",
+           "ari@-example.com",
+           "ari@exa_mple.com",
+           "ari @example.com",
+           "ari@example.com ",
+           "ari@example.com\n",
+           "\xC3\xA9@example.com",
+           "ari@\xC3\xA9xample.com",
            "ari@example.\xC5\xBF\xC5\xBF",  // U+017F folds to 'S' only with the u flag
-           "a\"b@example.com", "ari@example.com.", "ari@exam ple.com",
+           "a\"b@example.com",
+           "ari@example.com.",
+           "ari@exam ple.com",
        }) {
     EXPECT_FALSE(routes::is_zod_email(bad)) << testing::PrintToString(std::string(bad));
   }
@@ -308,15 +427,42 @@ TEST(zod_email, matches_the_zod323_regex) {
 // The whole page for the reference benchmark's load-test body, written out by hand from React
 // 18.3's rules.
 const std::string kReferencePage =
-    R"html(<!doctype html><html lang="en"><head><meta charSet="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/><title>Ari - SSR Card</title><style>
-          body { margin: 0; font-family: ui-sans-serif, system-ui, sans-serif; background: #f7f8fa; color: #111827; }
-          main { min-height: 100vh; display: grid; place-items: center; padding: 24px; }
-          article { width: min(680px, 100%); background: #fff; border: 1px solid #e5e7eb; border-radius: 16px; padding: 20px; }
-          h1 { margin: 0 0 8px; font-size: 1.4rem; }
-          p { margin: 0 0 10px; line-height: 1.45; }
-          .meta { color: #4b5563; font-size: 0.92rem; display: flex; gap: 12px; flex-wrap: wrap; }
-          .pill { display: inline-block; background: #eef2ff; color: #4338ca; border-radius: 999px; padding: 4px 10px; font-weight: 600; }
-        </style></head><body><main><article><h1>Ari</h1><p>Building on Knitting</p><div class="meta"><span class="pill">PRO<!-- --> plan</span><span>17<!-- --> projects</span><span>Rendered at <!-- -->2026-01-02T03:04:05.678Z</span></div></article></main></body></html>)html";
+    R"html(<!doctype html><html lang="en"><head><meta charSet="utf-8"/><meta name="viewport)html"
+    R"html(" co)html"
+    R"html(ntent="width=device-width, initial-scale=1"/><title>Ari - SSR Card</title><style)html"
+    R"html(>)html"
+    "\n"
+    R"html(          body { margin: 0; font-family: ui-sans-serif, system-ui, sans-serif; b)html"
+    R"html(ackg)html"
+    R"html(round: #f7f8fa; color: #111827; })html"
+    "\n"
+    R"html(          main { min-height: 100vh; display: grid; place-items: center; padding:)html"
+    R"html( 24p)html"
+    R"html(x; })html"
+    "\n"
+    R"html(          article { width: min(680px, 100%); background: #fff; border: 1px solid)html"
+    R"html( #e5)html"
+    R"html(e7eb; border-radius: 16px; padding: 20px; })html"
+    "\n"
+    R"html(          h1 { margin: 0 0 8px; font-size: 1.4rem; })html"
+    "\n"
+    R"html(          p { margin: 0 0 10px; line-height: 1.45; })html"
+    "\n"
+    R"html(          .meta { color: #4b5563; font-size: 0.92rem; display: flex; gap: 12px; )html"
+    R"html(flex)html"
+    R"html(-wrap: wrap; })html"
+    "\n"
+    R"html(          .pill { display: inline-block; background: #eef2ff; color: #4338ca; bo)html"
+    R"html(rder)html"
+    R"html(-radius: 999px; padding: 4px 10px; font-weight: 600; })html"
+    "\n"
+    R"html(        </style></head><body><main><article><h1>Ari</h1><p>Building on Knitting<)html"
+    R"html(/p><)html"
+    R"html(div class="meta"><span class="pill">PRO<!-- --> plan</span><span>17<!-- --> proj)html"
+    R"html(ects)html"
+    R"html(</span><span>Rendered at <!-- -->2026-01-02T03:04:05.678Z</span></div></article>)html"
+    R"html(</ma)html"
+    R"html(in></body></html>)html";
 
 // The page for arbitrary field values, built from the reference page so only the fields differ.
 std::string page(std::string_view title, std::string_view h1, std::string_view bio,
@@ -367,17 +513,26 @@ TEST(ssr, rendered_at_is_the_last_text_node) {
 
 TEST(ssr, unusable_bodies_render_the_defaults) {
   for (const std::string& body : {
-           ""s, "{}"s, "[]"s, "null"s, "5"s, R"("str")"s, "true"s, "{"s, R"({"name":"Ari",})"s,
-           "\xC0\x80"s, "{\"name\":\"\xED\xA0\x80\"}"s, "{\"name\":\"Ari\xE2\x82\"}"s,
-           "\xEF\xBB\xBF\xEF\xBB\xBF{\"name\":\"Ari\"}"s, R"([{"name":"Ari"}])"s,
+           ""s,
+           "{}"s,
+           "[]"s,
+           "null"s,
+           "5"s,
+           R"("str")"s,
+           "true"s,
+           "{"s,
+           R"({"name":"Ari",})"s,
+           "\xC0\x80"s,
+           "{\"name\":\"\xED\xA0\x80\"}"s,
+           "{\"name\":\"Ari\xE2\x82\"}"s,
+           "\xEF\xBB\xBF\xEF\xBB\xBF{\"name\":\"Ari\"}"s,
+           R"([{"name":"Ari"}])"s,
        }) {
     EXPECT_EQ(ssr(body), kDefaultPage) << testing::PrintToString(body);
   }
 }
 
-TEST(ssr, leading_bom_is_stripped) {
-  EXPECT_EQ(h1_of("\xEF\xBB\xBF{\"name\":\"Ari\"}"), "Ari");
-}
+TEST(ssr, leading_bom_is_stripped) { EXPECT_EQ(h1_of("\xEF\xBB\xBF{\"name\":\"Ari\"}"), "Ari"); }
 
 TEST(ssr, name_and_bio_are_trimmed_strings_or_defaults) {
   EXPECT_EQ(h1_of(R"({"name":"  Ari  "})"), "Ari");
@@ -388,7 +543,9 @@ TEST(ssr, name_and_bio_are_trimmed_strings_or_defaults) {
   EXPECT_EQ(h1_of(R"({"name":null})"), "Anonymous");
   EXPECT_EQ(h1_of(R"({"name":["Ari"]})"), "Anonymous");
   EXPECT_EQ(h1_of(R"({"name":{"first":"Ari"}})"), "Anonymous");
-  EXPECT_EQ(h1_of(R"({"name":"\u200bAri"})"), "\xE2\x80\x8B" "Ari");  // ZWSP is not trimmed
+  EXPECT_EQ(h1_of(R"({"name":"\u200bAri"})"),
+            "\xE2\x80\x8B"
+            "Ari");  // ZWSP is not trimmed
   EXPECT_EQ(h1_of(R"({"name":" A  r i "})"), "A  r i");
   EXPECT_EQ(bio_of(R"({"bio":"  hello\nworld  "})"), "hello\nworld");
   EXPECT_EQ(bio_of(R"({"bio":"   "})"), "No bio yet.");
@@ -414,16 +571,48 @@ TEST(ssr, projects_follow_number_floor_and_clamp) {
     std::string_view shown;
   };
   const row rows[] = {
-      {"17", "17"}, {"1234", "1,234"}, {"100000", "100,000"}, {"100001", "100,000"},
-      {"1234567", "100,000"}, {"1e21", "100,000"}, {"\"1e21\"", "100,000"},
-      {"1e400", "0"}, {"-1e400", "0"}, {"\"Infinity\"", "0"}, {"\"-Infinity\"", "0"},
-      {"\"12\"", "12"}, {"\" 42 \"", "42"}, {"\"\"", "0"}, {"\"   \"", "0"}, {"null", "0"},
-      {"true", "1"}, {"false", "0"}, {"[]", "0"}, {"[7]", "7"}, {"[[3]]", "3"},
-      {"[null]", "0"}, {"[1,2]", "0"}, {"{}", "0"}, {"\"0x10\"", "16"}, {"\"0b11\"", "3"},
-      {"\"0o10\"", "8"}, {"\"1_000\"", "0"}, {"\"0x\"", "0"}, {"\"abc\"", "0"},
-      {"-0.5", "0"}, {"-1", "0"}, {"-0", "0"}, {"0.999", "0"}, {"99.9", "99"},
-      {"1999.5", "1,999"}, {"\"5.\"", "5"}, {"\".5\"", "0"}, {"\"1e3\"", "1,000"},
-      {"[\"2500\"]", "2,500"}, {"[1e21]", "100,000"}, {"99999.99999999999", "99,999"},
+      {"17", "17"},
+      {"1234", "1,234"},
+      {"100000", "100,000"},
+      {"100001", "100,000"},
+      {"1234567", "100,000"},
+      {"1e21", "100,000"},
+      {"\"1e21\"", "100,000"},
+      {"1e400", "0"},
+      {"-1e400", "0"},
+      {"\"Infinity\"", "0"},
+      {"\"-Infinity\"", "0"},
+      {"\"12\"", "12"},
+      {"\" 42 \"", "42"},
+      {"\"\"", "0"},
+      {"\"   \"", "0"},
+      {"null", "0"},
+      {"true", "1"},
+      {"false", "0"},
+      {"[]", "0"},
+      {"[7]", "7"},
+      {"[[3]]", "3"},
+      {"[null]", "0"},
+      {"[1,2]", "0"},
+      {"{}", "0"},
+      {"\"0x10\"", "16"},
+      {"\"0b11\"", "3"},
+      {"\"0o10\"", "8"},
+      {"\"1_000\"", "0"},
+      {"\"0x\"", "0"},
+      {"\"abc\"", "0"},
+      {"-0.5", "0"},
+      {"-1", "0"},
+      {"-0", "0"},
+      {"0.999", "0"},
+      {"99.9", "99"},
+      {"1999.5", "1,999"},
+      {"\"5.\"", "5"},
+      {"\".5\"", "0"},
+      {"\"1e3\"", "1,000"},
+      {"[\"2500\"]", "2,500"},
+      {"[1e21]", "100,000"},
+      {"99999.99999999999", "99,999"},
       {"\"0x186A0\"", "100,000"},
   };
   for (const row& r : rows) {
@@ -449,10 +638,11 @@ TEST(ssr, other_characters_pass_through_unescaped) {
 }
 
 TEST(ssr, lone_surrogates_are_written_as_replacement_characters) {
-  EXPECT_EQ(h1_of(R"({"name":"a\ud800b"})"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(h1_of(R"({"name":"a\ud800b"})"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(bio_of(R"({"bio":"\udfff\ud83d"})"), "\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(field(ssr(R"({"name":"\ud800"})"), "<title>", "</title>"),
-            "\xEF\xBF\xBD - SSR Card");
+  EXPECT_EQ(field(ssr(R"({"name":"\ud800"})"), "<title>", "</title>"), "\xEF\xBF\xBD - SSR Card");
 }
 
 TEST(ssr, duplicate_keys_last_wins) {
@@ -502,8 +692,7 @@ std::string base64url_decode(std::string_view in) {
 }
 
 std::string base64url_of(const unsigned char* data, std::size_t n) {
-  static constexpr char kA[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static constexpr char kA[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out;
   for (std::size_t i = 0; i < n; i += 3) {
     std::uint32_t v = static_cast<std::uint32_t>(data[i]) << 16;
@@ -563,12 +752,13 @@ TEST(jwt, reference_body_gives_the_exact_response) {
   // Token computed independently (Python hmac/base64) for secret "hello", iat 1700000000.
   EXPECT_EQ(*response,
             R"({"ok":true,"token":"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.)"
-            R"(eyJzdWIiOiJ1XzQyIiwiZW1haWwiOiJhcmlAZXhhbXBsZS5jb20iLCJyb2xlIjoiYWRtaW4iLCJpYXQiOjE3MDAwMDAwMDAsImV4cCI6MTcwMDAwMDkwMH0.)"
+            R"(eyJzdWIiOiJ1XzQyIiwiZW1haWwiOiJhcmlAZXhhbXBsZS5jb20iLCJyb2xlIjoiYWRtaW4iLCJp)"
+            R"(YXQiOjE3MDAwMDAwMDAsImV4cCI6MTcwMDAwMDkwMH0.)"
             R"(JYoyaGRaSuJGyV7wXt75BvptB0V2EpQmA2L9ChfGV9o","sub":"u_42","exp":1700000900})");
   const decoded_jwt d = decode(*response, kSecret);
   EXPECT_EQ(d.header, R"({"alg":"HS256","typ":"JWT"})");
-  EXPECT_EQ(d.payload,
-            R"({"sub":"u_42","email":"ari@example.com","role":"admin","iat":1700000000,"exp":1700000900})");
+  EXPECT_EQ(d.payload, R"({"sub":"u_42","email":"ari@example.com","role":"admin",)"
+                       R"("iat":1700000000,"exp":1700000900})");
   EXPECT_TRUE(d.signature_ok);
 }
 
@@ -592,16 +782,17 @@ TEST(jwt, ttl_follows_number_floor_and_clamp) {
     std::int64_t seconds;
   };
   const row rows[] = {
-      {"", 900}, {"900", 900}, {"60", 60}, {"30", 30}, {"29", 30}, {"10", 30}, {"-5", 30},
-      {"86400", 86400}, {"86401", 86400}, {"100000", 86400}, {"45.9", 45}, {"\"60\"", 60},
-      {"\" 120 \"", 120}, {"null", 30}, {"true", 30}, {"false", 30}, {"\"\"", 30},
-      {"\"abc\"", 900}, {"1e400", 900}, {"\"Infinity\"", 900}, {"[120]", 120}, {"[]", 30},
-      {"[1,2]", 900}, {"{}", 900}, {"\"0x3c\"", 60}, {"1e21", 86400},
+      {"", 900},       {"900", 900},   {"60", 60},         {"30", 30},       {"29", 30},
+      {"10", 30},      {"-5", 30},     {"86400", 86400},   {"86401", 86400}, {"100000", 86400},
+      {"45.9", 45},    {"\"60\"", 60}, {"\" 120 \"", 120}, {"null", 30},     {"true", 30},
+      {"false", 30},   {"\"\"", 30},   {"\"abc\"", 900},   {"1e400", 900},   {"\"Infinity\"", 900},
+      {"[120]", 120},  {"[]", 30},     {"[1,2]", 900},     {"{}", 900},      {"\"0x3c\"", 60},
+      {"1e21", 86400},
   };
   for (const row& r : rows) {
-    const std::string body =
-        r.ttl.empty() ? R"({"user":{"id":"u"}})"
-                      : R"({"user":{"id":"u"},"ttlSec":)" + std::string(r.ttl) + "}";
+    const std::string body = r.ttl.empty()
+                                 ? R"({"user":{"id":"u"}})"
+                                 : R"({"user":{"id":"u"},"ttlSec":)" + std::string(r.ttl) + "}";
     const auto response = jwt(body);
     ASSERT_TRUE(response) << body;
     const std::string exp = std::to_string(kNow + r.seconds);
@@ -614,24 +805,42 @@ TEST(jwt, ttl_follows_number_floor_and_clamp) {
 
 TEST(jwt, bad_requests_give_nullopt) {
   for (const std::string& body : {
-           ""s, "{"s, "[]"s, "null"s, "5"s, R"("str")"s, "{}"s, R"({"user":null})"s,
-           R"({"user":[]})"s, R"({"user":"u_42"})"s, R"({"user":{}})"s, R"({"user":{"id":""}})"s,
-           R"({"user":{"id":5}})"s, R"({"user":{"id":null}})"s, R"({"user":{"id":["u"]}})"s,
-           R"({"user":{"id":"u","email":"nope"}})"s, R"({"user":{"id":"u","email":null}})"s,
-           R"({"user":{"id":"u","email":""}})"s, R"({"user":{"id":"u","email":5}})"s,
-           R"({"user":{"id":"u","role":""}})"s, R"({"user":{"id":"u","role":null}})"s,
-           R"({"user":{"id":"u","role":7}})"s, R"({"User":{"id":"u"}})"s,
-           "{\"user\":{\"id\":\"\xC0\x80\"}}"s, "\xEF\xBB\xBF\xEF\xBB\xBF{\"user\":{\"id\":\"u\"}}"s,
+           ""s,
+           "{"s,
+           "[]"s,
+           "null"s,
+           "5"s,
+           R"("str")"s,
+           "{}"s,
+           R"({"user":null})"s,
+           R"({"user":[]})"s,
+           R"({"user":"u_42"})"s,
+           R"({"user":{}})"s,
+           R"({"user":{"id":""}})"s,
+           R"({"user":{"id":5}})"s,
+           R"({"user":{"id":null}})"s,
+           R"({"user":{"id":["u"]}})"s,
+           R"({"user":{"id":"u","email":"nope"}})"s,
+           R"({"user":{"id":"u","email":null}})"s,
+           R"({"user":{"id":"u","email":""}})"s,
+           R"({"user":{"id":"u","email":5}})"s,
+           R"({"user":{"id":"u","role":""}})"s,
+           R"({"user":{"id":"u","role":null}})"s,
+           R"({"user":{"id":"u","role":7}})"s,
+           R"({"User":{"id":"u"}})"s,
+           "{\"user\":{\"id\":\"\xC0\x80\"}}"s,
+           "\xEF\xBB\xBF\xEF\xBB\xBF{\"user\":{\"id\":\"u\"}}"s,
            R"({"user":{"id":"u"},})"s,
        }) {
     EXPECT_FALSE(jwt(body).has_value()) << testing::PrintToString(body);
   }
   EXPECT_TRUE(jwt("\xEF\xBB\xBF{\"user\":{\"id\":\"u\"}}").has_value());  // one BOM is fine
-  EXPECT_TRUE(jwt(R"({"user":{"id":" "}})").has_value());  // min(1) does not trim
+  EXPECT_TRUE(jwt(R"({"user":{"id":" "}})").has_value());                 // min(1) does not trim
 }
 
 TEST(jwt, strings_are_json_stringify_escaped) {
-  const auto response = jwt(R"({"user":{"id":"a\"b\\c\n\u0001\u2028\ud800\ud83d\ude00","role":"<&>"}})");
+  const auto response =
+      jwt(R"({"user":{"id":"a\"b\\c\n\u0001\u2028\ud800\ud83d\ude00","role":"<&>"}})");
   ASSERT_TRUE(response);
   const std::string sub = "\"a\\\"b\\\\c\\n\\u0001\xE2\x80\xA8\\ud800\xF0\x9F\x98\x80\"";
   EXPECT_TRUE(response->ends_with(",\"sub\":" + sub + ",\"exp\":1700000900}")) << *response;
@@ -642,7 +851,8 @@ TEST(jwt, strings_are_json_stringify_escaped) {
 }
 
 TEST(jwt, secrets_are_kept_per_thread_and_re_keyed) {
-  for (const std::string_view secret : {"hello", "other", "hello", "a much longer secret "
+  for (const std::string_view secret : {"hello", "other", "hello",
+                                        "a much longer secret "
                                         "that exceeds the sixty-four byte SHA-256 block size!!"}) {
     const auto response = routes::issue_jwt(kReferenceJwtBody, secret, kNow);
     ASSERT_TRUE(response);

@@ -37,9 +37,9 @@ TEST(admission, a_saturated_pool_makes_the_call_wait_one_interval_per_completion
 
 TEST(admission, before_any_measurement_the_call_time_is_shared_by_the_workers) {
   EXPECT_EQ(expected_wait({5, 1, 10ms, 0ns}), 50ms);
-  EXPECT_EQ(expected_wait({5, 2, 10ms, 0ns}), 20ms);   // 4 completions x 10 ms / 2 workers
-  EXPECT_EQ(expected_wait({100, 4, 0ns, 0ns}), 0ns);   // no estimate at all yet
-  EXPECT_EQ(expected_wait({3, 0, 10ms, 0ns}), 30ms);   // zero threads read as one
+  EXPECT_EQ(expected_wait({5, 2, 10ms, 0ns}), 20ms);  // 4 completions x 10 ms / 2 workers
+  EXPECT_EQ(expected_wait({100, 4, 0ns, 0ns}), 0ns);  // no estimate at all yet
+  EXPECT_EQ(expected_wait({3, 0, 10ms, 0ns}), 30ms);  // zero threads read as one
 }
 
 TEST(admission, expected_wait_saturates_instead_of_overflowing) {

@@ -78,8 +78,7 @@ TEST(config, bun_profile_and_overrides) {
   const server_config bun = parse({{"KNIT_COST_PROFILE", "bun"}});
   EXPECT_EQ(bun.ssr_cost_us, 76u);
   EXPECT_EQ(bun.jwt_cost_us, 72u);
-  const server_config mixed =
-      parse({{"KNIT_COST_PROFILE", "bun"}, {"KNIT_JWT_COST_US", "10"}});
+  const server_config mixed = parse({{"KNIT_COST_PROFILE", "bun"}, {"KNIT_JWT_COST_US", "10"}});
   EXPECT_EQ(mixed.ssr_cost_us, 76u);
   EXPECT_EQ(mixed.jwt_cost_us, 10u);
   const server_config native = parse({{"KNIT_COST_PROFILE", "native"}, {"KNIT_SSR_COST_US", "5"}});
@@ -88,12 +87,15 @@ TEST(config, bun_profile_and_overrides) {
 }
 
 TEST(config, bad_values_name_the_variable_and_the_value) {
-  const std::map<std::string, std::string> bad = {
-      {"PORT", "abc"},          {"PORT", "65536"},
-      {"HOST", "example.com"},  {"KNIT_MODE", "Pooled"},
-      {"KNIT_COST_PROFILE", "node"}, {"KNIT_SSR_COST_US", "-1"},
-      {"KNIT_JWT_COST_US", "0x10"},  {"KNIT_MAX_CONNECTIONS", "0"},
-      {"KNIT_IDLE_TIMEOUT_MS", "1.5"}};
+  const std::map<std::string, std::string> bad = {{"PORT", "abc"},
+                                                  {"PORT", "65536"},
+                                                  {"HOST", "example.com"},
+                                                  {"KNIT_MODE", "Pooled"},
+                                                  {"KNIT_COST_PROFILE", "node"},
+                                                  {"KNIT_SSR_COST_US", "-1"},
+                                                  {"KNIT_JWT_COST_US", "0x10"},
+                                                  {"KNIT_MAX_CONNECTIONS", "0"},
+                                                  {"KNIT_IDLE_TIMEOUT_MS", "1.5"}};
   for (const auto& [name, value] : bad) {
     const std::string message = error_of({{name, value}});
     EXPECT_NE(message.find(name), std::string::npos) << name << "=" << value << ": " << message;
@@ -138,7 +140,7 @@ TEST(config, stop_grace_never_exceeds_the_stop_timeout) {
   EXPECT_EQ(server_config{}.stop_grace, milliseconds(5000));
   EXPECT_EQ(stop_grace_for(milliseconds(10'000)), milliseconds(5000));  // the default timeout
   EXPECT_EQ(stop_grace_for(milliseconds(500)), milliseconds(500));
-  EXPECT_EQ(stop_grace_for(milliseconds(0)), milliseconds(5000));       // 0: no bound
+  EXPECT_EQ(stop_grace_for(milliseconds(0)), milliseconds(5000));  // 0: no bound
 }
 
 TEST(config, mode_names) {

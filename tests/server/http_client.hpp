@@ -25,11 +25,11 @@ struct http_response {
 
 // How reading one response ended.
 enum class read_outcome {
-  complete,          // a whole response (status line, headers, Content-Length bytes of body)
-  closed_cleanly,    // the server closed (FIN or RST) before sending any byte of a response
-  partial,           // the connection ended in the middle of a response: a lost response
-  timed_out,         // nothing complete within the deadline
-  malformed,         // bytes that are not an HTTP/1.1 response with a Content-Length
+  complete,        // a whole response (status line, headers, Content-Length bytes of body)
+  closed_cleanly,  // the server closed (FIN or RST) before sending any byte of a response
+  partial,         // the connection ended in the middle of a response: a lost response
+  timed_out,       // nothing complete within the deadline
+  malformed,       // bytes that are not an HTTP/1.1 response with a Content-Length
 };
 
 const char* to_string(read_outcome outcome);

@@ -1,4 +1,5 @@
-// log_writer.hpp: whole lines or none, never blocking, never SIGPIPE, and the inherited fd left as it was.
+// log_writer.hpp: whole lines or none, never blocking, never SIGPIPE, and the inherited fd left as
+// it was.
 #include "log_writer.hpp"  // first: the header must be self-contained
 
 #include <fcntl.h>
@@ -83,7 +84,8 @@ TEST(log_writer, a_full_pipe_drops_and_counts_instead_of_blocking) {
 
 TEST(log_writer, a_reader_that_has_gone_is_a_dropped_line) {
   // The server ignores SIGPIPE; so must this process, or EPIPE would arrive as a signal.
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
   {

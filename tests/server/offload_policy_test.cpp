@@ -179,13 +179,14 @@ TEST(offload_options, defaults_when_unset_or_empty) {
 TEST(offload_options, reads_a_value_in_range) {
   EXPECT_EQ(offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", "25"}})).inline_below_us,
             25u);
-  EXPECT_EQ(offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", "1000000"}}))
-                .inline_below_us,
-            1'000'000u);
+  EXPECT_EQ(
+      offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", "1000000"}})).inline_below_us,
+      1'000'000u);
 }
 
 TEST(offload_options, rejects_bad_values_naming_the_variable) {
-  for (const char* bad : {"0", "-1", "+5", "5us", " 5", "0x10", "1000001", "99999999999999999999"}) {
+  for (const char* bad :
+       {"0", "-1", "+5", "5us", " 5", "0x10", "1000001", "99999999999999999999"}) {
     try {
       offload_options_from_env(fake_env({{"KNIT_AUTO_INLINE_US", bad}}));
       ADD_FAILURE() << "accepted " << bad;

@@ -5,9 +5,9 @@
 #include <string>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <gtest/gtest.h>
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
@@ -86,8 +86,8 @@ void run_until(boost::asio::io_context& io, const recorder& r, int calls) {
 
 TEST(placement, pool_refuses_a_call_that_admission_control_turns_away) {
   server_config cfg = test_config();
-  cfg.max_queued = 1;          // a second call finds one ahead: refused
-  cfg.ssr_cost_us = 200'000;   // the first is still running when the second comes
+  cfg.max_queued = 1;         // a second call finds one ahead: refused
+  cfg.ssr_cost_us = 200'000;  // the first is still running when the second comes
   boost::asio::io_context io{1};
   knit::pool_options options;
   options.threads = 1;

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include <boost/beast/http/fields.hpp>
 #include <gtest/gtest.h>
+#include <boost/beast/http/fields.hpp>
 
 namespace knit_server {
 namespace {

@@ -22,8 +22,7 @@ namespace {
 // The suite runs once per KNIT_MODE.
 using server_connections = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(modes, server_connections,
-                         ::testing::Values("inline", "pooled", "multi"),
+INSTANTIATE_TEST_SUITE_P(modes, server_connections, ::testing::Values("inline", "pooled", "multi"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_connections, SlowClientIsDisconnected) {
@@ -121,7 +120,10 @@ TEST_P(server_connections, ManyConcurrentClients) {
           case 0: res = c.request("GET", "/ping"); break;
           case 1: res = c.request("POST", "/ssr", kSsrBody); break;
           case 2: res = c.request("POST", "/jwt", kJwtBody); break;
-          default: res = c.request("GET", "/nope"); expected = 404; break;
+          default:
+            res = c.request("GET", "/nope");
+            expected = 404;
+            break;
         }
         (res && res->status == expected ? ok : failed)++;
       }

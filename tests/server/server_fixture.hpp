@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_process.hpp"
@@ -75,8 +75,8 @@ inline boost::json::object wait_until_counted(
     server_process& server, const char* route, int tries = 20,
     std::chrono::milliseconds wait = std::chrono::milliseconds(500)) {
   return stats_where(
-      server, [route](const boost::json::object& s) { return requests_of(s, route) >= 1; },
-      tries, wait);
+      server, [route](const boost::json::object& s) { return requests_of(s, route) >= 1; }, tries,
+      wait);
 }
 
 // Waits until the pool holds a call submitted and not completed: its worker is busy.

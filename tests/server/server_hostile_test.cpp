@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_fixture.hpp"
@@ -160,8 +160,7 @@ TEST_P(hostile_clients, BigResponseBuffersAreReleasedOnAnIdleConnection) {
 
   const json::object stats = read_stats(*server_);
   EXPECT_EQ(stats.at("connections").as_int64(), 1);  // ours, idle and kept alive
-  EXPECT_LE(stats.at("buffered_bytes").as_int64(), kIdleConnectionBytes)
-      << json::serialize(stats);
+  EXPECT_LE(stats.at("buffered_bytes").as_int64(), kIdleConnectionBytes) << json::serialize(stats);
 }
 
 // ---- stdout: a reader that has gone, a reader that never reads --------------------------

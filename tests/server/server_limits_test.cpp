@@ -170,11 +170,11 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_setting{"KNIT_MAX_CONNECTIONS", "0"},
                       bad_setting{"KNIT_IDLE_TIMEOUT_MS", "soon"},
                       bad_setting{"KNIT_MAX_QUEUE_MS", "250ms"},
-                      bad_setting{"KNIT_MAX_QUEUED", "-1"},
-                      bad_setting{"KNIT_THREADS", "many"}),
+                      bad_setting{"KNIT_MAX_QUEUED", "-1"}, bad_setting{"KNIT_THREADS", "many"}),
     [](const auto& info) {
       std::string name = std::string(info.param.name) + "_" + std::to_string(info.index);
-      std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+      std::replace_if(
+          name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
       return name;
     });
 

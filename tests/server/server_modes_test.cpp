@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_fixture.hpp"
@@ -170,8 +170,8 @@ TEST(asio_mode, SigtermWaitsForTheJobInFlightAndExitsZero) {
 TEST(asio_mode, StopDeadlineWithAJobThatWillNotFinishExitsWithCode3) {
   // A 10 s job and a 300 ms stop timeout: asio has no way to cancel the job, so the server
   // gives the connection up at the deadline and exits 3 without joining the thread.
-  server_process server(env_map{{"KNIT_MODE", "asio"}, {"KNIT_SSR_COST_US", "10000000"},
-                         {"KNIT_STOP_TIMEOUT_MS", "300"}});
+  server_process server(env_map{
+      {"KNIT_MODE", "asio"}, {"KNIT_SSR_COST_US", "10000000"}, {"KNIT_STOP_TIMEOUT_MS", "300"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection busy(server.port());
   ASSERT_TRUE(busy.send(make_request("POST", "/ssr", kSsrBody)));

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_fixture.hpp"
@@ -149,10 +149,8 @@ TEST(multi_mode, IdleTimeoutClosesIdleConnections) {
   expect_closed_silently(after_request);
   expect_closed_silently(silent);
   // Both sessions are gone from the server's set too.
-  const json::object stats =
-      stats_where(server, [](const json::object& s) {
-        return s.at("connections").as_int64() == 0;
-      });
+  const json::object stats = stats_where(
+      server, [](const json::object& s) { return s.at("connections").as_int64() == 0; });
   EXPECT_EQ(stats.at("connections").as_int64(), 0);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
@@ -189,9 +187,8 @@ TEST(multi_mode, TheStopDeadlineCutsASlowClient) {
   // A minute of idle timeout and a half-sent request: the stop grace, or at the latest the
   // stop deadline (cut_slow_clients, posted into the session's strand), ends it. Nothing
   // was answered or lost: exit 0.
-  server_process server = start_multi({{"KNIT_THREADS", "4"},
-                                       {"KNIT_IDLE_TIMEOUT_MS", "60000"},
-                                       {"KNIT_STOP_TIMEOUT_MS", "300"}});
+  server_process server = start_multi(
+      {{"KNIT_THREADS", "4"}, {"KNIT_IDLE_TIMEOUT_MS", "60000"}, {"KNIT_STOP_TIMEOUT_MS", "300"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection slow(server.port(), std::chrono::seconds(30));
   ASSERT_NO_FATAL_FAILURE(send_half_a_request(slow, server.port()));

@@ -56,13 +56,13 @@ class server_process {
   std::uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string stdout_seen() const { return stdout_seen_; }  // every stdout line read so far
-  std::string stderr_text() const;                            // all of stderr so far
+  std::string stderr_text() const;                          // all of stderr so far
 
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   std::string stderr_path_;
-  std::string pending_;      // stdout bytes read but not yet returned as a line
+  std::string pending_;  // stdout bytes read but not yet returned as a line
   std::string stdout_seen_;
   std::uint16_t port_ = 0;
 };

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_fixture.hpp"
@@ -35,9 +35,8 @@ void expect_typed(const std::optional<http_response>& res, int status,
 }
 
 // Expects `res` to be an error page: the status, the content type and the text.
-void expect_error_page(const std::optional<http_response>& res, int status,
-                       const std::string& text, const std::string& content_type,
-                       const std::string& context) {
+void expect_error_page(const std::optional<http_response>& res, int status, const std::string& text,
+                       const std::string& content_type, const std::string& context) {
   ASSERT_NO_FATAL_FAILURE(expect_typed(res, status, content_type, context));
   EXPECT_EQ(res->body, text) << context;
 }
@@ -113,9 +112,8 @@ TEST_P(server_routes, JwtRejectsAnInvalidBodyWith400) {
   ASSERT_NO_FATAL_FAILURE(start());
   connection c(port());
   for (const char* body : {"not json", "[]", R"({"user":{}})", R"({"user":{"id":""}})"}) {
-    ASSERT_NO_FATAL_FAILURE(expect_error_page(c.request("POST", "/jwt", body), 400,
-                                              "Bad request", "application/json; charset=utf-8",
-                                              body));
+    ASSERT_NO_FATAL_FAILURE(expect_error_page(c.request("POST", "/jwt", body), 400, "Bad request",
+                                              "application/json; charset=utf-8", body));
   }
 }
 

@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "http_client.hpp"
 #include "server_fixture.hpp"
@@ -129,7 +129,7 @@ TEST(stuck_call, StuckSsrGets504ThenJwtGets200OnTheReplacementWorker) {
   ASSERT_NO_FATAL_FAILURE(expect_status(ssr, 504, server.stderr_text()));
   EXPECT_NE(ssr->body.find("stuck"), std::string::npos) << ssr->body;
   EXPECT_EQ(ssr->header("content-type"), "text/plain; charset=UTF-8");
-  EXPECT_EQ(ssr->header("retry-after"), "");  // the same request would be stuck again
+  EXPECT_EQ(ssr->header("retry-after"), "");      // the same request would be stuck again
   EXPECT_NE(ssr->header("connection"), "close");  // not the client's fault: keep-alive holds
 
   // Same connection, right after: the only worker is still burning, so this 200 can only
@@ -141,7 +141,7 @@ TEST(stuck_call, StuckSsrGets504ThenJwtGets200OnTheReplacementWorker) {
   const json::object stats = read_stats(server);
   EXPECT_EQ(pool_total(stats, "calls_stuck"), 1);
   EXPECT_EQ(pool_total(stats, "workers_replaced"), 1);
-  EXPECT_LE(pool_total(stats, "retired_running"), 1);  // 1 unless the 10 s burn has ended
+  EXPECT_LE(pool_total(stats, "retired_running"), 1);       // 1 unless the 10 s burn has ended
   EXPECT_EQ(stats.at("pool").at("threads").as_int64(), 1);  // replaced, not added
 
   // Every client was answered: a clean stop, exit 0, though a thread is left burning.

@@ -36,12 +36,14 @@ TEST(stats, pooled_line_embeds_the_pool_json) {
 }
 
 TEST(stats, rejections_and_gauges) {
-  const std::string line = format_stats_line(exec_mode::pooled, {}, {4, 5, 6}, {7, 8192, 9},
-                                             std::string_view("{}"));
+  const std::string line =
+      format_stats_line(exec_mode::pooled, {}, {4, 5, 6}, {7, 8192, 9}, std::string_view("{}"));
   EXPECT_NE(line.find(R"("rejected":{"queue_delay":4,"queue_count":5,"pool_full":6})"),
-            std::string::npos) << line;
+            std::string::npos)
+      << line;
   EXPECT_NE(line.find(R"("connections":7,"buffered_bytes":8192,"log_dropped":9,)"),
-            std::string::npos) << line;
+            std::string::npos)
+      << line;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Cache-line size and a padded wrapper, so hot atomics written by different threads never share a line.
+// Cache-line size and a padded wrapper, so hot atomics written by different threads never share a
+// line.
 #pragma once
 
 #include <cstddef>

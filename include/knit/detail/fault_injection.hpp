@@ -21,7 +21,8 @@ namespace knit::detail {
 inline std::atomic<int> allocation_countdown{0};
 
 inline void check_allocation() {
-  if (allocation_countdown.load(std::memory_order_relaxed) == 0) [[likely]] return;
+  if (allocation_countdown.load(std::memory_order_relaxed) == 0) [[likely]]
+    return;
   if (allocation_countdown.fetch_sub(1, std::memory_order_relaxed) == 1) throw std::bad_alloc();
 }
 
