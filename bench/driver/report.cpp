@@ -170,7 +170,7 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
         md << "![" << ch.title << "](" << ch.file << ")\n\n";
       }
   }
-  for (const auto& p : prof) md << hosts_section(cs, p);
+  for (const auto& p : prof) md << hosts_section(cs, p, charts);
   for (const auto& p : sweep_prof) sweep_section(md, cs, p, charts);
   return md.str();
 }

@@ -41,9 +41,9 @@ std::vector<sweep_measure> sweep_measures(const std::string& mode) {
   const bool rate = mode == "rate";
   peer_metric heavy{"heavy rps", mode, true, true, rate, heavy_rps};
   peer_metric p99{"/ping p99", mode, false, false, rate, ping_p99};
-  peer_metric cpu{"CPU-us/req", mode, false, true, rate, [](const result_row& r) {
-                    return opt_d(r.cpu_us_per_req);
-                  }};
+  peer_metric cpu{"CPU-us/req", mode, false,
+                  true,         rate, [](const result_row& r) {
+                    return opt_d(r.cpu_us_per_req); }};
   const bool sat = mode == "sat";  // the goals are stated for saturating load
   return {{heavy, true, 0},
           {p99, true, sat ? 2.0 : 0},
@@ -75,8 +75,8 @@ std::vector<const measured_config*> knit_at(const std::vector<measured_config>& 
 std::string figures_row(const measured_config& c, int hosts, const std::string& workers) {
   rep_stat gen = c.stat([](const result_row& r) { return std::optional<double>(r.gen_cores); });
   return row({std::to_string(hosts), workers, c.label + mark(c), cell(c.stat(heavy_rps), 0),
-              cell(c.route("ping", &route_row_stats::p99), 2), cell(cpu_us(c), 0),
-              cell(idle(c), 3), cell(cores(c), 2), cell(gen, 2)});
+              cell(c.route("ping", &route_row_stats::p99), 2), cell(cpu_us(c), 0), cell(idle(c), 3),
+              cell(cores(c), 2), cell(gen, 2)});
 }
 
 // Rows whose generator used at least 90% of its CPUs: their throughput may be the
@@ -171,7 +171,8 @@ void mode_tables(md_stream& md, const std::vector<measured_config>& cs, const st
 
 }  // namespace
 
-std::string hosts_section(const std::vector<measured_config>& cs, const std::string& profile) {
+std::string hosts_section(const std::vector<measured_config>& cs, const std::string& profile,
+                          const std::vector<chart_ref>& charts) {
   const std::vector<int> hosts = host_counts(cs, profile);
   if (hosts.empty() || hosts.back() <= 1) return "";
   md_stream md;
@@ -187,6 +188,8 @@ std::string hosts_section(const std::vector<measured_config>& cs, const std::str
         "/ping p99 and CPU-us/req, so **above 1\u00d7 knit is ahead**; median over "
         "repetitions paired by repetition number, min\u2013max in parentheses.\n\n";
   for (const char* mode : {"sat", "rate"}) mode_tables(md, cs, profile, mode);
+  for (const auto& ch : charts)
+    if (ch.section == "hosts:" + profile) md << "![" << ch.title << "](" << ch.file << ")\n\n";
   return md.str();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/charts.hpp"
 #include "driver/configs.hpp"
 
 namespace knit::bench::report_detail {
@@ -16,7 +17,8 @@ std::optional<double> heavy_rps(const result_row& r);
 // The section for one cost profile, per load mode measured: each configuration's figures by
 // (H, W), then each knit row's ratios to inline at H and asio at (H, W), paired by
 // repetition as in "knit vs the peers", and the goals it misses. "" when every row of the
-// profile ran one host.
-std::string hosts_section(const std::vector<measured_config>& cs, const std::string& profile);
+// profile ran one host. The charts of section "hosts:PROFILE" follow the tables.
+std::string hosts_section(const std::vector<measured_config>& cs, const std::string& profile,
+                          const std::vector<chart_ref>& charts);
 
 }  // namespace knit::bench::report_detail

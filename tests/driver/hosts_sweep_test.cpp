@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "driver/builtin_plans.hpp"
+#include "driver/charts.hpp"
 #include "driver/report.hpp"
 #include "driver/rows.hpp"
 #include "driver/runner.hpp"
+#include "driver/spawn.hpp"
 #include "fake_sandbox.hpp"
 
 namespace knit::bench {
@@ -17,9 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // One saturating row: heavy = /ssr + /jwt split evenly.
-result_row sweep_row(const std::string& tag, const std::string& server_mode, int hosts,
-                     int threads, int rep, double heavy, double ping_p99, long long cpu_us,
-                     double idle) {
+result_row sweep_row(const std::string& tag, const std::string& server_mode, int hosts, int threads,
+                     int rep, double heavy, double ping_p99, long long cpu_us, double idle) {
   result_row r;
   r.tag = tag;
   r.mode = "sat";
@@ -99,14 +100,29 @@ TEST(hosts_report, the_sweep_section_shows_each_point_and_its_ratios_to_the_peer
   EXPECT_EQ(one_host.find("hosts: 2"), std::string::npos) << one_host;
 }
 
+TEST(hosts_report, the_sweep_chart_is_drawn_and_placed_in_its_section) {
+  if (find_in_path("gnuplot").empty()) GTEST_SKIP() << "gnuplot not installed";
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("knit-bench-hosts-charts-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ::unsetenv("KNIT_BENCH_GNUPLOT");
+  const auto rows = sweep_rows();
+  chart_set charts = render_charts(group_configs(rows), dir.string());
+  EXPECT_TRUE(charts.warnings.empty()) << charts.warnings.front();
+  EXPECT_TRUE(fs::exists(dir / "charts/hosts_bun.png"));
+  const std::string md = render_markdown(rows, nullptr, charts.charts, {});
+  EXPECT_NE(section(md, "## Many event loops").find("](charts/hosts_bun.png)"), std::string::npos)
+      << md;
+  fs::remove_all(dir);
+}
+
 TEST(hosts_report, no_section_for_rows_of_one_host_and_a_warning_for_a_server_that_ignored_it) {
   std::vector<result_row> one = {sweep_row("i", "inline", 1, 0, 0, 1000, 10, 150, 0)};
   EXPECT_EQ(render_markdown(one, nullptr, {}, {}).find("Many event loops"), std::string::npos);
   result_row ignored = sweep_row("h4-t1", "pooled", 4, 1, 0, 1000, 4, 100, 0);
   ignored.reported_mode = "pooled";  // knit-stats came, with no hosts list
   const std::string md = render_markdown({ignored}, nullptr, {}, {});
-  EXPECT_NE(md.find("> Warning: the server ran another number of hosts"), std::string::npos)
-      << md;
+  EXPECT_NE(md.find("> Warning: the server ran another number of hosts"), std::string::npos) << md;
   EXPECT_NE(md.find("`h4-t1` sat asked for 4, knit-stats listed 1"), std::string::npos) << md;
 }
 
