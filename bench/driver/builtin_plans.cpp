@@ -1,5 +1,6 @@
-// The built-in plans (--default, --full, --cost-sweep): bench/plans/NAME.json, embedded
-// into knit-bench at build time, expanded over the cost profiles a run asks for.
+// The built-in plans (--default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small):
+// bench/plans/NAME.json, embedded into knit-bench at build time, expanded over the cost
+// profiles a run asks for.
 #include "driver/builtin_plans.hpp"
 
 #include <boost/json.hpp>
@@ -46,8 +47,9 @@ builtin_plan parse_builtin_plan(std::string_view name, std::string_view json_tex
   if (ec) throw plan_error(ctx + " is not valid JSON: " + ec.message());
   if (!v.is_object()) throw plan_error(ctx + " must be a JSON object");
   const json::object& o = v.get_object();
-  static const std::set<std::string> known = {"about",  "idle_s", "warmup_s", "window_s",
-                                              "repeat", "conns",  "profiles", "cases"};
+  static const std::set<std::string> known = {
+      "about", "idle_s",   "warmup_s", "window_s",      "repeat",
+      "conns", "profiles", "cases",    "gen_cpu_share", "separate_cpus"};
   for (const auto& kv : o)
     if (!known.count(std::string(kv.key())))
       throw plan_error(ctx + ": unknown field \"" + std::string(kv.key()) + "\"");
@@ -61,6 +63,17 @@ builtin_plan parse_builtin_plan(std::string_view name, std::string_view json_tex
   p.window_s = number_field(o, ctx, "window_s");
   p.repeat = count_field(o, ctx, "repeat");
   p.conns = count_field(o, ctx, "conns");
+  // Optional: where the generator runs by default, and whether it must not share the
+  // server's CPUs (plan_sizing says why).
+  if (o.contains("gen_cpu_share")) {
+    p.gen_cpu_share = number_field(o, ctx, "gen_cpu_share");
+    if (!(p.gen_cpu_share > 0 && p.gen_cpu_share < 1))
+      throw plan_error(ctx + ": field \"gen_cpu_share\" must be between 0 and 1 (exclusive)");
+  }
+  if (const json::value* sep = o.if_contains("separate_cpus")) {
+    if (!sep->is_bool()) throw plan_error(ctx + ": field \"separate_cpus\" must be a boolean");
+    p.separate_cpus = sep->get_bool();
+  }
   // Profile outermost: every case of one cost profile, then the next, as the plans were
   // always ordered, so repetitions interleave within a profile.
   json::array expanded;

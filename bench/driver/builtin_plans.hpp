@@ -1,5 +1,6 @@
-// The built-in plans (--default, --full, --cost-sweep): bench/plans/NAME.json, embedded
-// into knit-bench at build time, expanded over the cost profiles a run asks for.
+// The built-in plans (--default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small):
+// bench/plans/NAME.json, embedded into knit-bench at build time, expanded over the cost
+// profiles a run asks for.
 #pragma once
 
 #include <optional>
@@ -25,8 +26,9 @@ struct embedded_plan {
 const std::vector<embedded_plan>& embedded_plans();
 
 // A built-in plan file is an object: "about" (lines of text), "idle_s", "warmup_s",
-// "window_s", "repeat", "conns", "profiles" (the cost profiles it runs by default) and
-// "cases", whose entries set no cost_profile. The cases are repeated for each of
+// "window_s", "repeat", "conns", "profiles" (the cost profiles it runs by default),
+// optionally "gen_cpu_share" and "separate_cpus" (plan_sizing), and "cases", whose entries
+// set no cost_profile. The cases are repeated for each of
 // `profiles` (the plan's own when empty), profile outermost, and checked as any plan is.
 // `name` is the plan's name and what messages call it. Throws plan_error naming the field.
 builtin_plan parse_builtin_plan(std::string_view name, std::string_view json_text,

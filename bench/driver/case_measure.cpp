@@ -123,6 +123,11 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
       m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode +
                         "\", the case asked for \"" + c.server_mode +
                         "\": the row is kept (reported_mode) and the report warns");
+    // A server from before KNIT_HOSTS ignores it and runs one loop: say so, as for the mode.
+    if (m.stats_after && c.hosts != m.stats_after->hosts.value_or(1))
+      m.notes.push_back("knit-stats lists " + std::to_string(m.stats_after->hosts.value_or(1)) +
+                        " host(s), the case asked for " + std::to_string(c.hosts) +
+                        ": the row is kept (reported_hosts) and the report warns");
     m.os_threads = Cpu::threads(srv.pid());
     m.processes = Cpu::processes(srv.pid());
   } catch (const fatal_error&) {

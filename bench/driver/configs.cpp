@@ -29,11 +29,11 @@ std::optional<double> park_ms(const result_row& r) {
 }
 
 std::string config_key(const result_row& r) {
-  std::string k = r.cost_profile + "|" +
-                  (r.extra_cost_us ? std::to_string(*r.extra_cost_us) : "-") + "|" + r.mode + "|" +
-                  r.tag + "|" + r.server_mode + "|" + std::to_string(r.threads) + "|" + r.spin +
-                  "|" + r.park + "|" + (r.doorbell ? (*r.doorbell ? "1" : "0") : "") + "|" +
-                  (r.steal ? (*r.steal ? "1" : "0") : "");
+  std::string k =
+      r.cost_profile + "|" + (r.extra_cost_us ? std::to_string(*r.extra_cost_us) : "-") + "|" +
+      r.mode + "|" + r.tag + "|" + r.server_mode + "|" + std::to_string(r.threads) + "|" +
+      std::to_string(r.hosts) + "|" + r.spin + "|" + r.park + "|" +
+      (r.doorbell ? (*r.doorbell ? "1" : "0") : "") + "|" + (r.steal ? (*r.steal ? "1" : "0") : "");
   for (const auto& [n, v] : r.env) k += "|" + n + "=" + v;
   return k;
 }
@@ -157,6 +157,8 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
       case config_kind::peer: c.label = "peer: " + r.server_mode.substr(5); break;
       default: c.label = "threads: " + n; break;
     }
+    c.hosts = r.hosts;
+    if (c.hosts > 1) c.label += ", hosts: " + std::to_string(c.hosts);
     c.stands_for_default = (c.threads == 1 && c.policy == config_kind::old_default) ||
                            (c.threads >= 2 && c.policy == config_kind::no_spin);
     switch (c.policy) {
@@ -190,7 +192,8 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
 }
 
 bool in_scope(const measured_config& c, const config_scope& s) {
-  return c.profile == s.profile && c.extra_cost_us == s.extra_cost_us && c.mode == s.mode;
+  return c.profile == s.profile && c.extra_cost_us == s.extra_cost_us && c.mode == s.mode &&
+         c.hosts == s.hosts;
 }
 
 const measured_config* inline_config(const std::vector<measured_config>& cs,
@@ -260,6 +263,16 @@ std::vector<std::string> profiles(const std::vector<measured_config>& cs, bool s
     if (c.extra_cost_us.has_value() == sweep && std::find(p.begin(), p.end(), c.profile) == p.end())
       p.push_back(c.profile);
   return p;
+}
+
+std::vector<int> host_counts(const std::vector<measured_config>& cs, const std::string& profile) {
+  std::vector<int> h;
+  for (const auto& c : cs)
+    if (!c.extra_cost_us && c.profile == profile &&
+        std::find(h.begin(), h.end(), c.hosts) == h.end())
+      h.push_back(c.hosts);
+  std::sort(h.begin(), h.end());
+  return h;
 }
 
 std::optional<double> idle_model(const result_row& r) {

@@ -49,7 +49,10 @@ struct measured_config {
   // the reference benchmark's own rows are spin "default" at N=1 and spin "0" above.
   bool stands_for_default = false;
   int threads = 0;
-  std::string label;  // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"
+  int hosts = 1;  // event loops (KNIT_HOSTS)
+  // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"; with more than
+  // one host, ", hosts: H" after it ("threads: 2, hosts: 4").
+  std::string label;
   std::string policy_label;  // e.g. "old default (200us + park 1ms)"
   std::vector<const result_row*> reps;
 
@@ -64,11 +67,14 @@ std::string policy_name(config_kind p);
 // Configurations in first-seen order; rows of repeated cases share one measured_config.
 std::vector<measured_config> group_configs(const std::vector<result_row>& rows);
 
-// Selectors over one cost profile / extra cost / mode.
+// Selectors over one cost profile / extra cost / mode / number of hosts. The tables that
+// predate KNIT_HOSTS (A, B, C, the peers, the cost sweep) are over one host; the hosts
+// sweep (report_hosts.cpp) sets it.
 struct config_scope {
   std::string profile;
   std::optional<int> extra_cost_us;
   std::string mode;
+  int hosts = 1;
 };
 bool in_scope(const measured_config& c, const config_scope& s);
 const measured_config* inline_config(const std::vector<measured_config>& cs, const config_scope& s);
@@ -98,6 +104,8 @@ struct sweep_axes {
 sweep_axes sweep_axes_of(const std::vector<measured_config>& cs, const std::string& profile);
 // Cost profiles in first-seen order (rows without extra_cost_us only, or with, per flag).
 std::vector<std::string> profiles(const std::vector<measured_config>& cs, bool sweep);
+// Host counts measured in a cost profile (rows without extra_cost_us), ascending.
+std::vector<int> host_counts(const std::vector<measured_config>& cs, const std::string& profile);
 
 // Predicted idle cores of a spinning pool: N * spin / (spin + park) (reference section C).
 std::optional<double> idle_model(const result_row& r);

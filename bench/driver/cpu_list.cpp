@@ -1,9 +1,12 @@
 // CPU lists as --server-cpus / --gen-cpus take them and rows and meta.json write them:
-// "0-3,6" is CPUs 0, 1, 2, 3 and 6.
+// "0-3,6" is CPUs 0, 1, 2, 3 and 6; and the default split of a machine's CPUs between the
+// server and the generator.
 #include "driver/cpu_list.hpp"
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -48,6 +51,21 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
     i = j;
   }
   return s;
+}
+
+cpu_split split_cpus(int ncpu, double gen_share) {
+  cpu_split s;
+  if (ncpu < 2) return s;
+  const int gen = std::clamp(static_cast<int>(std::floor(ncpu * gen_share)), 1, ncpu - 1);
+  for (int c = 0; c < ncpu - gen; ++c) s.server.push_back(c);
+  for (int c = ncpu - gen; c < ncpu; ++c) s.gen.push_back(c);
+  return s;
+}
+
+bool cpu_sets_overlap(const std::vector<int>& a, const std::vector<int>& b) {
+  if (a.empty() || b.empty()) return true;
+  return std::any_of(a.begin(), a.end(),
+                     [&](int c) { return std::find(b.begin(), b.end(), c) != b.end(); });
 }
 
 }  // namespace knit::bench

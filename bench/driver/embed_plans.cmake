@@ -1,6 +1,7 @@
 # Writes OUT, a C++ file that holds the text of each JSON file in PLANS ('|'-separated) as
 # a string named after the file, so knit-bench carries its built-in plans (--default,
-# --full, --cost-sweep) and runs them from any directory. Run with cmake -P at build time.
+# --full, --cost-sweep, --hosts-sweep, ...) and runs them from any directory. Run with
+# cmake -P at build time.
 string(REPLACE "|" ";" plan_files "${PLANS}")
 set(entries "")
 foreach(plan_file IN LISTS plan_files)

@@ -25,10 +25,11 @@ namespace {
 using namespace knit::bench;
 
 const char* const kUsage = R"(usage:
-  knit-bench run [--plan FILE.json | --default | --full | --cost-sweep] [options]
+  knit-bench run [--plan FILE.json | --default | --full | --cost-sweep | --hosts-sweep
+                  | --hosts-sweep-small] [options]
   knit-bench report DIR/rows.jsonl [--no-charts]
-  knit-bench plan (--default | --full | --cost-sweep) [--profiles LIST]
-                                           print a built-in plan as JSON
+  knit-bench plan (--default | --full | --cost-sweep | --hosts-sweep | --hosts-sweep-small)
+                  [--profiles LIST]        print a built-in plan as JSON
 
 run options:
   --out DIR            output directory (rows.jsonl, meta.json, report.md, charts/, logs/)
@@ -42,8 +43,10 @@ run options:
   --profiles LIST      cost profiles for built-in plans and plan objects, e.g. bun,native
   --server PATH        knit-server binary (default: beside knit-bench)
   --load PATH          knit-load binary (default: beside knit-bench)
-  --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: all but the last quarter of the CPUs)
-  --gen-cpus LIST      pin knit-load, e.g. 1 (default: the last quarter of the CPUs, at least one)
+  --server-cpus LIST   pin the server, e.g. 0 or 0-1 (default: all but the generator's CPUs)
+  --gen-cpus LIST      pin knit-load, e.g. 1 (default: the last quarter of the CPUs, at least
+                       one; the hosts sweeps: the last half). A plan with "separate_cpus"
+                       (the hosts sweeps) refuses lists that overlap
   --gen-threads N      knit-load --threads (default: one per generator CPU)
   --host H             default 127.0.0.1
   --port P             default 3000
@@ -65,13 +68,17 @@ run options:
 
 Plans are JSON arrays of cases (or objects with sizing and profiles, like bench/plans/full.json):
   {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled"|"asio"|"multi"|"auto","threads":4,
-   "spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
+   "hosts":H,"spin":""|"0","park":""|"1","doorbell":""|"0"|"1","steal":""|"0"|"1",
    "env":{"KNIT_...":"..."},"cost_profile":""|"bun"|"native","extra_cost_us":N,
    "conns":N,"rate_per_route":R}
 A peer case: {"tag":"nginx","server_mode":"peer:nginx","command":"...","routes":["ping"]}.
-"" leaves a setting unset (library default). Rate cases without rate_per_route
+"" leaves a setting unset (library default); hosts (KNIT_HOSTS) defaults to 1. Rate cases
+without rate_per_route
 offer rate-fraction x the inline saturating total of the same profile / 3 per route.
 )";
+
+const char* const kChooseOne =
+    "choose one of --plan, --default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::cerr << "knit-bench: " << msg << "\n\n" << kUsage;
@@ -142,10 +149,14 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (args[i] == "--default") which = "default";
     else if (args[i] == "--full") which = "full";
     else if (args[i] == "--cost-sweep") which = "cost-sweep";
+    else if (args[i] == "--hosts-sweep") which = "hosts-sweep";
+    else if (args[i] == "--hosts-sweep-small") which = "hosts-sweep-small";
     else if (args[i] == "--profiles" && i + 1 < args.size()) profiles = split_list(args[++i]);
     else usage_error("plan: unknown argument " + args[i]);
   }
-  if (which.empty()) usage_error("plan: choose --default, --full or --cost-sweep");
+  if (which.empty())
+    usage_error(
+        "plan: choose --default, --full, --cost-sweep, --hosts-sweep or --hosts-sweep-small");
   builtin_plan p = builtin(which, profiles);
   std::cout << to_json_pretty(plan_to_json(p.cases));
   std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
@@ -194,17 +205,17 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
       return args[++i];
     };
     auto choose = [&](const std::string& name) {
-      if (!builtin_name.empty() || !plan_file.empty())
-        usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      if (!builtin_name.empty() || !plan_file.empty()) usage_error(kChooseOne);
       builtin_name = name;
     };
     if (a == "--plan") {
-      if (!builtin_name.empty() || !plan_file.empty())
-        usage_error("choose one of --plan, --default, --full, --cost-sweep");
+      if (!builtin_name.empty() || !plan_file.empty()) usage_error(kChooseOne);
       plan_file = value();
     } else if (a == "--default") choose("default");
     else if (a == "--full") choose("full");
     else if (a == "--cost-sweep") choose("cost-sweep");
+    else if (a == "--hosts-sweep") choose("hosts-sweep");
+    else if (a == "--hosts-sweep-small") choose("hosts-sweep-small");
     else if (a == "--out") cfg.out_dir = value();
     else if (a == "--repeat") repeat = int_arg(a, value(), 1, 1000);
     else if (a == "--idle") idle = seconds_arg(a, value());
@@ -279,16 +290,14 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
   if (cfg.window_s <= 0) usage_error("--duration must be > 0");
   if (cfg.idle_s <= 0) usage_error("--idle must be > 0 (idle CPU is part of every row)");
   // Default layout: the server and the generator never share a CPU where there are at
-  // least two. The generator gets the last quarter of the CPUs (at least one), the
-  // server the rest; on a 2-CPU machine that is server 0, generator 1. Set either flag
-  // to choose, e.g. --server-cpus 0-1 --gen-cpus 0-1 for a shared layout.
+  // least two. The generator gets the last quarter of the CPUs (the plan's gen_cpu_share;
+  // at least one), the server the rest; on a 2-CPU machine that is server 0, generator 1.
+  // Set either flag to choose, e.g. --server-cpus 0-1 --gen-cpus 0-1 for a shared layout.
   if (cfg.server_cpus.empty() && cfg.gen_cpus.empty()) {
-    const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
-    if (n >= 2) {
-      const long gen = std::max(1L, n / 4);
-      for (long c = 0; c < n - gen; ++c) cfg.server_cpus.push_back(static_cast<int>(c));
-      for (long c = n - gen; c < n; ++c) cfg.gen_cpus.push_back(static_cast<int>(c));
-    }
+    cpu_split split =
+        split_cpus(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)), cfg.gen_cpu_share);
+    cfg.server_cpus = std::move(split.server);
+    cfg.gen_cpus = std::move(split.gen);
   }
   cfg.server_exe = std::filesystem::absolute(server).string();
   cfg.load_exe = std::filesystem::absolute(load).string();

@@ -119,10 +119,10 @@ versus_cell compare(const std::vector<measured_config>& cs, const config_scope& 
 
 std::optional<int> route_threads(const measured_config& c) {
   switch (c.policy) {
-    case config_kind::inline_loop: return 1;
+    case config_kind::inline_loop: return c.hosts;
     case config_kind::multi: return c.threads;
     case config_kind::peer: return std::nullopt;
-    default: return c.threads + 1;
+    default: return c.threads + c.hosts;
   }
 }
 

@@ -14,8 +14,9 @@
 
 namespace knit::bench {
 
-// Threads that run routes: the event loop plus workers (inline 1, pooled / auto / asio
-// N+1, multi N). nullopt for an external peer, whose threads knit does not set.
+// Threads that run routes: the event loops plus workers (inline H, pooled / auto / asio
+// N+H, multi N; H = hosts, 1 unless set). nullopt for an external peer, whose threads knit
+// does not set.
 std::optional<int> route_threads(const measured_config& c);
 
 // False when any repetition missed the offered rate on any route (rate_met false).

@@ -100,6 +100,7 @@ const std::set<std::string>& owned_vars() {
                                              "HOST",
                                              "KNIT_MODE",
                                              "KNIT_THREADS",
+                                             "KNIT_HOSTS",
                                              "KNIT_SPIN",
                                              "KNIT_PARK",
                                              "KNIT_DOORBELL",
@@ -128,14 +129,14 @@ plan_case parse_case(const json::value& v, size_t index) {
   const std::string ctx = where(index, tag);
 
   static const std::set<std::string> known = {
-      "tag",     "mode",  "server_mode",  "threads",       "spin",  "park",           "doorbell",
-      "steal",   "env",   "cost_profile", "extra_cost_us", "conns", "rate_per_route", "note",
-      "command", "routes"};
+      "tag",     "mode",   "server_mode",  "threads",       "spin",  "park",           "doorbell",
+      "steal",   "env",    "cost_profile", "extra_cost_us", "conns", "rate_per_route", "note",
+      "command", "routes", "hosts"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
       throw plan_error(
           ctx + ": unknown field \"" + std::string(kv.key()) +
-          "\" (known: tag, mode, server_mode, threads, spin, park, doorbell, steal, "
+          "\" (known: tag, mode, server_mode, threads, hosts, spin, park, doorbell, steal, "
           "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
   }
 
@@ -157,6 +158,8 @@ plan_case parse_case(const json::value& v, size_t index) {
   }
   if (auto* t = o.if_contains("threads"))
     c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
+  if (auto* h = o.if_contains("hosts"))
+    c.hosts = static_cast<int>(integer_field(*h, ctx, "hosts", 1, 1024));
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
   if (!c.spin.empty() && !all_digits(c.spin))
@@ -229,6 +232,9 @@ plan_case parse_case(const json::value& v, size_t index) {
     if (c.threads != 0)
       throw plan_error(
           ctx + ": field \"threads\" sets KNIT_THREADS, which an external peer does not read");
+    if (c.hosts != 1)
+      throw plan_error(ctx +
+                       ": field \"hosts\" sets KNIT_HOSTS, which an external peer does not read");
   } else {
     if (!c.peer_command.empty() || !c.peer_routes.empty())
       throw plan_error(ctx +
@@ -307,6 +313,7 @@ json::value case_to_json(const plan_case& c) {
   o["mode"] = c.mode;
   o["server_mode"] = c.server_mode;
   o["threads"] = c.threads;
+  if (c.hosts != 1) o["hosts"] = c.hosts;
   o["spin"] = c.spin;
   o["park"] = c.park;
   o["doorbell"] = c.doorbell;
@@ -347,6 +354,7 @@ std::map<std::string, std::string> server_env(const plan_case& c, const std::str
   if (is_peer_case(c)) return env;
   env["KNIT_MODE"] = c.server_mode;
   if (c.threads > 0) env["KNIT_THREADS"] = std::to_string(c.threads);
+  if (c.hosts != 1) env["KNIT_HOSTS"] = std::to_string(c.hosts);
   if (!c.spin.empty()) env["KNIT_SPIN"] = c.spin;
   if (!c.park.empty()) env["KNIT_PARK"] = c.park;
   if (!c.doorbell.empty()) env["KNIT_DOORBELL"] = c.doorbell;

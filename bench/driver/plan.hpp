@@ -20,7 +20,10 @@ struct plan_case {
   // KNIT_MODE: "inline", "pooled", "asio", "multi" or "auto"; or "peer:NAME" for an
   // external server (not knit-server) started from peer_command.
   std::string server_mode = "pooled";
-  int threads = 0;                         // KNIT_THREADS; 0 = unset
+  int threads = 0;  // KNIT_THREADS; 0 = unset
+  // KNIT_HOSTS: event-loop threads, each with its own io_context and SO_REUSEPORT listener.
+  // 1 (the server's default) leaves the variable unset, so older plans run as before.
+  int hosts = 1;
   std::string spin;                        // KNIT_SPIN in us; "" = unset
   std::string park;                        // KNIT_PARK in ms; "" = unset
   std::string doorbell;                    // KNIT_DOORBELL "0"/"1"; "" = unset
@@ -71,6 +74,12 @@ struct plan_sizing {
   double idle_s = 2, warmup_s = 2, window_s = 5;
   int repeat = 1;
   int conns = 50;  // per route, unless the case sets its own
+  // Where the generator runs when neither --server-cpus nor --gen-cpus is given: the last
+  // gen_cpu_share of the CPUs (at least one), the server on the rest.
+  double gen_cpu_share = 0.25;
+  // A plan whose figures mean nothing with the generator beside the server (a sweep that
+  // fills the server's cores) sets this: the run then refuses CPU sets that overlap.
+  bool separate_cpus = false;
 };
 
 // Seconds a run of `runs` case repetitions takes: the three phases plus start and stop

@@ -1,5 +1,6 @@
 // report.md from rows.jsonl alone (plus meta.json when present): the reference tables
-// A, B, C, the peers, pool counters and the cost sweep, one table set per cost profile.
+// A, B, C, the peers, pool counters, the hosts sweep and the cost sweep, one table set per
+// cost profile.
 #include "driver/report.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "driver/peer_report.hpp"
 #include "driver/report_cells.hpp"
 #include "driver/report_counters.hpp"
+#include "driver/report_hosts.hpp"
 #include "driver/report_reference_tables.hpp"
 #include "driver/report_sweep.hpp"
 
@@ -144,9 +146,14 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
           "policy at N>=2.\n\n";
   for (const auto& w : warnings) md << "> Warning: " << w << "\n\n";
   md << mode_mismatch_note(rows);
+  md << hosts_mismatch_note(rows);
   md << foreign_load_note(rows);
 
   for (const auto& p : prof) {
+    // The tables below are over one host; a profile measured only with more is in the
+    // "Many event loops" section alone.
+    const std::vector<int> hosts = host_counts(cs, p);
+    if (std::find(hosts.begin(), hosts.end(), 1) == hosts.end()) continue;
     md << "## Cost profile: " << (p.empty() ? "not recorded (reference benchmark rows)" : p)
        << "\n\n";
     config_scope sat{p, std::nullopt, "sat"}, rate{p, std::nullopt, "rate"};
@@ -163,6 +170,7 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
         md << "![" << ch.title << "](" << ch.file << ")\n\n";
       }
   }
+  for (const auto& p : prof) md << hosts_section(cs, p, charts);
   for (const auto& p : sweep_prof) sweep_section(md, cs, p, charts);
   return md.str();
 }

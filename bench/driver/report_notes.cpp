@@ -1,5 +1,5 @@
 // The notes of report.md: foreign load on the machine, rows whose server ran another
-// mode, and the change / ratio texts the tables print.
+// mode or another number of hosts, and the change / ratio texts the tables print.
 #include "driver/report_notes.hpp"
 
 #include <algorithm>
@@ -82,6 +82,23 @@ std::string mode_mismatch_note(const std::vector<result_row>& rows) {
       "> Warning: the server ran another mode than some rows are named for, so those rows measure "
       "the "
       "reported mode: ";
+  for (size_t i = 0; i < seen.size(); ++i) s += (i ? "; " : "") + seen[i];
+  return s + ".\n\n";
+}
+
+std::string hosts_mismatch_note(const std::vector<result_row>& rows) {
+  std::vector<std::string> seen;
+  for (const result_row& r : rows) {
+    // Only knit-server rows: a peer prints no knit-stats, so it reported nothing.
+    if (!r.reported_mode || r.reported_hosts.value_or(1) == r.hosts) continue;
+    std::string what = "`" + r.tag + "` " + r.mode + " asked for " + std::to_string(r.hosts) +
+                       ", knit-stats listed " + std::to_string(r.reported_hosts.value_or(1));
+    if (std::find(seen.begin(), seen.end(), what) == seen.end()) seen.push_back(what);
+  }
+  if (seen.empty()) return "";
+  std::string s =
+      "> Warning: the server ran another number of hosts (event loops) than some rows are "
+      "named for, so those rows measure what it ran: ";
   for (size_t i = 0; i < seen.size(); ++i) s += (i ? "; " : "") + seen[i];
   return s + ".\n\n";
 }

@@ -1,5 +1,5 @@
 // The notes of report.md: foreign load on the machine, rows whose server ran another
-// mode, and the change / ratio texts the tables print.
+// mode or another number of hosts, and the change / ratio texts the tables print.
 #pragma once
 
 #include <string>
@@ -17,6 +17,10 @@ std::string foreign_load_note(const std::vector<result_row>& rows);
 // A warning for rows whose knit-stats reported a mode other than their server_mode (a
 // server that accepted KNIT_MODE=asio but ran inline, say). Empty when all agree.
 std::string mode_mismatch_note(const std::vector<result_row>& rows);
+
+// The same for hosts: rows whose knit-stats listed another number of hosts than they asked
+// for (a server from before KNIT_HOSTS lists none and runs one). Empty when all agree.
+std::string hosts_mismatch_note(const std::vector<result_row>& rows);
 
 // Helpers shared with tests: "+119%", "4.0x", "5.2x less", "-47%".
 std::string pct_change(double base, double value);

@@ -1,6 +1,7 @@
 // One measured case as a row of rows.jsonl: the struct, and its JSON line both ways.
 #include "driver/rows.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -146,6 +147,7 @@ const std::set<std::string>& known_keys() {
                                           "gen_cores",
                                           "routes",
                                           "server_mode",
+                                          "hosts",
                                           "steal",
                                           "cost_profile",
                                           "extra_cost_us",
@@ -169,7 +171,8 @@ const std::set<std::string>& known_keys() {
                                           "foreign_reruns",
                                           "peer_command",
                                           "peer_processes",
-                                          "reported_mode"};
+                                          "reported_mode",
+                                          "reported_hosts"};
   return k;
 }
 
@@ -204,6 +207,7 @@ json::object row_to_json(const result_row& r) {
   o["routes"] = std::move(routes);
 
   o["server_mode"] = r.server_mode;
+  o["hosts"] = r.hosts;
   o["steal"] = opt_value(r.steal);
   o["cost_profile"] = r.cost_profile;
   o["extra_cost_us"] = r.extra_cost_us ? json::value(*r.extra_cost_us) : json::value(nullptr);
@@ -238,6 +242,7 @@ json::object row_to_json(const result_row& r) {
   if (r.peer_command) o["peer_command"] = *r.peer_command;
   if (r.peer_processes) o["peer_processes"] = *r.peer_processes;
   if (r.reported_mode) o["reported_mode"] = *r.reported_mode;
+  if (r.reported_hosts) o["reported_hosts"] = *r.reported_hosts;
   for (const auto& kv : r.unknown) o[kv.key()] = kv.value();
   return o;
 }
@@ -260,6 +265,11 @@ result_row row_from_json(const json::value& v) {
   r.server_mode = str(o, "server_mode", false);
   // Reference rows: the inline baseline was tagged "only" (hono_only); everything else was a pool.
   if (r.server_mode.empty()) r.server_mode = r.tag == "only" ? "inline" : "pooled";
+  // Rows from before KNIT_HOSTS ran one event loop.
+  if (auto h = opt_num(o, "hosts")) {
+    if (!(*h >= 1 && *h <= 1e6) || std::floor(*h) != *h) bad("hosts", "expected an integer >= 1");
+    r.hosts = static_cast<int>(*h);
+  }
   r.cost_profile = str(o, "cost_profile", false);
   if (auto x = opt_num(o, "extra_cost_us")) r.extra_cost_us = static_cast<int>(*x);
   r.env = str_map(o, "env");
@@ -300,6 +310,7 @@ result_row row_from_json(const json::value& v) {
   if (auto n = opt_num(o, "peer_processes")) r.peer_processes = static_cast<int>(*n);
   if (auto* rm = o.if_contains("reported_mode"); rm && rm->is_string())
     r.reported_mode = std::string(rm->get_string());
+  if (auto n = opt_num(o, "reported_hosts")) r.reported_hosts = static_cast<int>(*n);
   for (const auto& kv : o)
     if (!known_keys().count(std::string(kv.key()))) r.unknown[kv.key()] = kv.value();
   return r;

@@ -35,6 +35,7 @@ struct result_row {
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
   std::string server_mode;   // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
+  int hosts = 1;             // KNIT_HOSTS, event loops; rows from before it existed read as 1
   std::string cost_profile;  // "" = not recorded (reference rows)
   std::optional<int> extra_cost_us;
   std::map<std::string, std::string> env;  // extra variables from the plan's "env"
@@ -75,6 +76,9 @@ struct result_row {
   // The mode knit-server's knit-stats line reported (absent for peers and older rows); a
   // value other than server_mode means the server did not run the mode the row is named for.
   std::optional<std::string> reported_mode;
+  // How many hosts knit-stats listed ("hosts": [...]); absent when it listed none (a server
+  // from before KNIT_HOSTS, a peer). Differing from hosts means the server ran another count.
+  std::optional<int> reported_hosts;
   std::optional<int> peer_processes;
 
   // Keys this version does not know, kept so a round trip loses nothing.

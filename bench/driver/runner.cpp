@@ -42,6 +42,7 @@ std::string wall_clock_text() {
 std::string case_summary(const plan_case& c) {
   std::string s = c.tag + " " + c.mode + " " + c.server_mode;
   if (c.threads) s += " threads=" + std::to_string(c.threads);
+  if (c.hosts != 1) s += " hosts=" + std::to_string(c.hosts);
   if (!c.spin.empty()) s += " spin=" + c.spin;
   if (!c.park.empty()) s += " park=" + c.park;
   if (!c.doorbell.empty()) s += " doorbell=" + c.doorbell;
@@ -107,6 +108,7 @@ json::object meta_run(const run_options& cfg, const machine_description& m) {
   run["port"] = cfg.port;
   run["cpu_layout"] = json::object{{"server_cpus", format_cpu_list(cfg.server_cpus)},
                                    {"gen_cpus", format_cpu_list(cfg.gen_cpus)}};
+  run["separate_cpus"] = cfg.separate_cpus;
   run["machine"] = json::object{{"model", m.model},
                                 {"cpus", m.cpus},
                                 {"kernel", m.kernel},
@@ -147,6 +149,16 @@ int run_benchmark(const run_options& cfg) {
     return fail(
         2, "load generator not found or not executable: " + cfg.load_exe + " (use --load PATH)");
   if (cfg.cases.empty()) return fail(2, "the plan has no cases");
+  if (cfg.separate_cpus && cpu_sets_overlap(cfg.server_cpus, cfg.gen_cpus)) {
+    auto shown = [](const std::vector<int>& cpus) {
+      return cpus.empty() ? std::string("unpinned (every CPU)") : format_cpu_list(cpus);
+    };
+    return fail(2, "plan " + cfg.plan_name +
+                       " needs the generator on CPUs of its own, but server CPUs " +
+                       shown(cfg.server_cpus) + " and generator CPUs " + shown(cfg.gen_cpus) +
+                       " overlap: give --server-cpus and --gen-cpus that do not (at least 2 "
+                       "CPUs)");
+  }
 
   std::unique_ptr<instance_lock> lock;
   try {

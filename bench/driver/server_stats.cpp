@@ -34,6 +34,8 @@ std::optional<server_stats> parse_stats_line(std::string_view line) {
   if (auto* m = o.if_contains("mode"); m && m->is_string()) s.mode = std::string(m->get_string());
   if (auto* r = o.if_contains("requests"); r && r->is_object())
     flatten(r->get_object(), "", s.requests);
+  if (auto* h = o.if_contains("hosts"); h && h->is_array())
+    s.hosts = static_cast<int>(h->get_array().size());
   if (auto* p = o.if_contains("pool"); p && p->is_object()) {
     s.has_pool = true;
     const auto& po = p->get_object();

@@ -11,7 +11,10 @@ namespace knit::bench {
 struct server_stats {
   std::string mode;  // KNIT_MODE as the server runs it: "inline", "pooled", ...
   std::map<std::string, double> requests;  // per route
-  bool has_pool = false;                   // "pool": null in inline mode
+  // Entries of "hosts": [{"requests": ..}, ..] (one per event loop); absent from a server
+  // that runs one loop and does not list it.
+  std::optional<int> hosts;
+  bool has_pool = false;  // "pool": null in inline mode
   int pool_threads = 0;
   std::map<std::string, double>
       pool_totals;  // every numeric field of pool.totals (nested keys as a.b)

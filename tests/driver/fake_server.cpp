@@ -34,6 +34,19 @@ int main() {
     return 2;
   }
   const int threads = std::atoi(threads_text.c_str());
+  // KNIT_HOSTS: the stats line lists one entry per host, as knit-server's does; FAKE_REPORT_HOSTS
+  // makes it list another count (a server that ignored KNIT_HOSTS), "none" no list at all.
+  const std::string hosts_text = env_or("FAKE_REPORT_HOSTS", env_or("KNIT_HOSTS", "").c_str());
+  std::string hosts_json;
+  if (!hosts_text.empty() && hosts_text != "none") {
+    const int hosts = std::atoi(hosts_text.c_str());
+    hosts_json = ",\"hosts\":[";
+    for (int h = 0; h < hosts; ++h) {
+      if (h) hosts_json += ',';
+      hosts_json += "{\"requests\":1}";
+    }
+    hosts_json += "]";
+  }
 
   // Signals are taken synchronously by the main thread; block them before any thread starts.
   sigset_t set;
@@ -85,14 +98,15 @@ int main() {
       const std::string reported = env_or("FAKE_REPORT_MODE", mode.c_str());
       std::printf(
           "knit-stats "
-          "{\"mode\":\"%s\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},\"pool\":null}\n",
-          reported.c_str(), k * 100, k * 50, k * 50);
+          "{\"mode\":\"%s\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},\"pool\":null%s}\n",
+          reported.c_str(), k * 100, k * 50, k * 50, hosts_json.c_str());
     } else {
       std::printf(
           "knit-stats {\"mode\":\"pooled\",\"requests\":{\"ping\":%ld,\"ssr\":%ld,\"jwt\":%ld},"
           "\"pool\":{\"threads\":%d,\"totals\":{\"calls_submitted\":%ld,\"calls_completed\":%ld,"
-          "\"host_wakes\":%ld,\"completion_batches\":%ld,\"parks\":%ld},\"workers\":[]}}\n",
-          k * 100, k * 50, k * 50, threads, k * 1000, k * 1000, k * 250, k * 500, k * 10);
+          "\"host_wakes\":%ld,\"completion_batches\":%ld,\"parks\":%ld},\"workers\":[]}%s}\n",
+          k * 100, k * 50, k * 50, threads, k * 1000, k * 1000, k * 250, k * 500, k * 10,
+          hosts_json.c_str());
     }
     std::fflush(stdout);
   }
