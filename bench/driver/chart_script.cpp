@@ -31,49 +31,49 @@ std::string num(const rep_stat& s) { return s ? shortest(s.median) : "?"; }
 
 chart_drawer::chart_drawer(std::string report_dir, std::string gnuplot)
     : dir_(std::move(report_dir)), gnuplot_(std::move(gnuplot)) {
-    ::mkdir((dir_ + "/charts").c_str(), 0755);
-    // pngcairo draws nicer text; plain png (libgd) is the fallback some builds have.
-    terminal_ = capture_output({gnuplot_, "-e", "set terminal pngcairo"}) ? "pngcairo" : "png";
-  }
+  ::mkdir((dir_ + "/charts").c_str(), 0755);
+  // pngcairo draws nicer text; plain png (libgd) is the fallback some builds have.
+  terminal_ = capture_output({gnuplot_, "-e", "set terminal pngcairo"}) ? "pngcairo" : "png";
+}
 
 void chart_drawer::draw(const gnuplot_script& s, chart_set& out) {
-    const std::string png = "charts/" + s.name + ".png";
-    const std::string gp = dir_ + "/charts/" + s.name + ".gp";
-    {
-      std::ofstream f(gp, std::ios::trunc);
-      f << "# " << s.title << "\n"
-        << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
-        << "set output " << quoted(dir_ + "/" + png) << "\n"
-        << "set datafile missing \"?\"\n"
-        << "set key inside left top opaque\n"
-        << "set grid\n"
-        << s.body;
-    }
-    spawn_spec sp;
-    sp.exe = gnuplot_;
-    sp.argv = {gnuplot_, gp};
-    sp.env = child_environment({});
-    sp.output_path = dir_ + "/charts/gnuplot.log";
-    try {
-      pid_t pid = spawn_process(sp);
-      auto st = wait_exit(pid, 60);
-      if (!st) {
-        stop_process(pid, 1);
-        out.warnings.push_back("gnuplot timed out on " + gp);
-        return;
-      }
-      struct stat info {};
-      if (!st->exited || st->code != 0 || ::stat((dir_ + "/" + png).c_str(), &info) != 0 ||
-          info.st_size == 0) {
-        out.warnings.push_back("gnuplot failed on " + gp + " (see charts/gnuplot.log)");
-        return;
-      }
-    } catch (const std::exception& e) {
-      out.warnings.push_back(std::string("cannot run gnuplot: ") + e.what());
+  const std::string png = "charts/" + s.name + ".png";
+  const std::string gp = dir_ + "/charts/" + s.name + ".gp";
+  {
+    std::ofstream f(gp, std::ios::trunc);
+    f << "# " << s.title << "\n"
+      << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
+      << "set output " << quoted(dir_ + "/" + png) << "\n"
+      << "set datafile missing \"?\"\n"
+      << "set key inside left top opaque\n"
+      << "set grid\n"
+      << s.body;
+  }
+  spawn_spec sp;
+  sp.exe = gnuplot_;
+  sp.argv = {gnuplot_, gp};
+  sp.env = child_environment({});
+  sp.output_path = dir_ + "/charts/gnuplot.log";
+  try {
+    pid_t pid = spawn_process(sp);
+    auto st = wait_exit(pid, 60);
+    if (!st) {
+      stop_process(pid, 1);
+      out.warnings.push_back("gnuplot timed out on " + gp);
       return;
     }
-    out.charts.push_back({s.section, s.title, png});
+    struct stat info {};
+    if (!st->exited || st->code != 0 || ::stat((dir_ + "/" + png).c_str(), &info) != 0 ||
+        info.st_size == 0) {
+      out.warnings.push_back("gnuplot failed on " + gp + " (see charts/gnuplot.log)");
+      return;
+    }
+  } catch (const std::exception& e) {
+    out.warnings.push_back(std::string("cannot run gnuplot: ") + e.what());
+    return;
   }
+  out.charts.push_back({s.section, s.title, png});
+}
 
 
 std::string categorical_block(

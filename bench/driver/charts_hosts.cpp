@@ -26,8 +26,8 @@ std::string plot_sweep(const std::string& block, const std::vector<std::string>&
       if (i > workers) style += " dt 2";
     }
     if (i) p += ", \\\n     ";
-    p += "$" + block + " using 0:" + std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") +
-         " with " + style + " title " + quoted(cols[i]);
+    p += "$" + block + " using 0:" + std::to_string(i + 2) + (i == 0 ? ":xtic(1)" : "") + " with " +
+         style + " title " + quoted(cols[i]);
   }
   return p + "\n";
 }
@@ -71,8 +71,7 @@ void hosts_charts(const std::vector<measured_config>& cs, const std::string& pro
     return categorical_block(name, cols, rows);
   };
   std::string body =
-      block("heavy",
-            [](const measured_config& c) { return c.stat(report_detail::heavy_rps); }) +
+      block("heavy", [](const measured_config& c) { return c.stat(report_detail::heavy_rps); }) +
       block("p99", [](const measured_config& c) { return c.route("ping", &route_row_stats::p99); });
   body +=
       "set key outside right top\nset multiplot layout 2,1\nset xlabel \"hosts (event loops)\"\n"
