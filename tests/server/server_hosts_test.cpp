@@ -193,6 +193,23 @@ TEST(hosts, the_knit_pool_modes_refuse_more_than_one_host_for_now) {
       << server.stderr_text();
 }
 
+TEST(hosts, a_port_taken_by_a_one_loop_server_exits_1_naming_it) {
+  // The first server has no SO_REUSEPORT (one loop never sets it), so a server with several
+  // loops cannot join its port: it must fail to listen, not take half of its connections.
+  server_process first = start_server("inline", 1);
+  ASSERT_TRUE(first.wait_listening()) << first.stderr_text();
+  const std::string port = std::to_string(first.port());
+  for (int hosts : {1, 2}) {
+    server_process second = start_server("inline", hosts, {{"PORT", port}});
+    EXPECT_EQ(second.wait_exit(), 1) << hosts;
+    const std::string err = second.stderr_text();
+    EXPECT_NE(err.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << err;
+  }
+  connection c(first.port());  // the first server still answers
+  EXPECT_TRUE(c.request("GET", "/ping"));
+  EXPECT_EQ(first.stop(), 0) << first.stderr_text();
+}
+
 // A job that will not end in the test's lifetime on one loop, a 300 ms stop timeout: the stop
 // deadline, run by the control thread, not by the busy loop, gives the connection up and the
 // process exits 3 long before the job could end. (With one inline loop the signal itself waits
