@@ -13,6 +13,7 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 host_threads::~host_threads() {
+  if (finished_) return;  // the loops are gone: nothing left to stop
   stop();
   finish();
 }
@@ -59,6 +60,7 @@ void host_threads::run_host(host& h, std::uint16_t port, std::promise<tcp::endpo
 }
 
 void host_threads::stop() noexcept {
+  if (finished_) return;  // the loops have been destroyed
   for (const auto& h : hosts_) h->loop->io().stop();
 }
 

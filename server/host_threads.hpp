@@ -51,7 +51,8 @@ class host_threads {
   // Host i's server (valid until finish()), to be stopped and counted from the control thread.
   server& srv(std::size_t i) noexcept { return hosts_[i]->loop->srv(); }
 
-  // Stops every host's io_context (step 2 ends). Any thread; harmless twice.
+  // Stops every host's io_context (step 2 ends). Any thread, but not alongside finish();
+  // harmless twice, and after finish().
   void stop() noexcept;
 
   // Step 3: lets every host destroy its loop, and joins the threads. Call after stop(), once
@@ -73,7 +74,7 @@ class host_threads {
   const host_resources& shared_;
   log_writer& err_;
   std::vector<std::unique_ptr<host>> hosts_;  // unique_ptr: a thread holds its host's address
-  bool finished_ = false;
+  bool finished_ = false;  // finish() has run; read by stop() (main and control: one thread)
 };
 
 }  // namespace knit_server
