@@ -102,6 +102,22 @@ server_config config_from_env(const env_lookup& getenv) {
     if (!known) fail("KNIT_MODE", *mode, "must be inline, pooled, asio, multi or auto");
   }
 
+  read_uint(getenv, "KNIT_HOSTS", cfg.hosts, 1, server_config::kMaxHosts);
+  if (cfg.hosts > 1 && cfg.mode == exec_mode::multi_thread) {
+    fail("KNIT_HOSTS", *lookup(getenv, "KNIT_HOSTS"),
+         "must be 1 with KNIT_MODE=multi (one io_context run by KNIT_THREADS threads); "
+         "KNIT_MODE=inline with KNIT_HOSTS=N is one event loop per thread");
+  }
+  // The one place that refuses several hosts on a knit pool, until the library lets more
+  // than one thread submit to a pool. main.cpp already builds one knit::asio_host per host
+  // thread, on that thread: removing this block is all it takes then.
+  if (cfg.hosts > 1 && uses_knit_pool(cfg.mode)) {
+    fail("KNIT_HOSTS", *lookup(getenv, "KNIT_HOSTS"),
+         "KNIT_HOSTS>1 needs a knit pool that takes calls from several event loops (not yet "
+         "supported with KNIT_MODE=" +
+             std::string(to_string(cfg.mode)) + "); KNIT_MODE=inline and asio take any KNIT_HOSTS");
+  }
+
   if (auto profile = lookup(getenv, "KNIT_COST_PROFILE")) {
     if (*profile == "bun") {
       // The reference server's Bun routes spend about this much CPU per call in each route.

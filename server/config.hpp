@@ -41,6 +41,11 @@ struct server_config {
   std::uint16_t port = 3000;           // PORT: 0 asks the kernel for a free port
   exec_mode mode = exec_mode::pooled;  // KNIT_MODE
 
+  // KNIT_HOSTS: event loops, each with its own thread, io_context and SO_REUSEPORT listener
+  // on the same port (docs/server-hosts.md). 1 is the single event loop on the main thread.
+  static constexpr unsigned kMaxHosts = 1024;
+  unsigned hosts = 1;
+
   // KNIT_COST_PROFILE names the per-route CPU cost to emulate; KNIT_SSR_COST_US and
   // KNIT_JWT_COST_US override it per route. "bun" is the reference server's measured cost of the
   // Bun routes, so a C++ server can stand in for the JS one; "native" adds nothing.

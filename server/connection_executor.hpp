@@ -1,7 +1,8 @@
-// Where a connection's handlers run: on the one host thread, or (KNIT_MODE=multi) on a strand of
-// its own.
+// Where a connection's handlers run: on its loop's one thread, or (KNIT_MODE=multi) on a strand
+// of its own; and how another thread gets something done there.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -14,25 +15,37 @@
 
 namespace knit_server {
 
+// Who runs a connection's handlers, and how a call from another thread reaches them.
+enum class thread_policy : std::uint8_t {
+  // KNIT_HOSTS=1, every mode but multi: one thread runs the only event loop and everything
+  // else (signals, the stop); a call from "another thread" is a call from the same one.
+  one_thread,
+  // KNIT_HOSTS>1: each event loop has one thread of its own, and the control thread (signals,
+  // the stop deadline) reaches a connection by posting to the connection's io_context.
+  own_loop,
+  // KNIT_MODE=multi: N threads run one io_context; each connection has its own strand.
+  strand,
+};
+
 // The threading policy of one connection (or of the accept loop), chosen once when it is
 // made, so the code that uses it reads the same in every mode:
-//   - one thread (every mode but multi): a handler runs as it is, on the host thread, and a
-//     call from "another thread" is a call from the same one, made directly;
-//   - strand (multi): N threads run the io_context, as in the classic multi-threaded Beast
-//     server. Every handler is bound to the connection's own strand, so they run one at a
-//     time, and a call from another thread is posted into it.
+//   - one_thread: a handler runs as it is, and a call from elsewhere is made directly;
+//   - own_loop: a handler runs as it is (one thread runs the io_context), and a call from
+//     another thread is posted to the io_context;
+//   - strand: every handler is bound to the connection's own strand, as in the classic
+//     multi-threaded Beast server, and a call from another thread is posted into it.
 class connection_executor {
  public:
   using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-  // `use_strand`: the io_context is run by more than one thread (multi mode).
-  connection_executor(boost::asio::io_context::executor_type io, bool use_strand) {
-    if (use_strand) strand_.emplace(boost::asio::make_strand(io));
+  connection_executor(boost::asio::io_context::executor_type io, thread_policy policy)
+      : io_(io), policy_(policy) {
+    if (policy == thread_policy::strand) strand_.emplace(boost::asio::make_strand(io));
   }
 
-  // True when other threads may look at the connection (multi mode): what they read must
-  // then be published to them (an atomic), not read from the connection's own state.
-  bool shared() const noexcept { return strand_.has_value(); }
+  // True when other threads may look at the connection (multi mode, KNIT_HOSTS>1): what they
+  // read must then be published to them (an atomic), not read from the connection's state.
+  bool shared() const noexcept { return policy_ != thread_policy::one_thread; }
 
   // Starts an asynchronous operation: initiate(handler), the handler bound to the strand.
   template <class Initiate, class Handler>
@@ -46,7 +59,8 @@ class connection_executor {
   }
 
   // Runs fn() on the connection's thread from where a new connection is handed over (the
-  // accept loop, its strand in multi mode): now, or dispatched into the strand.
+  // accept loop, on the same io_context; its strand in multi mode): now, or dispatched into
+  // the strand.
   template <class Fn>
   void enter(Fn&& fn) {
     if (strand_) {
@@ -57,28 +71,37 @@ class connection_executor {
   }
 
   // Runs fn(owner) on the connection's thread from any thread (stop, the deadline sweep):
-  // now, or posted into the strand while a shared_ptr keeps `owner` alive. Posts nothing
-  // for an owner already being destroyed (weak_from_this() fails): nothing is left to do.
+  // now, or posted while a shared_ptr keeps `owner` alive. Posts nothing for an owner already
+  // being destroyed (weak_from_this() fails): nothing is left to do.
   template <class Owner, class Fn>
   void from_any_thread(Owner& owner, Fn fn) {
-    if (!strand_) return fn(owner);
+    if (policy_ == thread_policy::one_thread) return fn(owner);
     if (auto self = owner.weak_from_this().lock()) {
-      boost::asio::post(*strand_, [self = std::move(self), fn = std::move(fn)] { fn(*self); });
+      auto run = [self = std::move(self), fn = std::move(fn)] { fn(*self); };
+      if (strand_) {
+        boost::asio::post(*strand_, std::move(run));
+      } else {
+        boost::asio::post(io_, std::move(run));
+      }
     }
   }
 
   // Runs fn() on the executor's thread from any thread, for an owner that outlives the loop
-  // (the listener): now, or posted into the strand.
+  // (the listener): now, or posted.
   template <class Fn>
   void post(Fn&& fn) {
     if (strand_) {
       boost::asio::post(*strand_, std::forward<Fn>(fn));
+    } else if (policy_ == thread_policy::own_loop) {
+      boost::asio::post(io_, std::forward<Fn>(fn));
     } else {
       std::forward<Fn>(fn)();
     }
   }
 
  private:
+  boost::asio::io_context::executor_type io_;  // own_loop: where other threads post
+  thread_policy policy_;
   std::optional<strand_type> strand_;  // multi mode only
 };
 

@@ -2,10 +2,15 @@
 // an EMFILE back-off.
 #include "listener.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <utility>
+
+#include <boost/system/system_error.hpp>
 
 #include "server.hpp"
 #include "session.hpp"
@@ -21,11 +26,20 @@ listener::listener(net::io_context& io, server& srv)
       backoff_(io),
       exec_(srv.threading().executor_for(io.get_executor())) {}
 
-tcp::endpoint listener::open(const tcp::endpoint& endpoint) {
+tcp::endpoint listener::open(const tcp::endpoint& endpoint, bool share_port) {
   acceptor_.open(endpoint.protocol());
   // Let a restarted server bind at once even while the old one's connections sit in
   // TIME_WAIT; the benchmark restarts the server on the same port between runs.
   acceptor_.set_option(net::socket_base::reuse_address(true));
+  if (share_port) {
+    // Asio has no portable name for it. Linux lets only sockets of the same user join the
+    // port's group, and hashes each new connection to one of them.
+    const int on = 1;
+    if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+      throw boost::system::system_error(errno, boost::system::system_category(),
+                                        "setsockopt(SO_REUSEPORT)");
+    }
+  }
   acceptor_.bind(endpoint);
   acceptor_.listen(net::socket_base::max_listen_connections);
   return acceptor_.local_endpoint();
@@ -71,25 +85,40 @@ void listener::on_accept(boost::beast::error_code ec, socket_type socket) {
     return;
   }
 
-  if (server_.connections() >= server_.config().max_connections) {
-    // Over KNIT_MAX_CONNECTIONS: close the newcomer at once rather than let every open
-    // connection's memory and the host thread's time grow without bound.
+  if (!server_.limit().try_reserve()) {
+    // Over KNIT_MAX_CONNECTIONS (every host's connections together): close the newcomer at
+    // once rather than let every open connection's memory and the host threads' time grow
+    // without bound.
     boost::system::error_code ignored;
     socket.close(ignored);
   } else {
     // Small responses must leave at once, not wait for Nagle to gather a full segment.
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    try {
-      std::make_shared<session>(std::move(socket), server_)->run();
-    } catch (const std::exception& e) {
-      // Out of memory for one more session: that connection is closed, the loop goes on.
-      std::cerr << "knit-server: cannot start a session: " << e.what() << '\n';
-    }
+    start_session(std::move(socket));
   }
 
   // Accept the next connection.
   do_accept();
+}
+
+void listener::start_session(socket_type socket) {
+  // The session holds the place reserved for it from here on (server::detach gives it back);
+  // until it exists, the place is ours to give back.
+  std::shared_ptr<session> s;
+  try {
+    s = std::make_shared<session>(std::move(socket), server_);
+  } catch (const std::exception& e) {
+    // Out of memory for one more session: that connection is closed, the loop goes on.
+    server_.limit().release();
+    std::cerr << "knit-server: cannot start a session: " << e.what() << '\n';
+    return;
+  }
+  try {
+    s->run();
+  } catch (const std::exception& e) {
+    std::cerr << "knit-server: cannot start a session: " << e.what() << '\n';
+  }
 }
 
 }  // namespace knit_server

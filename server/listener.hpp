@@ -1,4 +1,5 @@
-// Accepts connections and starts one session per connection, up to KNIT_MAX_CONNECTIONS.
+// Accepts connections and starts one session per connection, up to KNIT_MAX_CONNECTIONS (for
+// the whole process, whatever KNIT_HOSTS is).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -14,20 +15,26 @@ class server;
 
 // Threads: one accept is pending at a time, so its handlers never overlap. They run on exec_
 // (connection_executor.hpp): in KNIT_MODE=multi a strand, where stop(), called from another
-// thread, posts the close too; in the other modes the host thread.
+// thread, posts the close too; in the other modes the host thread (with KNIT_HOSTS>1 stop()
+// posts the close to it).
 class listener {
  public:
   listener(boost::asio::io_context& io, server& srv);
 
   // Opens, binds and listens; returns the bound endpoint. Throws on failure.
-  boost::asio::ip::tcp::endpoint open(const boost::asio::ip::tcp::endpoint& endpoint);
+  // `share_port`: SO_REUSEPORT, so that each host's listener can bind the same port
+  // (KNIT_HOSTS>1). Never with one host: a second server started on a taken port must fail
+  // to listen, not take half of the first one's connections.
+  boost::asio::ip::tcp::endpoint open(const boost::asio::ip::tcp::endpoint& endpoint,
+                                      bool share_port);
 
   // Starts accepting. The accept loop runs until stop().
   void run();
 
   // Closes the acceptor: the pending accept completes with operation_aborted and the loop
-  // ends. Connections already accepted are the server's business. Multi mode: may be
-  // called from any thread; the close happens on the loop's strand, shortly after.
+  // ends. Connections already accepted are the server's business. Multi mode and
+  // KNIT_HOSTS>1: may be called from any thread; the close happens on the loop's thread
+  // (multi: its strand), shortly after.
   void stop();
 
  private:
@@ -35,6 +42,8 @@ class listener {
   using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
                                                        boost::asio::io_context::executor_type>;
   void on_accept(boost::beast::error_code ec, socket_type socket);
+  // Makes the session for an accepted socket whose place in the connection limit is taken.
+  void start_session(socket_type socket);
   void close();
 
   server& server_;

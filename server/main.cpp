@@ -9,7 +9,8 @@
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
 //   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
 // Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
-// multi's threading: docs/server-threads.md)
+// multi's threading: docs/server-threads.md) KNIT_HOSTS (event loops, default 1: each with its
+// own thread and SO_REUSEPORT listener; inline and asio mode; docs/server-hosts.md)
 // KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 6)
 // KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
@@ -26,17 +27,23 @@
 //
 // The steps, in order:
 //   1. read the configuration from the environment (bad value: message, exit 2);
-//   2. make the host's event loop: one io_context run by this thread only (multi mode: by
-//      KNIT_THREADS threads, this one included);
-//   3. pooled and auto mode: start the pool (on this thread, which makes it the pool's host)
-//      and bind its completions to the io_context; asio mode: start the thread_pool;
+//   2. what every event loop shares: the pool (pooled and auto mode), the thread_pool (asio
+//      mode), the connection limit;
+//   3. the event loops. KNIT_HOSTS=1: one, built on this thread (with a pool, the pool's
+//      host: its completions bound to the loop's io_context), run by this thread only (multi
+//      mode: by KNIT_THREADS threads, this one included), which also takes the signals and
+//      runs the stop. KNIT_HOSTS>1: this thread is the control thread, with an io_context
+//      of its own for the signals and the stop deadline; the H hosts start in step 5;
 //   4. open the signalfd that takes SIGINT/SIGTERM/SIGUSR1 (blocked in every thread from the
 //      first line; SIGPIPE is ignored from the very start);
-//   5. bind and listen, print the banner, then "listening on ..." (the line scripts wait for);
-//   6. run the loop until SIGINT/SIGTERM has drained every connection (SIGUSR1: print stats),
-//      or until the stop deadline has given up on what was left (stop_deadline.hpp);
-//   7. shut the pool down (drain, bounded by the same deadline), or join the asio threads,
-//      exit 0 or 3.
+//   5. bind and listen (KNIT_HOSTS>1: start each host's thread, which builds its loop on
+//      itself and listens on the same port), print the banner, then "listening on ..." (the
+//      line scripts wait for);
+//   6. run the loops until SIGINT/SIGTERM has drained every connection of every host
+//      (SIGUSR1: print stats), or until the stop deadline has given up on what was left
+//      (stop_deadline.hpp);
+//   7. join the asio threads, end the host threads, shut the pool down (drain, bounded by the
+//      same deadline), exit 0 or 3.
 // Every line the server prints once the configuration is read goes through a log_writer:
 // a stdout or stderr that nobody reads, or whose reader has gone, loses lines (counted in
 // knit-stats "log_dropped") but never stops the event loop or kills the process.
@@ -59,16 +66,17 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/system/system_error.hpp>
-#include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
+#include "banner.hpp"
 #include "config.hpp"
-#include "heavy_placement.hpp"
+#include "connection_limit.hpp"
+#include "host_loop.hpp"
+#include "host_threads.hpp"
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
-#include "server.hpp"
+#include "server_group.hpp"
 #include "signal_source.hpp"
-#include "stats.hpp"
 #include "stop_deadline.hpp"
 
 namespace net = boost::asio;
@@ -81,23 +89,14 @@ constexpr int kExitConfig = 2;     // a bad environment variable
 constexpr int kExitStartup = 1;    // cannot listen, cannot start the pool
 constexpr int kExitAbandoned = 3;  // the stop timeout passed: pool calls or connections given up
 
-std::string url_of(const tcp::endpoint& ep) {
-  const bool v6 = ep.address().is_v6();  // an IPv6 literal goes in brackets in a URL
-  std::string url = "http://";
-  if (v6) url += '[';
-  url += ep.address().to_string();
-  if (v6) url += ']';
-  url += ':';
-  url += std::to_string(ep.port());
-  return url;
-}
-
 // Each connection is a file descriptor. Raise the soft RLIMIT_NOFILE (often 1024) towards
 // KNIT_MAX_CONNECTIONS, so the limit the operator chose is the one that applies, not EMFILE.
-void raise_fd_limit(std::size_t max_connections, log_writer& err) {
+// Each event loop holds a few descriptors of its own (listener, epoll, eventfd, timerfd).
+void raise_fd_limit(std::size_t max_connections, unsigned hosts, log_writer& err) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  const rlim_t wanted = static_cast<rlim_t>(max_connections) + 64;  // + listener, eventfd, stdio
+  // + the pool's eventfds, stdio, the signalfd
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + 64 + rlim_t{4} * hosts;
   if (limit.rlim_cur >= wanted) return;
   limit.rlim_cur = std::min(wanted, limit.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &limit);
@@ -110,35 +109,8 @@ void raise_fd_limit(std::size_t max_connections, log_writer& err) {
   }
 }
 
-void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
-                  const offload_options& auto_options, log_writer& out) {
-  // The route list exactly as the reference server prints it.
-  out.write_line("GET  /ping");
-  out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
-  out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
-  if (cfg.mode == exec_mode::auto_offload) {
-    out.write_line("mode: auto (/ssr and /jwt each inline while its average cost is under " +
-                   std::to_string(auto_options.inline_below_us) +
-                   " us, else on knit workers) pool: " + pool->describe());
-  } else if (pool) {
-    out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
-  } else if (cfg.mode == exec_mode::asio_pool) {
-    out.write_line("mode: asio (/ssr and /jwt on boost::asio::thread_pool(" +
-                   std::to_string(threads) + "), results posted back)");
-  } else if (cfg.mode == exec_mode::multi_thread) {
-    out.write_line("mode: multi (one io_context run by " + std::to_string(threads) +
-                   " threads, every route inline)");
-  } else {
-    out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
-  }
-  out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
-                 " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
-  out.write_line("admission: 503 when the expected wait exceeds " +
-                 std::to_string(cfg.max_queue_delay.count()) + " ms or " +
-                 std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
-}
-
 }  // namespace
+
 
 int main() {
   // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
@@ -180,20 +152,12 @@ int main() {
         "secret for this run only (tokens will not verify after a restart)");
   }
 
-  raise_fd_limit(cfg.max_connections, err);
+  raise_fd_limit(cfg.max_connections, cfg.hosts, err);
 
-  // 2. The host's event loop. Concurrency hint 1: only this thread runs it, so Asio may
-  //    skip the locking a multi-threaded loop needs. KNIT_MODE=multi: KNIT_THREADS threads
-  //    run it (this one and io_threads - 1 more, started in step 6).
-  const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
-  net::io_context io{static_cast<int>(io_threads)};
-
-  // 3. The pool and its glue, pooled and auto mode. Constructed here, on the thread that
-  //    runs io: knit checks that every pool call comes from the thread that created the pool.
-  //    Asio mode: KNIT_THREADS plain threads instead, with no knit in between.
-  std::optional<knit::pool> pool;
-  std::optional<knit::asio_host> host;
+  // 2. What every event loop shares. Asio mode: KNIT_THREADS plain threads, with no knit in
+  //    between. Pooled and auto mode: the knit pool (its hosts are bound to it in step 3).
   std::optional<net::thread_pool> asio_threads;
+  std::optional<knit::pool> pool;
   if (cfg.mode == exec_mode::asio_pool) {
     try {
       asio_threads.emplace(pool_options.threads);
@@ -212,35 +176,45 @@ int main() {
       err.write_line(std::string("knit-server: cannot start the pool: ") + e.what());
       return kExitStartup;
     }
-    host.emplace(io, *pool);
   }
-  // Where /ssr and /jwt run, chosen here once (heavy_placement.hpp).
-  std::optional<heavy_placement> placement;
-  switch (cfg.mode) {
-    case exec_mode::pooled:
-      placement.emplace(std::in_place_type<pool_placement>, cfg, *host);
-      break;
-    case exec_mode::auto_offload:
-      placement.emplace(std::in_place_type<auto_placement>, cfg, *host, auto_options);
-      break;
-    case exec_mode::asio_pool:
-      placement.emplace(std::in_place_type<asio_pool_placement>, cfg, *asio_threads, io);
-      break;
-    case exec_mode::inline_host:
-    case exec_mode::multi_thread:
-      placement.emplace(std::in_place_type<inline_placement>, cfg);
-      break;
+  connection_limit limit(cfg.max_connections);
+  // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
+  // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
+  // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
+  const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
+  const host_resources shared{cfg,
+                              auto_options,
+                              pool ? &*pool : nullptr,
+                              asio_threads ? &*asio_threads : nullptr,
+                              limit,
+                              static_cast<int>(io_threads)};
+
+  // 3. The event loops, and the control loop where the signals and the stop run.
+  //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from
+  //    the thread that built the pool, and this thread runs the loop. It is also the control
+  //    loop. KNIT_HOSTS>1: the control loop is this thread's own, and runs no connection, so
+  //    a signal or the stop deadline never waits behind a busy host.
+  std::optional<host_loop> only_host;
+  std::optional<net::io_context> control_loop;
+  std::optional<host_threads> hosts;
+  server_group servers;
+  if (cfg.hosts == 1) {
+    only_host.emplace(shared);
+    servers.add(only_host->srv());
+  } else {
+    control_loop.emplace(1);
+    hosts.emplace(shared, err);
   }
-  server srv(io, cfg, *placement);
-  stop_deadline stopper(io, srv, pool ? &*pool : nullptr, pool_options.stop_timeout);
+  net::io_context& control = only_host ? only_host->io() : *control_loop;
+  stop_deadline stopper(control, servers, pool ? &*pool : nullptr, pool_options.stop_timeout);
 
   // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
-  //    "listening on" appears must be taken. SIGINT/SIGTERM start the graceful stop
-  //    (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is done,
-  //    stop the loop. A second one exits at once. SIGUSR1 prints one knit-stats line, which
-  //    the benchmark driver reads. They are read from a signalfd (signal_source.hpp: every
-  //    thread blocks them from the first line of main), on the stopper's executor (its strand
-  //    in multi mode), as its own handlers run.
+  //    "listening on" appears must be taken. SIGINT/SIGTERM start the graceful stop of every
+  //    host (server.hpp) bounded by KNIT_STOP_TIMEOUT_MS (stop_deadline.hpp); once it is
+  //    done, stop the loops. A second one exits at once. SIGUSR1 prints one knit-stats line
+  //    for the whole process, which the benchmark driver reads. They are read from a signalfd
+  //    (signal_source.hpp: every thread blocks them from the first line of main), on the
+  //    stopper's executor (its strand in multi mode), as its own handlers run.
   std::optional<signal_source> signals;
   try {
     signals.emplace(stopper.executor());
@@ -253,17 +227,16 @@ int main() {
     if (signo == SIGUSR1) {
       std::optional<std::string> pool_json;
       if (pool) pool_json = knit::to_json(pool->stats());
-      const server_gauges gauges{srv.connections(), srv.buffered_bytes(),
-                                 out.dropped() + err.dropped()};
-      const std::optional<std::string> auto_json = placement->auto_json();
-      out.write_line(format_stats_line(cfg.mode, srv.counters(), srv.rejected(), gauges, pool_json,
-                                       auto_json));
+      std::optional<std::string> auto_json;
+      if (only_host) auto_json = only_host->placement().auto_json();
+      out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
     } else if (++stop_requests == 1) {
       err.write_line("knit-server: signal " + std::to_string(signo) +
                      ": stopping; finishing the requests in progress");
       stopper.begin([&] {
         signals->cancel();
-        io.stop();
+        control.stop();
+        if (hosts) hosts->stop();
       });
     } else {
       err.write_line("knit-server: second stop signal: exiting without draining");
@@ -271,50 +244,58 @@ int main() {
     }
   });
 
-  // 5. Listen, then tell the world.
+  // 5. Listen, then tell the world. KNIT_HOSTS>1: host 0 binds cfg.port (0: the kernel picks
+  //    one), the others the port it got; each accepts from the moment it listens.
   tcp::endpoint bound;
+  std::uint16_t port = cfg.port;
   try {
-    bound = srv.listen();
-  } catch (const boost::system::system_error& e) {
-    err.write_line("knit-server: cannot listen on " + cfg.host + ':' + std::to_string(cfg.port) +
-                   ": " + e.code().message());
+    if (only_host) {
+      bound = only_host->srv().listen();
+      only_host->srv().start();
+    } else {
+      for (unsigned i = 0; i < cfg.hosts; ++i) {
+        const tcp::endpoint got = hosts->start(port);
+        servers.add(hosts->srv(i));
+        if (i == 0) bound = got;
+        port = got.port();
+      }
+    }
+  } catch (const std::exception& e) {
+    const auto* listen_error = dynamic_cast<const boost::system::system_error*>(&e);
+    err.write_line(listen_error
+                       ? "knit-server: cannot listen on " + cfg.host + ':' + std::to_string(port) +
+                             ": " + listen_error->code().message()
+                       : std::string("knit-server: cannot start an event loop: ") + e.what());
+    // Hosts already running may hold connections that point into their loops: no
+    // destructor may run.
+    if (hosts && hosts->size() > 0) std::_Exit(kExitStartup);
     return kExitStartup;
   }
-  srv.start();
   print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
 
-  // 6. Run the loop, on every io thread. A handler that throws unwinds out of run(); report
-  // it and carry on, so a bug in one request cannot take the server down. run() returns
-  // normally after io.stop().
-  const auto run_loop = [&] {
-    for (;;) {
-      try {
-        io.run();
-        break;
-      } catch (const std::exception& e) {
-        err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
-      }
-    }
-  };
-  // Multi mode: io_threads - 1 more threads run the loop beside this one.
+  // 6. Run the loops. KNIT_HOSTS>1: the hosts run on their threads already; this thread runs
+  //    the control loop. Multi mode: io_threads - 1 more threads run the loop beside this one.
   std::vector<std::thread> more_threads;
   if (cfg.mode == exec_mode::multi_thread) {
     try {
-      for (unsigned i = 1; i < io_threads; ++i) more_threads.emplace_back(run_loop);
+      for (unsigned i = 1; i < io_threads; ++i) {
+        more_threads.emplace_back([&] { only_host->run(err); });
+      }
     } catch (const std::system_error& e) {
       err.write_line(std::string("knit-server: cannot start the io threads: ") + e.what());
       std::_Exit(kExitStartup);  // threads already running io: no destructor may run
     }
   }
-  run_loop();
+  run_event_loop(control, err);
   for (std::thread& t : more_threads) t.join();
 
   // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
   //    on it got 503. Leave at once: a connection or a detached worker thread may still
-  //    use what main's destructors would free, so none of them may run. Asio mode has no
-  //    way to cancel a job (the clients still waiting on one are cut off at exit): its
-  //    threads are told to stop taking jobs, and the process exits without joining them.
+  //    use what main's destructors would free, so none of them may run (the host threads
+  //    wait for a finish() that never comes). Asio mode has no way to cancel a job (the
+  //    clients still waiting on one are cut off at exit): its threads are told to stop
+  //    taking jobs, and the process exits without joining them.
   if (stopper.abandoned()) {
     if (asio_threads) asio_threads->stop();
     err.write_line("knit-server: " + stopper.describe() + "; exiting with code " +
@@ -324,8 +305,11 @@ int main() {
   // Drained in time: every accepted call has completed (each one's session was waiting for
   // it), so this only joins the workers, and retires what a stuck call left behind.
   // Asio mode: the same holds (each session waited for its job's result), so the join only
-  // waits for the threads to leave the jobs they have just finished.
+  // waits for the threads to leave the jobs they have just finished. It comes before the
+  // hosts end: a thread that has just posted a result may still be inside that loop's post.
   if (asio_threads) asio_threads->join();
+  // Each host destroys its loop on its own thread (with a pool: its asio_host goes there).
+  if (hosts) hosts->finish();
   knit::shutdown_report report = stopper.report();
   if (pool && !stopper.passed()) {
     report = pool->shutdown(knit::shutdown_mode::drain, stopper.deadline());

@@ -15,22 +15,28 @@ namespace knit_server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-server::server(net::io_context& io, const server_config& cfg, heavy_placement& placement)
+server::server(net::io_context& io, const server_config& cfg, heavy_placement& placement,
+               connection_limit& limit)
     : io_(io),
       cfg_(cfg),
-      threading_(cfg.mode),
+      threading_(cfg.mode, cfg.hosts),
       placement_(placement),
+      limit_(limit),
       ping_cache_(threading_.multi()),
       listener_(io, *this),
       sweep_timer_(io),
       sweep_period_(std::clamp<std::chrono::milliseconds>(
           cfg.idle_timeout / 8, std::chrono::milliseconds(10), std::chrono::milliseconds(1000))) {}
 
-tcp::endpoint server::listen() {
+tcp::endpoint server::listen() { return listen_on(cfg_.port, false); }
+
+tcp::endpoint server::listen_shared(std::uint16_t port) { return listen_on(port, true); }
+
+tcp::endpoint server::listen_on(std::uint16_t port, bool share_port) {
   const net::ip::address address = cfg_.host == "localhost"
                                        ? net::ip::address(net::ip::address_v4::loopback())
                                        : net::ip::make_address(cfg_.host);
-  return listener_.open(tcp::endpoint(address, cfg_.port));
+  return listener_.open(tcp::endpoint(address, port), share_port);
 }
 
 void server::start() { listener_.run(); }
@@ -83,6 +89,7 @@ bool server::attach(session& s) {
 }
 
 void server::detach(session& s) {
+  limit_.release();  // every session holds a place, attached or not (listener.cpp)
   auto guard = lock();
   sessions_.erase(&s);
   if (stopping() && sessions_.empty() && drained_) {

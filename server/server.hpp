@@ -1,5 +1,5 @@
-// What every connection shares (configuration, counters, the heavy routes' placement, the
-// session list) and the stop protocol.
+// What every connection of one event loop shares (configuration, counters, the heavy routes'
+// placement, the session list) and the stop protocol.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config.hpp"
+#include "connection_limit.hpp"
 #include "heavy_placement.hpp"
 #include "io_threading.hpp"
 #include "listener.hpp"
@@ -25,12 +26,19 @@ namespace knit_server {
 
 class session;
 
+// One server per event loop: with KNIT_HOSTS=H there are H of them (server_group.hpp), each
+// with its own listener on the shared port, its own sessions and counters.
+//
 // Threads: threading_ (io_threading.hpp) is the policy chosen at start-up. With one host
-// thread (every mode but multi) that thread touches every member and no lock is taken. With
-// KNIT_MODE=multi's N io threads the same code holds, because:
-//   - each session's own state is touched only on its connection_executor's strand;
+// thread (KNIT_HOSTS=1, every mode but multi) that thread touches every member and no lock is
+// taken. With KNIT_HOSTS>1 the loop's own thread runs every session, and the control thread
+// (signals, the stop deadline) calls stop(), cut_slow_clients(), connections() and
+// buffered_bytes(); with KNIT_MODE=multi's N io threads any of them runs any handler. The same
+// code holds in both, because:
+//   - each session's own state is touched only on its connection_executor's thread (multi
+//     mode: its strand); another thread posts there;
 //   - sessions_, sweeping_, sweep_timer_ and drained_ are guarded by sessions_mutex_, which
-//     threading_.lock() takes in multi mode only, and only when a connection opens or
+//     threading_.lock() takes in those two only, and only when a connection opens or
 //     closes, at a sweep, and at stop: never per request;
 //   - stopping_ and the counters are relaxed atomics, each naming its partner;
 //   - the /ping cache is one per thread (ping_cache.hpp);
@@ -56,9 +64,11 @@ class session;
 // A deadline is therefore enforced up to one sweep period late.
 class server {
  public:
-  // `cfg` and `placement` must outlive the server; the server must outlive every session,
-  // which the stop protocol guarantees when the io_context is stopped only from `drained`.
-  server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement);
+  // `cfg`, `placement` and `limit` (KNIT_MAX_CONNECTIONS, shared by every host) must outlive
+  // the server; the server must outlive every session, which the stop protocol guarantees
+  // when the io_context is stopped only from `drained`.
+  server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement,
+         connection_limit& limit);
 
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -66,6 +76,11 @@ class server {
   // Binds and listens on cfg.host:cfg.port and returns the bound endpoint (the real port
   // when PORT=0). Throws boost::system::system_error, e.g. when the port is taken.
   boost::asio::ip::tcp::endpoint listen();
+
+  // KNIT_HOSTS>1: listen() on `port` instead of cfg.port, with SO_REUSEPORT, so that every
+  // host's listener binds the same port and the kernel spreads the connections over them.
+  // Host 0 passes cfg.port (0: the kernel picks one), the others the port host 0 got.
+  boost::asio::ip::tcp::endpoint listen_shared(std::uint16_t port);
 
   // Starts the accept loop. Call after listen().
   void start();
@@ -78,6 +93,10 @@ class server {
   // read or write now instead of at its stop grace, so a slow client ends with it. A
   // session waiting on the pool has none pending and is not affected.
   void cut_slow_clients();
+
+  // The process-wide connection limit: the accept loop reserves a place for each session,
+  // and detach() gives it back.
+  connection_limit& limit() noexcept { return limit_; }
 
   // Partner of the store in stop(). Relaxed: a session that reads false while stop() runs
   // is told again through session::stop(), posted after the store (the post orders it).
@@ -106,12 +125,14 @@ class server {
   }
 
   // Called by session::run() and session's destructor. attach() returns false, and keeps
-  // nothing, once the server is stopping: that session closes without a response.
+  // nothing, once the server is stopping: that session closes without a response. detach()
+  // also gives back the session's place in limit(), which every session holds.
   bool attach(session& s);
   void detach(session& s);
 
  private:
-  // sessions_mutex_ held in multi mode, nothing in the others.
+  boost::asio::ip::tcp::endpoint listen_on(std::uint16_t port, bool share_port);
+  // sessions_mutex_ held in multi mode and with KNIT_HOSTS>1, nothing otherwise.
   std::unique_lock<std::mutex> lock() const { return threading_.lock(sessions_mutex_); }
   void start_sweep();
   void on_sweep(boost::system::error_code ec);
@@ -120,11 +141,12 @@ class server {
   const server_config& cfg_;
   const io_threading threading_;
   heavy_placement& placement_;
+  connection_limit& limit_;
   request_counters counters_;
   rejection_counters rejected_;
   ping_cache ping_cache_;
   listener listener_;
-  mutable std::mutex sessions_mutex_;      // multi mode: guards the four members below
+  mutable std::mutex sessions_mutex_;      // multi mode, KNIT_HOSTS>1: guards the four below
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
   boost::asio::steady_timer sweep_timer_;
   bool sweeping_ = false;  // a sweep wait is pending

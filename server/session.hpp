@@ -60,8 +60,9 @@ using socket_type =
 // exactly as long as something is in progress on it.
 //
 // Threads: exec_ (connection_executor.hpp) runs every handler of the chain, and the actions
-// other threads ask for (stop(), check_deadline()), on the connection's thread: the host
-// thread, or in KNIT_MODE=multi the connection's own strand. Only deadline_ and
+// other threads ask for (stop(), check_deadline()), on the connection's thread: the thread
+// of the event loop that accepted it (with KNIT_HOSTS>1 one of several, for the connection's
+// whole life), or in KNIT_MODE=multi the connection's own strand. Only deadline_ and
 // published_bytes_ are read from elsewhere, and they are atomics.
 class session : public std::enable_shared_from_this<session> {
  public:
@@ -79,21 +80,21 @@ class session : public std::enable_shared_from_this<session> {
 
   // The server is stopping. Closes the connection now if it is idle between requests;
   // otherwise the current request is answered (with Connection: close) and then it closes.
-  // Multi mode: may be called from any thread (the server's, under its lock); it posts the
-  // work into the strand.
+  // Multi mode and KNIT_HOSTS>1: may be called from any thread (under the server's lock); it
+  // posts the work to the session's thread.
   void stop();
 
   // Called by the server's periodic sweep: if the current read or write has outlived its
-  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends. Multi mode: may be
-  // called from any thread; an overdue session is checked again, and cancelled, on its
-  // strand (the deadline may have moved on meanwhile).
+  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends. Multi mode and
+  // KNIT_HOSTS>1: may be called from any thread; an overdue session is checked again, and
+  // cancelled, on its own thread (the deadline may have moved on meanwhile).
   void check_deadline(std::chrono::steady_clock::time_point now);
 
   // The bytes this connection holds in its buffers (capacities): the read buffer, the
   // request body, the response body and head. The knit-stats line sums them. Between
-  // requests it is at most kKeepBytes per buffer (release_large_buffers). Multi mode: the
-  // figure published when the last response was sent and again once it was written
-  // (another thread may not look at the buffers themselves).
+  // requests it is at most kKeepBytes per buffer (release_large_buffers). Multi mode and
+  // KNIT_HOSTS>1: the figure published when the last response was sent and again once it was
+  // written (the SIGUSR1 thread may not look at the buffers themselves).
   std::size_t buffered_bytes() const noexcept;
 
   // A buffer whose capacity exceeds this is freed once its response has been written, so an
@@ -157,12 +158,14 @@ class session : public std::enable_shared_from_this<session> {
   // When the pending read or write gives up. max() while a route runs: waiting for a pool
   // worker is the server's time, not the client's. Written on the session's thread (relaxed
   // stores: a plain store on x86); partner: the relaxed load in check_deadline(), which in
-  // multi mode runs on the sweep's thread and only decides whether to post expire(), which
-  // reads it again on the strand.
+  // multi mode runs on the sweep's thread (with KNIT_HOSTS>1 on the control thread, at the
+  // stop deadline) and only decides whether to post expire(), which reads it again on the
+  // session's thread.
   std::atomic<std::chrono::steady_clock::time_point> deadline_{
       std::chrono::steady_clock::time_point::max()};
-  // Multi mode: measure_buffers() as of the last publish_buffered_bytes(), stored relaxed on
-  // the strand; partner: the relaxed load in buffered_bytes(), on the SIGUSR1 thread.
+  // Multi mode and KNIT_HOSTS>1: measure_buffers() as of the last publish_buffered_bytes(),
+  // stored relaxed on the session's thread; partner: the relaxed load in buffered_bytes(),
+  // on the SIGUSR1 thread.
   std::atomic<std::size_t> published_bytes_{0};
   phase phase_ = phase::reading;
   route route_ = route::not_found;  // the current request's route

@@ -6,7 +6,8 @@ namespace knit_server {
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json,
-                              std::optional<std::string_view> auto_json) {
+                              std::optional<std::string_view> auto_json,
+                              std::span<const host_figures> hosts) {
   std::string line = "knit-stats {\"mode\":\"";
   line += to_string(mode);
   line += "\",\"requests\":{\"ping\":";
@@ -34,6 +35,18 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   if (auto_json) {
     line += ",\"auto\":";
     line += *auto_json;
+  }
+  if (!hosts.empty()) {
+    line += ",\"hosts\":[";
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (i > 0) line += ',';
+      line += "{\"requests\":";
+      line += std::to_string(hosts[i].requests);
+      line += ",\"connections\":";
+      line += std::to_string(hosts[i].connections);
+      line += '}';
+    }
+    line += ']';
   }
   line += '}';
   return line;

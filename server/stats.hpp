@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,20 @@ struct request_counters {
       case route::not_found: bump(other); break;
     }
   }
+
+  // Adds `part`'s counts (the knit-stats line sums the hosts), each read once.
+  void add(const request_counters& part) noexcept {
+    ping.fetch_add(part.ping.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    ssr.fetch_add(part.ssr.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    jwt.fetch_add(part.jwt.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    other.fetch_add(part.other.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+
+  // Every route's count added up.
+  std::uint64_t total() const noexcept {
+    return ping.load(std::memory_order_relaxed) + ssr.load(std::memory_order_relaxed) +
+           jwt.load(std::memory_order_relaxed) + other.load(std::memory_order_relaxed);
+  }
 };
 
 // Heavy requests answered 503 + Retry-After instead of being run, by reason. Counted like
@@ -55,6 +70,21 @@ struct rejection_counters {
       case refusal_reason::internal_error: break;
     }
   }
+
+  // Adds `part`'s counts, as request_counters::add.
+  void add(const rejection_counters& part) noexcept {
+    queue_delay.fetch_add(part.queue_delay.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+    queue_count.fetch_add(part.queue_count.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+    pool_full.fetch_add(part.pool_full.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+};
+
+// One event loop's part (KNIT_HOSTS), in the line's "hosts" list.
+struct host_figures {
+  std::uint64_t requests = 0;     // requests it answered, every route (request_counters::total)
+  std::uint64_t connections = 0;  // connections open on it now
 };
 
 // Figures read when the line is printed.
@@ -67,14 +97,18 @@ struct server_gauges {
 // The whole line, without the newline:
 //   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N},
-//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}[,"auto":{...}]}
+//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}[,"auto":{...}]
+//               [,"hosts":[{"requests":N,"connections":N},...]]}
 // (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline and asio mode
 // ("pool":null). `auto_json` (heavy_placement::auto_json, auto mode only) adds the "auto"
-// field, absent otherwise. The benchmark driver parses this line: change it only together with the
+// field, absent otherwise. `hosts`, one entry per event loop (KNIT_HOSTS; the server always
+// passes them), adds "hosts" when not empty; `counters`, `rejected` and `gauges` are then the
+// totals over them. The benchmark driver parses this line: change it only together with the
 // driver (it reads "requests" by name, so fields may be added).
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json,
-                              std::optional<std::string_view> auto_json = std::nullopt);
+                              std::optional<std::string_view> auto_json = std::nullopt,
+                              std::span<const host_figures> hosts = {});
 
 }  // namespace knit_server

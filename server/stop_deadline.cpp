@@ -12,15 +12,15 @@ namespace knit_server {
 namespace net = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
-stop_deadline::stop_deadline(net::io_context& io, server& srv, knit::pool* pool,
+stop_deadline::stop_deadline(net::io_context& io, server_group& servers, knit::pool* pool,
                              std::chrono::milliseconds stop_timeout)
-    : server_(srv),
+    : servers_(servers),
       pool_(pool),
       stop_timeout_(stop_timeout),
       // Multi mode: `drained` and the timer may complete on different io threads at once;
       // on one strand, finish() and on_deadline() never overlap.
-      executor_(srv.multi_thread() ? net::any_io_executor(net::make_strand(io))
-                                   : net::any_io_executor(io.get_executor())),
+      executor_(servers.multi_thread() ? net::any_io_executor(net::make_strand(io))
+                                       : net::any_io_executor(io.get_executor())),
       timer_(executor_) {}
 
 void stop_deadline::begin(std::function<void()> done) {
@@ -34,21 +34,21 @@ void stop_deadline::begin(std::function<void()> done) {
     timer_.async_wait([this](const boost::system::error_code& ec) { on_deadline(ec); });
   }
   // Step 1. `drained` is posted (never called inside stop()), after the last session is gone.
-  // Multi mode: `drained` is posted from whichever thread closed the last connection; bring
-  // it to executor().
-  server_.stop([this] { net::dispatch(executor_, [this] { finish(); }); });
+  // Multi mode and KNIT_HOSTS>1: `drained` is posted from whichever thread closed the last
+  // connection; bring it to executor().
+  servers_.stop([this] { net::dispatch(executor_, [this] { finish(); }); });
 }
 
 void stop_deadline::on_deadline(const boost::system::error_code& ec) {
   if (ec || finished_) return;  // cancelled by finish(): the server drained in time
   // The last session has gone and its `drained` is on its way (posted): nothing to give up.
-  if (server_.connections() == 0) return;
+  if (servers_.connections() == 0) return;
 
   // Step 2. Slow clients first: cutting them after the pool's shutdown would cut the 503
   // writes it starts. Then the handlers run inside shutdown(): each waiting session starts
   // writing its 503 now, and the loop sends them once this handler returns.
   passed_ = true;
-  server_.cut_slow_clients();
+  servers_.cut_slow_clients();
   if (pool_) report_ = pool_->shutdown(knit::shutdown_mode::drain, deadline_);
 
   // Step 3. finish() comes from `drained` if every connection closes sooner.
@@ -62,7 +62,7 @@ void stop_deadline::finish() {
   if (finished_) return;
   finished_ = true;
   timer_.cancel();
-  connections_left_ = server_.connections();
+  connections_left_ = servers_.connections();
   std::exchange(done_, nullptr)();
 }
 

@@ -1,9 +1,10 @@
 // The SIGINT/SIGTERM path bounded by KNIT_STOP_TIMEOUT_MS: drain if possible, give up at the
 // deadline, flush the 503s.
 //
-// Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout):
+// Protocol (begin(), from the first stop signal; the deadline is signal + stop_timeout), over
+// every host's server at once (server_group.hpp; one server with KNIT_HOSTS=1):
 //   1. server::stop(): no new connections; every session finishes its request and closes
-//      (server.hpp). Once the last one is gone: `done`, a clean stop.
+//      (server.hpp). Once the last one of every host is gone: `done`, a clean stop.
 //   2. At the deadline, if connections remain: every pending read and write is cancelled
 //      (server::cut_slow_clients: the stop grace ends now), then pool::shutdown(drain,
 //      deadline): every call still pending fails at once with errc::cancelled, the running
@@ -16,6 +17,8 @@
 // Without step 2 a task that never returns would keep the process alive forever; without
 // the bound in 3 a client that never reads its 503 would. With stop_timeout zero there is
 // no deadline: steps 2 and 3 never happen (stuck detection still frees stuck calls).
+// With KNIT_HOSTS>1 this runs on a control thread that runs no connection, so the deadline
+// holds even while every host is busy in an inline route that will not end.
 #pragma once
 
 #include <chrono>
@@ -28,7 +31,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <knit/knit.hpp>
 
-#include "server.hpp"
+#include "server_group.hpp"
 
 namespace knit_server {
 
@@ -38,10 +41,11 @@ class stop_deadline {
   // with room for the pool's shutdown and the process exit.
   static constexpr std::chrono::milliseconds kFlushWindow{500};
 
-  // `pool` is null in inline mode. All three must outlive this object. Call begin() from
-  // executor(): the host thread, or in KNIT_MODE=multi a strand of its own, where every
-  // handler of this object runs (main.cpp runs the signal handlers there too).
-  stop_deadline(boost::asio::io_context& io, server& srv, knit::pool* pool,
+  // `pool` is null in inline and asio mode. All three must outlive this object. `io` is the
+  // control thread's loop: the host's (KNIT_HOSTS=1) or the control thread's own. Call
+  // begin() from executor(): that loop's thread, or in KNIT_MODE=multi a strand of its own,
+  // where every handler of this object runs (main.cpp runs the signal handlers there too).
+  stop_deadline(boost::asio::io_context& io, server_group& servers, knit::pool* pool,
                 std::chrono::milliseconds stop_timeout);
 
   stop_deadline(const stop_deadline&) = delete;
@@ -81,7 +85,7 @@ class stop_deadline {
   void on_deadline(const boost::system::error_code& ec);
   void finish();
 
-  server& server_;
+  server_group& servers_;
   knit::pool* pool_;
   std::chrono::milliseconds stop_timeout_;
   boost::asio::any_io_executor executor_;  // see executor()

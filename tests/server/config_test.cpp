@@ -143,6 +143,34 @@ TEST(config, stop_grace_never_exceeds_the_stop_timeout) {
   EXPECT_EQ(stop_grace_for(milliseconds(0)), milliseconds(5000));  // 0: no bound
 }
 
+TEST(config, hosts_default_to_one_and_combine_with_inline_and_asio) {
+  EXPECT_EQ(parse({}).hosts, 1u);
+  EXPECT_EQ(parse({{"KNIT_HOSTS", ""}}).hosts, 1u);
+  EXPECT_EQ(parse({{"KNIT_MODE", "inline"}, {"KNIT_HOSTS", "4"}}).hosts, 4u);
+  EXPECT_EQ(parse({{"KNIT_MODE", "asio"}, {"KNIT_HOSTS", "1024"}}).hosts, 1024u);
+  // One host is today's single loop in every mode, the knit pool's included.
+  for (const char* mode : {"pooled", "auto", "multi"}) {
+    EXPECT_EQ(parse({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "1"}}).hosts, 1u) << mode;
+  }
+}
+
+TEST(config, bad_hosts_name_the_variable_and_the_value) {
+  for (const char* value : {"0", "-2", "1025", "two", "2 "}) {
+    const std::string message = error_of({{"KNIT_MODE", "inline"}, {"KNIT_HOSTS", value}});
+    EXPECT_NE(message.find("KNIT_HOSTS=\"" + std::string(value) + "\""), std::string::npos)
+        << value << ": " << message;
+  }
+  EXPECT_NE(error_of({{"KNIT_MODE", "multi"}, {"KNIT_HOSTS", "2"}}).find("must be 1 with"),
+            std::string::npos);
+  // Until the pool takes calls from several hosts.
+  for (const char* mode : {"pooled", "auto"}) {
+    const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "2"}});
+    EXPECT_NE(message.find("(not yet supported with KNIT_MODE=" + std::string(mode) + ")"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(config, mode_names) {
   EXPECT_EQ(to_string(exec_mode::inline_host), "inline");
   EXPECT_EQ(to_string(exec_mode::pooled), "pooled");

@@ -1,6 +1,6 @@
 // End-to-end tests of a connection's life in knit-server: keep-alive, pipelining, 100-continue,
 // HTTP/1.0's close, the idle timeout, and many clients at once. The real binary over real
-// sockets, in inline, pooled and multi mode.
+// sockets, in inline, pooled and multi mode, and in asio mode with 4 event loops.
 //
 // As in every end-to-end test, no assertion is on timing: deadlines only stop a broken
 // server from hanging the suite.
@@ -22,7 +22,9 @@ namespace {
 // The suite runs once per KNIT_MODE.
 using server_connections = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(modes, server_connections, ::testing::Values("inline", "pooled", "multi"),
+// asio_h4: the sweep and the stop reach connections on four event loops.
+INSTANTIATE_TEST_SUITE_P(modes, server_connections,
+                         ::testing::Values("inline", "pooled", "multi", "asio_h4"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_connections, SlowClientIsDisconnected) {

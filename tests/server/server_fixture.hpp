@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -40,9 +41,38 @@ inline std::int64_t requests_of(const boost::json::object& stats, const char* ro
   return stats.at("requests").at(route).as_int64();
 }
 
+// Every request the line has counted, all routes together.
+inline std::int64_t total_requests(const boost::json::object& stats) {
+  return requests_of(stats, "ping") + requests_of(stats, "ssr") + requests_of(stats, "jwt") +
+         requests_of(stats, "other");
+}
+
+// The "hosts" list's requests (one entry per event loop), in host order.
+inline std::vector<std::int64_t> host_requests(const boost::json::object& stats) {
+  std::vector<std::int64_t> out;
+  for (const boost::json::value& h : stats.at("hosts").as_array()) {
+    out.push_back(h.at("requests").as_int64());
+  }
+  return out;
+}
+
 // One of the pool's totals (pooled and auto mode), e.g. "calls_completed".
 inline std::int64_t pool_total(const boost::json::object& stats, const char* counter) {
   return stats.at("pool").at("totals").at(counter).as_int64();
+}
+
+// The parts of a response that do not depend on the clock: the status, the content type, and
+// the body with its timestamps replaced. /ssr stamps the page (ISO 8601, milliseconds); /jwt
+// answers {"ok":true,"token":"<header>.<payload>.<signature>","sub":...,"exp":N}, where the
+// payload and signature carry iat/exp: the token's header is kept, the rest masked.
+inline std::string without_clock(const http_response& res) {
+  static const std::regex iso(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
+  static const std::regex token(R"re("token":"([^".]*)\.[^"]*")re");
+  static const std::regex exp(R"("exp":\d+)");
+  std::string body = std::regex_replace(res.body, iso, "<time>");
+  body = std::regex_replace(body, token, R"("token":"$1.<claims>.<signature>")");
+  body = std::regex_replace(body, exp, R"("exp":<exp>)");
+  return std::to_string(res.status) + ' ' + res.header("content-type") + '\n' + body;
 }
 
 // Reads knit-stats lines (sending SIGUSR1 in every round, so a counter that is still
@@ -178,15 +208,24 @@ inline int lost_under_sigterm(server_process& server, const interrupted_load& lo
 // A suite that runs once per KNIT_MODE (instantiate it with ::testing::Values("inline",
 // "pooled", "multi")): each test starts its own server with start(); every test ends with a
 // clean stop (SIGTERM, exit code 0) unless it stopped the server itself. Multi mode runs its
-// io_context on 4 threads unless the test sets KNIT_THREADS.
+// io_context on 4 threads unless the test sets KNIT_THREADS. A parameter such as "inline_h4"
+// is the mode with KNIT_HOSTS=4 (4 event loops, each with its own listener on the port).
 class server_mode_test : public ::testing::TestWithParam<std::string> {
  protected:
-  bool pooled() const { return GetParam() == "pooled"; }
+  // The KNIT_MODE part of the parameter.
+  std::string mode() const { return GetParam().substr(0, GetParam().find("_h")); }
+  // KNIT_HOSTS: the number after "_h", 1 without it.
+  int hosts() const {
+    const std::size_t at = GetParam().find("_h");
+    return at == std::string::npos ? 1 : std::stoi(GetParam().substr(at + 2));
+  }
+  bool pooled() const { return mode() == "pooled"; }
 
   // Starts the server in this test's mode; fails the test if it does not come up.
   void start(env_map env = {}) {
-    env["KNIT_MODE"] = GetParam();
-    if (GetParam() == "multi") env.try_emplace("KNIT_THREADS", "4");
+    env["KNIT_MODE"] = mode();
+    if (hosts() > 1) env["KNIT_HOSTS"] = std::to_string(hosts());
+    if (mode() == "multi") env.try_emplace("KNIT_THREADS", "4");
     server_ = std::make_unique<server_process>(env);
     ASSERT_TRUE(server_->wait_listening()) << "stderr:\n" << server_->stderr_text();
   }

@@ -1,7 +1,7 @@
 // End-to-end tests of what knit-server refuses: a body or header over its limit, a malformed
 // request, a connection over KNIT_MAX_CONNECTIONS, a call the full pool cannot take, and a
 // bad setting at start-up. The real binary over real sockets, in inline, pooled and multi
-// mode where the limit is not the pool's.
+// mode where the limit is not the pool's, and in inline mode with 4 event loops.
 //
 // As in every end-to-end test, no assertion is on timing: deadlines only stop a broken
 // server from hanging the suite.
@@ -26,7 +26,9 @@ namespace {
 // The suite runs once per KNIT_MODE.
 using server_limits = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(modes, server_limits, ::testing::Values("inline", "pooled", "multi"),
+// inline_h4: KNIT_MAX_CONNECTIONS holds for the four event loops together.
+INSTANTIATE_TEST_SUITE_P(modes, server_limits,
+                         ::testing::Values("inline", "pooled", "multi", "inline_h4"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_limits, BodyAt64KiBIsAccepted) {

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <regex>
 #include <string>
 #include <thread>
 
@@ -27,20 +26,6 @@ namespace json = boost::json;
 // line that still says 0 is followed by the next SIGUSR1 after this long, not 500 ms.
 constexpr std::chrono::milliseconds kPoll{20};
 constexpr std::chrono::seconds kSlowJobWait{120};
-
-// The parts of a response that do not depend on the clock: the status, the content type, and
-// the body with its timestamps replaced. /ssr stamps the page (ISO 8601, milliseconds); /jwt
-// answers {"ok":true,"token":"<header>.<payload>.<signature>","sub":...,"exp":N}, where the
-// payload and signature carry iat/exp: the token's header is kept, the rest masked.
-std::string without_clock(const http_response& res) {
-  static const std::regex iso(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
-  static const std::regex token(R"re("token":"([^".]*)\.[^"]*")re");
-  static const std::regex exp(R"("exp":\d+)");
-  std::string body = std::regex_replace(res.body, iso, "<time>");
-  body = std::regex_replace(body, token, R"("token":"$1.<claims>.<signature>")");
-  body = std::regex_replace(body, exp, R"("exp":<exp>)");
-  return std::to_string(res.status) + ' ' + res.header("content-type") + '\n' + body;
-}
 
 // One request on a fresh connection to a server of the given mode.
 struct exchange {

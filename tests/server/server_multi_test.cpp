@@ -29,11 +29,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::int64_t total_requests(const json::object& stats) {
-  return requests_of(stats, "ping") + requests_of(stats, "ssr") + requests_of(stats, "jwt") +
-         requests_of(stats, "other");
-}
-
 server_process start_multi(env_map env) {
   env["KNIT_MODE"] = "multi";
   return server_process(env);

@@ -1,10 +1,12 @@
 // End-to-end tests of what each route answers, and how a knit-stats line counts them: the
-// real knit-server binary over real sockets, in inline, pooled and multi mode.
+// real knit-server binary over real sockets, in inline, pooled, multi and asio mode, and in
+// inline and asio mode with 2 and 4 event loops (KNIT_HOSTS).
 //
 // Every test starts its own server on a free port and stops it with SIGTERM, expecting exit
 // code 0. No test asserts on timing: deadlines are generous and only stop a broken server
 // from hanging the suite.
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,7 +46,9 @@ void expect_error_page(const std::optional<http_response>& res, int status, cons
 // The suite runs once per KNIT_MODE.
 using server_routes = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(modes, server_routes, ::testing::Values("inline", "pooled", "multi"),
+INSTANTIATE_TEST_SUITE_P(modes, server_routes,
+                         ::testing::Values("inline", "pooled", "multi", "asio", "inline_h2",
+                                           "inline_h4", "asio_h2", "asio_h4"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_routes, PingAnswersJson) {
@@ -150,7 +154,12 @@ TEST_P(server_routes, Sigusr1PrintsAParseableStatsLine) {
     ASSERT_TRUE(c.request("GET", "/nope"));
   }
   const json::object stats = read_stats(*server_);
-  EXPECT_EQ(stats.at("mode").as_string(), GetParam());
+  EXPECT_EQ(stats.at("mode").as_string(), mode());
+  // One entry per event loop, adding up to the total; the one connection was on one of them.
+  const std::vector<std::int64_t> per_host = host_requests(stats);
+  EXPECT_EQ(per_host.size(), static_cast<std::size_t>(hosts())) << json::serialize(stats);
+  EXPECT_EQ(std::accumulate(per_host.begin(), per_host.end(), std::int64_t{0}), 5);
+  EXPECT_EQ(std::count(per_host.begin(), per_host.end(), 5), 1) << json::serialize(stats);
   EXPECT_EQ(requests_of(stats, "ping"), 2);
   EXPECT_EQ(requests_of(stats, "ssr"), 1);
   EXPECT_EQ(requests_of(stats, "jwt"), 1);

@@ -1,8 +1,8 @@
 // End-to-end tests of stopping knit-server: SIGTERM with a request in progress or under load
-// (in inline, pooled and multi mode), a slow client against the stop, stuck calls
-// (KNIT_STUCK_MS) and the bounded stop (KNIT_STOP_TIMEOUT_MS), over real sockets against the
-// real binary. Stuck calls are pooled mode only: inline mode has no pool to retire a worker
-// from.
+// (in inline, pooled and multi mode, and in inline and asio mode with 2 and 4 event loops), a
+// slow client against the stop, stuck calls (KNIT_STUCK_MS) and the bounded stop
+// (KNIT_STOP_TIMEOUT_MS), over real sockets against the real binary. Stuck calls are pooled
+// mode only: inline mode has no pool to retire a worker from.
 //
 // A task that "never returns" is an /ssr with KNIT_SSR_COST_US at its maximum, 10 s of CPU:
 // far longer than any test here waits, and bounded, so nothing can burn forever. Every
@@ -59,7 +59,9 @@ int stop_and_time(server_process& server, std::chrono::milliseconds* took) {
 // The SIGTERM tests run once per KNIT_MODE.
 using server_stop = server_mode_test;
 
-INSTANTIATE_TEST_SUITE_P(modes, server_stop, ::testing::Values("inline", "pooled", "multi"),
+INSTANTIATE_TEST_SUITE_P(modes, server_stop,
+                         ::testing::Values("inline", "pooled", "multi", "inline_h2", "inline_h4",
+                                           "asio_h2", "asio_h4"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_stop, SigtermFinishesTheRequestInProgress) {

@@ -46,5 +46,27 @@ TEST(stats, rejections_and_gauges) {
       << line;
 }
 
+TEST(stats, hosts_list_each_loops_part) {
+  const host_figures hosts[] = {{5, 2}, {0, 0}, {7, 1}};
+  const std::string line =
+      format_stats_line(exec_mode::inline_host, {}, {}, {}, std::nullopt, std::nullopt, hosts);
+  EXPECT_NE(line.find(R"("pool":null,"hosts":[{"requests":5,"connections":2},)"
+                      R"({"requests":0,"connections":0},{"requests":7,"connections":1}]})"),
+            std::string::npos)
+      << line;
+}
+
+TEST(stats, counters_add_up) {
+  request_counters a{1, 2, 3, 4};
+  const request_counters b{10, 20, 30, 40};
+  a.add(b);
+  EXPECT_EQ(a.ping.load(), 11u);
+  EXPECT_EQ(a.other.load(), 44u);
+  EXPECT_EQ(a.total(), 110u);
+  rejection_counters r{1, 2, 3};
+  r.add(rejection_counters{1, 1, 1});
+  EXPECT_EQ(r.queue_delay.load() + r.queue_count.load() + r.pool_full.load(), 9u);
+}
+
 }  // namespace
 }  // namespace knit_server

@@ -1,0 +1,57 @@
+// The start-up banner and the listening URL.
+#include "banner.hpp"
+
+namespace knit_server {
+
+std::string url_of(const boost::asio::ip::tcp::endpoint& ep) {
+  const bool v6 = ep.address().is_v6();  // an IPv6 literal goes in brackets in a URL
+  std::string url = "http://";
+  if (v6) url += '[';
+  url += ep.address().to_string();
+  if (v6) url += ']';
+  url += ':';
+  url += std::to_string(ep.port());
+  return url;
+}
+
+namespace {
+
+std::string hosts_line(unsigned hosts) {
+  if (hosts == 1) return "hosts: 1 (one event loop)";
+  return "hosts: " + std::to_string(hosts) +
+         " (event loops, each with its own thread, io_context and SO_REUSEPORT listener on the "
+         "port; a connection stays on the loop that accepted it)";
+}
+
+}  // namespace
+
+void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
+                  const offload_options& auto_options, log_writer& out) {
+  // The route list exactly as the reference server prints it.
+  out.write_line("GET  /ping");
+  out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
+  out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
+  if (cfg.mode == exec_mode::auto_offload) {
+    out.write_line("mode: auto (/ssr and /jwt each inline while its average cost is under " +
+                   std::to_string(auto_options.inline_below_us) +
+                   " us, else on knit workers) pool: " + pool->describe());
+  } else if (pool) {
+    out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
+  } else if (cfg.mode == exec_mode::asio_pool) {
+    out.write_line("mode: asio (/ssr and /jwt on boost::asio::thread_pool(" +
+                   std::to_string(threads) + "), results posted back)");
+  } else if (cfg.mode == exec_mode::multi_thread) {
+    out.write_line("mode: multi (one io_context run by " + std::to_string(threads) +
+                   " threads, every route inline)");
+  } else {
+    out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
+  }
+  out.write_line(hosts_line(cfg.hosts));
+  out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
+                 " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
+  out.write_line("admission: 503 when the expected wait exceeds " +
+                 std::to_string(cfg.max_queue_delay.count()) + " ms or " +
+                 std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
+}
+
+}  // namespace knit_server
