@@ -13,6 +13,7 @@
 #include "admission.hpp"
 #include "config.hpp"
 #include "heavy_refusal.hpp"
+#include "held_handler_block.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
 
@@ -88,8 +89,9 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
   try {
     ec = host_.submit(
         job, std::move(body),
-        [this, on_value,
+        [this, on_value, block = held_handler_block(),
          done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+          block.release();  // for the response's write (held_handler_block.hpp)
           on_completion();
           if (!result.ok()) return done(from_error(result.error()));
           on_value(result.value());
