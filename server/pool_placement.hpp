@@ -13,6 +13,7 @@
 #include "admission.hpp"
 #include "config.hpp"
 #include "heavy_refusal.hpp"
+#include "held_handler_block.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
 
@@ -86,10 +87,14 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
   // the placement goes out of scope, which the sessions' handlers need of the server too.
   std::error_code ec;
   try {
+    // The job only borrows the body; this wrapper owns it, so the worker frees it when the
+    // job returns (as in asio mode), not the host when it destroys the call record.
+    auto owning_job = [job](std::string owned) { return job(std::move(owned)); };
     ec = host_.submit(
-        job, std::move(body),
-        [this, on_value,
+        owning_job, std::move(body),
+        [this, on_value, block = held_handler_block(),
          done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+          block.release();  // for the response's write (held_handler_block.hpp)
           on_completion();
           if (!result.ok()) return done(from_error(result.error()));
           on_value(result.value());
