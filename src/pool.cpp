@@ -54,6 +54,14 @@ pool_impl::pool_impl(const pool_options& options)
   wake_cost_ns_ = static_cast<std::int64_t>(options.wake_cost_us) * 1000;
   snapshots_.resize(options.threads);
   if (options.stuck_after.count() > 0) min_stuck_ns_ = to_ns(options.stuck_after);
+  shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
+  shared_.hosts = std::make_unique<std::atomic<host_state*>[]>(options.max_hosts);
+  for (unsigned h = 0; h < options.max_hosts; ++h) {
+    shared_.hosts[h].store(nullptr, std::memory_order_relaxed);
+  }
+  host_states_.resize(options.max_hosts);
+  host_in_use_.assign(options.max_hosts, false);
+  host_in_use_[0] = true;  // the builder
   start_workers();
   if (worker_sched_requested(options)) await_sched();
 }
@@ -79,7 +87,8 @@ void pool_impl::check_host(const char* what) const {
     throw std::logic_error(std::string("knit::pool::") + what +
                            ": called from a thread other than the pool's host thread (the "
                            "thread that constructed the pool); calls must be made from the "
-                           "host thread");
+                           "host thread, or from a thread attached with knit::pool_host or "
+                           "knit::asio_host");
   }
 }
 
@@ -223,7 +232,9 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
   if (draining_) {
     throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
   }
-  accepting_ = false;                                   // step 1
+  accepting_ = false;  // step 1
+  // Attached hosts stop accepting too. Partner: host_state::accepting()'s acquire load.
+  shared_.closed.store(true, std::memory_order_release);
   if (mode == shutdown_mode::cancel) abandon_queued();  // step 2
   // Step 3: every accepted call delivered and every record back from the workers, or,
   // past the deadline, abandoned.
@@ -250,7 +261,8 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
     pollfd p{shared_.host_bell.fd(), POLLIN, 0};
     ::poll(&p, 1, timeout_ms);
   }
-  stop_workers(report);  // step 4
+  await_attached_hosts(deadline);  // their calls come back through the workers
+  stop_workers(report);            // step 4
   return report;
 }
 
@@ -259,6 +271,7 @@ pool_stats pool_impl::stats() const {
   s.threads = static_cast<unsigned>(slots_.size());
   s.retired_running = retired_running_;
   for (const auto& w : slots_) s.workers.push_back(w->counters.snapshot());
+  attached_stats(s);
   return s;
 }
 
@@ -352,26 +365,57 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
 pool::pool(pool_options options) : impl_(std::make_unique<detail::pool_impl>(options)) {}
 pool::~pool() = default;
 
-std::error_code pool::admit() { return impl_->admit(); }
-void* pool::allocate_call(std::size_t size, std::size_t align, std::uint32_t& block) {
-  return impl_->allocate(size, align, block);
+// Each call goes to the calling thread's host: the first host (pool_impl itself, `host`
+// null) or an attached one (host_state.hpp). A thread that is neither fails the first
+// host's check_host with std::logic_error.
+std::error_code pool::admit(detail::host_state*& host) {
+  host = impl_->attached_here();
+  return host ? host->admit() : impl_->admit();
 }
-void pool::free_call_memory(void* memory, std::uint32_t block) noexcept {
-  impl_->free_memory(memory, block);
+void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
+                          std::uint32_t& block) {
+  return host ? host->allocate(size, align, block) : impl_->allocate(size, align, block);
 }
-call_id pool::enqueue(detail::call_base* c, const call_options& options) {
-  return impl_->enqueue(c, options);
+void pool::free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept {
+  if (host) {
+    host->free_memory(memory, block);
+  } else {
+    impl_->free_memory(memory, block);
+  }
 }
-bool pool::cancel(call_id id) { return impl_->cancel(id); }
-int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
-std::size_t pool::drain() { return impl_->drain(); }
-std::size_t pool::poll() { return impl_->drain(false); }
-std::size_t pool::pending() const noexcept { return impl_->pending(); }
+call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call_options& options) {
+  return host ? host->enqueue(c, options) : impl_->enqueue(c, options);
+}
+bool pool::cancel(call_id id) {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->cancel(id) : impl_->cancel(id);
+}
+int pool::completion_fd() const noexcept {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->completion_fd() : impl_->completion_fd();
+}
+std::size_t pool::drain() {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->drain(true) : impl_->drain();
+}
+std::size_t pool::poll() {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->drain(false) : impl_->drain(false);
+}
+std::size_t pool::pending() const noexcept {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->pending() : impl_->pending();
+}
 std::chrono::nanoseconds pool::call_time_estimate() const noexcept {
-  return impl_->call_time_estimate();
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->call_time_estimate() : impl_->call_time_estimate();
 }
 std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const {
-  return impl_->next_deadline();
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->next_deadline() : impl_->next_deadline();
+}
+bool pool::is_host() const noexcept {
+  return impl_->is_first_host() || detail::bound_host(impl_.get()) != nullptr;
 }
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }
 shutdown_report pool::shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline) {
@@ -385,7 +429,10 @@ std::string shutdown_report::describe() const {
                   std::to_string(threads_detached) + " worker threads still running their task";
   return s;
 }
-bool pool::accepting() const noexcept { return impl_->accepting(); }
+bool pool::accepting() const noexcept {
+  detail::host_state* h = impl_->attached_here();
+  return h ? h->accepting() : impl_->accepting();
+}
 pool_stats pool::stats() const { return impl_->stats(); }
 const pool_options& pool::options() const noexcept { return impl_->options(); }
 std::string pool::describe() const { return impl_->options().describe(); }

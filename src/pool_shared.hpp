@@ -106,6 +106,16 @@ struct worker_slot {
   std::shared_ptr<worker_slot> next_retired;  // the host's list of retired slots
 };
 
+// Per seat: bit h set = attached host h may have calls queued in its ring into this seat.
+// Writers: the hosts (fetch_or after a push, when their bit was clear) and the seat's
+// worker (fetch_and when it finds that ring empty, then a re-check). Partners: each
+// other, through the fences of the protocol in host_state.hpp.
+struct alignas(kCacheLine) seat_hosts {
+  std::atomic<std::uint64_t> hosts{0};
+};
+
+class host_state;
+
 inline std::int64_t steady_now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -128,6 +138,18 @@ struct pool_shared {
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
+  // Attached hosts (host_state.hpp): seat_pending[w] names those with work for seat w;
+  // hosts[h] is host h's state, published (release) on its first attach and kept until the
+  // pool is destroyed. Writer of hosts: the attaching thread, under the pool's mutex;
+  // partner: the workers' acquire load in attached_host().
+  std::unique_ptr<seat_hosts[]> seat_pending;
+  std::unique_ptr<std::atomic<host_state*>[]> hosts;
+  host_state* attached_host(unsigned h) const noexcept {
+    return hosts[h].load(std::memory_order_acquire);
+  }
+  // Set by the first host's shutdown (release): every attached host's submit then returns
+  // errc::shut_down. Partner: host_state::accepting()'s acquire load.
+  std::atomic<bool> closed{false};
   // Set by the host once every record has come back (shutdown step 4, stop_workers in
   // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
   // after their park fence (worker.cpp), so a stop is never missed.

@@ -72,6 +72,12 @@ struct pool_options {
   /// At the limit pool::submit() fails at once with errc::queue_full.
   std::size_t max_pending = 0;
 
+  /// Most hosts at once, 1 to 64, counting the thread that built the pool (host 0); other
+  /// threads attach with knit::pool_host or knit::asio_host. Each is held to max_pending
+  /// on its own. An attached host's rings (threads x queue_capacity pointers) are allocated
+  /// when its index is first used, and kept until the pool is destroyed.
+  unsigned max_hosts = 16;
+
   /// A call running longer than this is declared stuck: its handler gets errc::stuck (or
   /// errc::timed_out if its own deadline passed) at once, its worker is retired and a fresh
   /// thread takes the worker's place (src/worker_seats.cpp, "Retiring a worker"). Zero =
