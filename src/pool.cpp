@@ -365,58 +365,6 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
 pool::pool(pool_options options) : impl_(std::make_unique<detail::pool_impl>(options)) {}
 pool::~pool() = default;
 
-// Each call goes to the calling thread's host: the first host (pool_impl itself, `host`
-// null) or an attached one (host_state.hpp). A thread that is neither fails the first
-// host's check_host with std::logic_error.
-std::error_code pool::admit(detail::host_state*& host) {
-  host = impl_->attached_here();
-  return host ? host->admit() : impl_->admit();
-}
-void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
-                          std::uint32_t& block) {
-  return host ? host->allocate(size, align, block) : impl_->allocate(size, align, block);
-}
-void pool::free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept {
-  if (host) {
-    host->free_memory(memory, block);
-  } else {
-    impl_->free_memory(memory, block);
-  }
-}
-call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call_options& options) {
-  return host ? host->enqueue(c, options) : impl_->enqueue(c, options);
-}
-bool pool::cancel(call_id id) {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->cancel(id) : impl_->cancel(id);
-}
-int pool::completion_fd() const noexcept {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->completion_fd() : impl_->completion_fd();
-}
-std::size_t pool::drain() {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->drain(true) : impl_->drain();
-}
-std::size_t pool::poll() {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->drain(false) : impl_->drain(false);
-}
-std::size_t pool::pending() const noexcept {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->pending() : impl_->pending();
-}
-std::chrono::nanoseconds pool::call_time_estimate() const noexcept {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->call_time_estimate() : impl_->call_time_estimate();
-}
-std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->next_deadline() : impl_->next_deadline();
-}
-bool pool::is_host() const noexcept {
-  return impl_->is_first_host() || detail::bound_host(impl_.get()) != nullptr;
-}
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }
 shutdown_report pool::shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline) {
   return impl_->shutdown(mode, deadline);
@@ -428,10 +376,6 @@ std::string shutdown_report::describe() const {
                   std::to_string(abandoned_running) + " running calls, detached " +
                   std::to_string(threads_detached) + " worker threads still running their task";
   return s;
-}
-bool pool::accepting() const noexcept {
-  detail::host_state* h = impl_->attached_here();
-  return h ? h->accepting() : impl_->accepting();
 }
 pool_stats pool::stats() const { return impl_->stats(); }
 const pool_options& pool::options() const noexcept { return impl_->options(); }

@@ -25,9 +25,9 @@ host_state* pool_impl::attach_host() {
   unsigned h = 1;
   while (h < host_in_use_.size() && host_in_use_[h]) ++h;
   if (h >= host_in_use_.size()) {
-    throw std::logic_error("knit::pool_host: max_hosts=" +
-                           std::to_string(shared_.options.max_hosts) +
-                           " hosts are attached already");
+    throw std::logic_error(
+        "knit::pool_host: max_hosts=" + std::to_string(shared_.options.max_hosts) +
+        " hosts are attached already");
   }
   if (!host_states_[h]) {
     host_states_[h] = std::make_unique<host_state>(shared_, h, per_ring_);

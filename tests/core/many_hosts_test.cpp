@@ -36,12 +36,13 @@ TEST(many_hosts, handlers_run_on_the_submitting_thread) {
       const auto me = std::this_thread::get_id();
       int done = 0;
       for (int i = 0; i < kCalls; ++i) {
-        EXPECT_FALSE(host.submit([](int x) { return x * 2; }, i, [&, i](knit::result<int> r) {
-          if (std::this_thread::get_id() != me) ++wrong_thread;
-          EXPECT_TRUE(r.ok());
-          EXPECT_EQ(r.value(), i * 2);
-          ++done;
-        }));
+        EXPECT_FALSE(host.submit([](int x) { return x * 2; }, i,
+                                 [&, i](knit::result<int> r) {
+                                   if (std::this_thread::get_id() != me) ++wrong_thread;
+                                   EXPECT_TRUE(r.ok());
+                                   EXPECT_EQ(r.value(), i * 2);
+                                   ++done;
+                                 }));
       }
       EXPECT_TRUE(knit_test::drain_host_until(host, [&] { return done == kCalls; }));
       done_total += done;
@@ -118,7 +119,12 @@ TEST(many_hosts, leaving_cancels_calls_not_started_and_drains_running_ones_on_it
         if (r.ok()) ++ran;
         else if (r.error() == knit::errc::cancelled) ++cancelled;
       };
-      EXPECT_FALSE(h.submit([&g](int x) { g.wait(); return x; }, 0, on));
+      EXPECT_FALSE(h.submit(
+          [&g](int x) {
+            g.wait();
+            return x;
+          },
+          0, on));
       for (int i = 0; i < 5; ++i) EXPECT_FALSE(h.submit([](int x) { return x; }, i, on));
       while (g.waiting == 0) std::this_thread::sleep_for(1ms);
       std::thread([&g] {
@@ -141,21 +147,23 @@ TEST(many_hosts, deadlines_cancel_and_max_pending_are_per_host) {
   knit_test::gate g;
   // The builder fills its own budget; an attached host still has all of its own.
   for (int i = 0; i < 3; ++i) {
-    ASSERT_FALSE(p.submit([&g](int x) { g.wait(); return x; }, i, [](knit::result<int>) {}));
+    ASSERT_FALSE(p.submit(
+        [&g](int x) {
+          g.wait();
+          return x;
+        },
+        i, [](knit::result<int>) {}));
   }
-  EXPECT_EQ(p.submit([](int x) { return x; }, 9, [](knit::result<int>) {}),
-            knit::errc::queue_full);
+  EXPECT_EQ(p.submit([](int x) { return x; }, 9, [](knit::result<int>) {}), knit::errc::queue_full);
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
     std::error_code timed, cancelled;
     knit::call_id id = 0;
     knit::call_options soon;
     soon.timeout = 20ms;
-    EXPECT_FALSE(h.submit([](int x) { return x; }, 1, [&](knit::result<int> r) {
-      timed = r.error();
-    }, soon));
-    EXPECT_FALSE(h.submit([](int x) { return x; }, 2, [&](knit::result<int> r) {
-      cancelled = r.error();
-    }, {}, &id));
+    EXPECT_FALSE(h.submit([](int x) { return x; }, 1,
+                          [&](knit::result<int> r) { timed = r.error(); }, soon));
+    EXPECT_FALSE(h.submit([](int x) { return x; }, 2,
+                          [&](knit::result<int> r) { cancelled = r.error(); }, {}, &id));
     EXPECT_FALSE(h.submit([](int x) { return x; }, 3, [](knit::result<int>) {}));
     EXPECT_EQ(h.submit([](int x) { return x; }, 4, [](knit::result<int>) {}),
               knit::errc::queue_full);
@@ -201,7 +209,9 @@ TEST(many_hosts, ring_runs_dry_while_its_host_pushes) {
     for (int i = 0; i < 3000; ++i) {
       bool done = false;
       ASSERT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int>) { done = true; }));
-      ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return done; }, 10s)) << "call " << i;
+      ASSERT_TRUE(knit_test::drain_host_until(
+          h, [&] { return done; }, 10s))
+          << "call " << i;
     }
   });
 }
@@ -220,7 +230,9 @@ TEST(many_hosts, worker_parks_while_a_host_pushes_and_sets_its_bit) {
     for (int i = 0; i < 3000; ++i) {
       bool done = false;
       ASSERT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int>) { done = true; }));
-      ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return done; }, 10s)) << "call " << i;
+      ASSERT_TRUE(knit_test::drain_host_until(
+          h, [&] { return done; }, 10s))
+          << "call " << i;
       if (i % 64 == 0) std::this_thread::sleep_for(100us);  // let the worker reach its park
     }
   });
@@ -239,18 +251,23 @@ TEST(many_hosts, replacement_parks_before_its_seat_is_published) {
   knit::call_options stuck;
   stuck.stuck_after = 30ms;
   std::error_code first;
-  ASSERT_FALSE(p.submit([&g](int x) { g.wait(); return x; }, 0,
-                        [&](knit::result<int> r) { first = r.error(); }, stuck));
+  ASSERT_FALSE(p.submit(
+      [&g](int x) {
+        g.wait();
+        return x;
+      },
+      0, [&](knit::result<int> r) { first = r.error(); }, stuck));
   std::atomic<bool> attached{false};
   std::atomic<int> done{0};
   std::atomic<bool> finish{false};
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
     // Queued behind the stuck call, into the same seat.
     for (int i = 0; i < 10; ++i) {
-      EXPECT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int> r) {
-        EXPECT_TRUE(r.ok());
-        ++done;
-      }));
+      EXPECT_FALSE(h.submit([](int x) { return x; }, i,
+                            [&](knit::result<int> r) {
+                              EXPECT_TRUE(r.ok());
+                              ++done;
+                            }));
     }
     attached = true;
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 10; }));
@@ -258,7 +275,8 @@ TEST(many_hosts, replacement_parks_before_its_seat_is_published) {
     for (int i = 0; i < 200; ++i) {
       bool one = false;
       EXPECT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int>) { one = true; }));
-      EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return one; }, 10s));
+      EXPECT_TRUE(knit_test::drain_host_until(
+          h, [&] { return one; }, 10s));
     }
     while (!finish) std::this_thread::sleep_for(1ms);
   });
@@ -295,10 +313,11 @@ TEST(many_hosts, a_flooding_host_does_not_starve_another) {
   std::atomic<int> flood_left_when_served{-1};
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
     bool done = false;
-    EXPECT_FALSE(h.submit([](int x) { return x; }, 1, [&](knit::result<int>) {
-      done = true;
-      flood_left_when_served = kFlood - flood_done.load();
-    }));
+    EXPECT_FALSE(h.submit([](int x) { return x; }, 1,
+                          [&](knit::result<int>) {
+                            done = true;
+                            flood_left_when_served = kFlood - flood_done.load();
+                          }));
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done; }));
   });
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return flood_done == kFlood; }));
@@ -369,11 +388,12 @@ TEST(many_hosts, asio_host_on_another_thread_attaches_and_leaves) {
     {
       knit::asio_host host(io, p);
       for (int i = 1; i <= 10; ++i) {
-        knit::async_run(host, [](int x) { return x; }, i,
-                        [&](boost::system::error_code ec, int v) {
-                          EXPECT_FALSE(ec);
-                          sum += v;
-                        });
+        knit::async_run(
+            host, [](int x) { return x; }, i,
+            [&](boost::system::error_code ec, int v) {
+              EXPECT_FALSE(ec);
+              sum += v;
+            });
       }
       io.run();
     }
