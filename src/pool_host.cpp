@@ -45,12 +45,13 @@ host_state* pool_impl::attach_host() {
 
 void pool_impl::release_host(host_state* h) noexcept {
   bind_host(this, nullptr);
-  {
-    std::lock_guard lock(hosts_mutex_);
-    host_in_use_[h->index()] = false;
-    attached_count_.store(attached_count_.load(std::memory_order_relaxed) - 1,
-                          std::memory_order_relaxed);
-  }
+  std::lock_guard lock(hosts_mutex_);
+  host_in_use_[h->index()] = false;
+  attached_count_.store(attached_count_.load(std::memory_order_relaxed) - 1,
+                        std::memory_order_relaxed);
+  // Under the lock (interleaving "the_builders_shutdown_waits_for_attached_hosts_to_leave"):
+  // the builder's wait may return and destroy the pool, condition variable included, as
+  // soon as it can take the lock; this thread touches nothing of the pool after it.
   hosts_left_.notify_all();
 }
 
