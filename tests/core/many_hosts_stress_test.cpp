@@ -24,7 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::uint64_t scaled(std::uint64_t n) {
-  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1);
+  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 4 : 1);
 }
 
 // One attachment's worth of calls: some cancelled at once, some with deadlines shorter
