@@ -163,10 +163,9 @@ template <class... Shared>
 void register_hosts() {
   for (const int h : {1, 2, 4}) {
     for (const int w : {1, 2}) {
-      (benchmark::RegisterBenchmark(("hosts/" + std::to_string(h) + "x" + std::to_string(w) +
-                                     "/" + Shared::name)
-                                        .c_str(),
-                                    hosts_submitting_at_once<Shared>)
+      (benchmark::RegisterBenchmark(
+           ("hosts/" + std::to_string(h) + "x" + std::to_string(w) + "/" + Shared::name).c_str(),
+           hosts_submitting_at_once<Shared>)
            ->Args({h, w})
            ->UseManualTime()
            ->Iterations(3)
