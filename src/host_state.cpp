@@ -50,7 +50,8 @@ std::error_code host_state::admit() {
     counters_.calls_rejected.bump();
     return make_error_code(errc::shut_down);
   }
-  if (shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) {
+  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
+      !shared_.total_allows_one_more()) {
     counters_.calls_rejected.bump();
     return make_error_code(errc::queue_full);
   }
@@ -94,6 +95,7 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
   }
   calls_.commit(slot, c);
   ++pending_;
+  shared_.publish_pending(index_, pending_);
   counters_.calls_submitted.bump();
   return c->id;
 }
@@ -295,6 +297,7 @@ void host_state::deliver(call_base* c, std::error_code ec) noexcept {
   KNIT_ASSERT(pending_ > 0);
   c->delivered = true;
   --pending_;
+  shared_.publish_pending(index_, pending_);
   counters_.calls_completed.bump();
   calls_.release(c->id);
   if (!ec && c->threw) counters_.calls_failed.bump();

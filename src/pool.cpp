@@ -55,6 +55,7 @@ pool_impl::pool_impl(const pool_options& options)
   snapshots_.resize(options.threads);
   if (options.stuck_after.count() > 0) min_stuck_ns_ = to_ns(options.stuck_after);
   shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
+  shared_.pending_by_host = std::make_unique<host_pending[]>(options.max_hosts);
   shared_.hosts = std::make_unique<std::atomic<host_state*>[]>(options.max_hosts);
   for (unsigned h = 0; h < options.max_hosts; ++h) {
     shared_.hosts[h].store(nullptr, std::memory_order_relaxed);
@@ -98,7 +99,8 @@ std::error_code pool_impl::admit() {
     ++stats_.calls_rejected;
     return make_error_code(errc::shut_down);
   }
-  if (shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) {
+  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
+      !shared_.total_allows_one_more()) {
     ++stats_.calls_rejected;
     return make_error_code(errc::queue_full);
   }
@@ -145,6 +147,7 @@ call_id pool_impl::enqueue(call_base* c, const call_options& options) {
   // Nothing below can fail.
   calls_.commit(slot, c);
   ++pending_;
+  shared_.publish_pending(0, pending_);
   ++stats_.calls_submitted;
   if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
     min_stuck_ns_ = c->stuck_after_ns;
@@ -354,6 +357,7 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
   KNIT_ASSERT(pending_ > 0);
   c->delivered = true;
   --pending_;
+  shared_.publish_pending(0, pending_);
   ++stats_.calls_completed;
   calls_.release(c->id);  // never allocates
   if (!ec && c->threw) ++stats_.calls_failed;

@@ -116,6 +116,13 @@ struct alignas(kCacheLine) seat_hosts {
 
 class host_state;
 
+// One host's pending count, published for the pool-wide bound (max_pending_total). Writer:
+// that host only (relaxed store after each change); partner: every host's relaxed loads
+// in pending_total() at admission (a count, not a hand-off).
+struct alignas(kCacheLine) host_pending {
+  std::atomic<std::size_t> calls{0};
+};
+
 inline std::int64_t steady_now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -150,6 +157,25 @@ struct pool_shared {
   // Set by the first host's shutdown (release): every attached host's submit then returns
   // errc::shut_down. Partner: host_state::accepting()'s acquire load.
   std::atomic<bool> closed{false};
+  // host_pending[h] for every index h < max_hosts (the builder's is [0]); touched only
+  // when options.max_pending_total is set.
+  std::unique_ptr<host_pending[]> pending_by_host;
+  std::size_t pending_total() const noexcept {
+    std::size_t n = 0;
+    for (unsigned h = 0; h < options.max_hosts; ++h) {
+      n += pending_by_host[h].calls.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+  // The pool-wide bound: false when a host may not admit one more call.
+  bool total_allows_one_more() const noexcept {
+    return options.max_pending_total == 0 || pending_total() < options.max_pending_total;
+  }
+  void publish_pending(unsigned h, std::size_t pending) noexcept {
+    if (options.max_pending_total != 0) {
+      pending_by_host[h].calls.store(pending, std::memory_order_relaxed);
+    }
+  }
   // Set by the host once every record has come back (shutdown step 4, stop_workers in
   // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
   // after their park fence (worker.cpp), so a stop is never missed.

@@ -181,6 +181,35 @@ TEST(many_hosts, deadlines_cancel_and_max_pending_are_per_host) {
   p.shutdown();
 }
 
+TEST(many_hosts, max_pending_total_bounds_the_sum_over_every_host) {
+  knit::pool_options o;
+  o.threads = 1;
+  o.max_pending_total = 4;
+  knit::pool p(o);
+  knit_test::gate g;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_FALSE(p.submit(
+        [&g](int x) {
+          g.wait();
+          return x;
+        },
+        i, [](knit::result<int>) {}));
+  }
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    int done = 0;
+    EXPECT_FALSE(h.submit([](int x) { return x; }, 1, [&](knit::result<int>) { ++done; }));
+    EXPECT_EQ(h.submit([](int x) { return x; }, 2, [](knit::result<int>) {}),
+              knit::errc::queue_full);
+    g.open = true;  // the builder's calls finish; its count drops once it drains them
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 1; }));
+  });
+  t.join();
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.pending() == 0; }));
+  int late = 0;
+  EXPECT_FALSE(p.submit([](int x) { return x; }, 9, [&](knit::result<int>) { ++late; }));
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return late == 1; }));
+}
+
 TEST(many_hosts, stuck_after_on_an_attached_host_is_refused_clearly) {
   knit::pool p;
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
