@@ -369,18 +369,32 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
 pool::pool(pool_options options) : impl_(std::make_unique<detail::pool_impl>(options)) {}
 pool::~pool() = default;
 
+// submit's steps, sent to the calling thread's host (`host` null: the builder); the other
+// per-host calls are routed in pool_routing.cpp.
+std::error_code pool::admit(detail::host_state*& host) {
+  host = impl_->attached_here();
+  return host ? host->admit() : impl_->admit();
+}
+void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
+                          std::uint32_t& block) {
+  return host ? host->allocate(size, align, block) : impl_->allocate(size, align, block);
+}
+void pool::free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept {
+  if (host) {
+    host->free_memory(memory, block);
+  } else {
+    impl_->free_memory(memory, block);
+  }
+}
+call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call_options& options) {
+  return host ? host->enqueue(c, options) : impl_->enqueue(c, options);
+}
+
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }
 shutdown_report pool::shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline) {
   return impl_->shutdown(mode, deadline);
 }
 
-std::string shutdown_report::describe() const {
-  std::string s = "cancelled " + std::to_string(cancelled_at_deadline) +
-                  " calls not started by the deadline, abandoned " +
-                  std::to_string(abandoned_running) + " running calls, detached " +
-                  std::to_string(threads_detached) + " worker threads still running their task";
-  return s;
-}
 pool_stats pool::stats() const { return impl_->stats(); }
 const pool_options& pool::options() const noexcept { return impl_->options(); }
 std::string pool::describe() const { return impl_->options().describe(); }

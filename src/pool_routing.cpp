@@ -1,33 +1,18 @@
-// pool_routing: knit::pool's per-host calls, each sent to the calling thread's host: the
-// builder (pool_impl itself, the host pointer null) or the thread's attached host
-// (host_state.hpp). A thread that is neither fails the builder's check_host with
-// std::logic_error. The builder's own path pays one relaxed load (no host attached) or a
+// pool_routing: knit::pool's per-host calls other than submit's steps (those stay in
+// pool.cpp, in one translation unit with the builder's own path, so it stays inlined),
+// each sent to the calling thread's host: the builder (pool_impl itself) or the thread's
+// attached host (host_state.hpp). A thread that is neither fails the builder's check_host
+// with std::logic_error. The builder's path pays one relaxed load (no host attached) or a
 // thread-id compare before it is on its way.
 #include "knit/pool.hpp"
+
+#include <string>
 
 #include "host_state.hpp"
 #include "pool_impl.hpp"
 
 namespace knit {
 
-std::error_code pool::admit(detail::host_state*& host) {
-  host = impl_->attached_here();
-  return host ? host->admit() : impl_->admit();
-}
-void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
-                          std::uint32_t& block) {
-  return host ? host->allocate(size, align, block) : impl_->allocate(size, align, block);
-}
-void pool::free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept {
-  if (host) {
-    host->free_memory(memory, block);
-  } else {
-    impl_->free_memory(memory, block);
-  }
-}
-call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call_options& options) {
-  return host ? host->enqueue(c, options) : impl_->enqueue(c, options);
-}
 bool pool::cancel(call_id id) {
   detail::host_state* h = impl_->attached_here();
   return h ? h->cancel(id) : impl_->cancel(id);
@@ -62,6 +47,14 @@ bool pool::is_host() const noexcept {
 bool pool::accepting() const noexcept {
   detail::host_state* h = impl_->attached_here();
   return h ? h->accepting() : impl_->accepting();
+}
+
+std::string shutdown_report::describe() const {
+  std::string s = "cancelled " + std::to_string(cancelled_at_deadline) +
+                  " calls not started by the deadline, abandoned " +
+                  std::to_string(abandoned_running) + " running calls, detached " +
+                  std::to_string(threads_detached) + " worker threads still running their task";
+  return s;
 }
 
 }  // namespace knit
