@@ -108,6 +108,9 @@ void pool_options::validate() const {
     throw config_error("queue_capacity=" + std::to_string(queue_capacity) +
                        ": expected 1 to 16777216");
   }
+  if (max_hosts < 1 || max_hosts > 64) {
+    throw config_error("max_hosts=" + std::to_string(max_hosts) + ": expected 1 to 64");
+  }
   if (stuck_after.count() < 0 || stuck_after > std::chrono::hours(24)) {
     throw config_error("stuck_after=" + std::to_string(stuck_after.count()) +
                        "ms: expected 0 to 86400000");

@@ -54,6 +54,15 @@ pool_impl::pool_impl(const pool_options& options)
   wake_cost_ns_ = static_cast<std::int64_t>(options.wake_cost_us) * 1000;
   snapshots_.resize(options.threads);
   if (options.stuck_after.count() > 0) min_stuck_ns_ = to_ns(options.stuck_after);
+  shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
+  shared_.pending_by_host = std::make_unique<host_pending[]>(options.max_hosts);
+  shared_.hosts = std::make_unique<std::atomic<host_state*>[]>(options.max_hosts);
+  for (unsigned h = 0; h < options.max_hosts; ++h) {
+    shared_.hosts[h].store(nullptr, std::memory_order_relaxed);
+  }
+  host_states_.resize(options.max_hosts);
+  host_in_use_.assign(options.max_hosts, false);
+  host_in_use_[0] = true;  // the builder
   start_workers();
   if (worker_sched_requested(options)) await_sched();
 }
@@ -79,7 +88,8 @@ void pool_impl::check_host(const char* what) const {
     throw std::logic_error(std::string("knit::pool::") + what +
                            ": called from a thread other than the pool's host thread (the "
                            "thread that constructed the pool); calls must be made from the "
-                           "host thread");
+                           "host thread, or from a thread attached with knit::pool_host or "
+                           "knit::asio_host");
   }
 }
 
@@ -89,7 +99,8 @@ std::error_code pool_impl::admit() {
     ++stats_.calls_rejected;
     return make_error_code(errc::shut_down);
   }
-  if (shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) {
+  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
+      !shared_.total_allows_one_more()) {
     ++stats_.calls_rejected;
     return make_error_code(errc::queue_full);
   }
@@ -136,6 +147,7 @@ call_id pool_impl::enqueue(call_base* c, const call_options& options) {
   // Nothing below can fail.
   calls_.commit(slot, c);
   ++pending_;
+  shared_.publish_pending(0, pending_);
   ++stats_.calls_submitted;
   if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
     min_stuck_ns_ = c->stuck_after_ns;
@@ -223,7 +235,9 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
   if (draining_) {
     throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
   }
-  accepting_ = false;                                   // step 1
+  accepting_ = false;  // step 1
+  // Attached hosts stop accepting too. Partner: host_state::accepting()'s acquire load.
+  shared_.closed.store(true, std::memory_order_release);
   if (mode == shutdown_mode::cancel) abandon_queued();  // step 2
   // Step 3: every accepted call delivered and every record back from the workers, or,
   // past the deadline, abandoned.
@@ -250,7 +264,8 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
     pollfd p{shared_.host_bell.fd(), POLLIN, 0};
     ::poll(&p, 1, timeout_ms);
   }
-  stop_workers(report);  // step 4
+  await_attached_hosts(deadline);  // their calls come back through the workers
+  stop_workers(report);            // step 4
   return report;
 }
 
@@ -259,6 +274,7 @@ pool_stats pool_impl::stats() const {
   s.threads = static_cast<unsigned>(slots_.size());
   s.retired_running = retired_running_;
   for (const auto& w : slots_) s.workers.push_back(w->counters.snapshot());
+  attached_stats(s);
   return s;
 }
 
@@ -341,6 +357,7 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
   KNIT_ASSERT(pending_ > 0);
   c->delivered = true;
   --pending_;
+  shared_.publish_pending(0, pending_);
   ++stats_.calls_completed;
   calls_.release(c->id);  // never allocates
   if (!ec && c->threw) ++stats_.calls_failed;
@@ -352,40 +369,32 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
 pool::pool(pool_options options) : impl_(std::make_unique<detail::pool_impl>(options)) {}
 pool::~pool() = default;
 
-std::error_code pool::admit() { return impl_->admit(); }
-void* pool::allocate_call(std::size_t size, std::size_t align, std::uint32_t& block) {
-  return impl_->allocate(size, align, block);
+// submit's steps, sent to the calling thread's host (`host` null: the builder); the other
+// per-host calls are routed in pool_routing.cpp.
+std::error_code pool::admit(detail::host_state*& host) {
+  host = impl_->attached_here();
+  return host ? host->admit() : impl_->admit();
 }
-void pool::free_call_memory(void* memory, std::uint32_t block) noexcept {
-  impl_->free_memory(memory, block);
+void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
+                          std::uint32_t& block) {
+  return host ? host->allocate(size, align, block) : impl_->allocate(size, align, block);
 }
-call_id pool::enqueue(detail::call_base* c, const call_options& options) {
-  return impl_->enqueue(c, options);
+void pool::free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept {
+  if (host) {
+    host->free_memory(memory, block);
+  } else {
+    impl_->free_memory(memory, block);
+  }
 }
-bool pool::cancel(call_id id) { return impl_->cancel(id); }
-int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
-std::size_t pool::drain() { return impl_->drain(); }
-std::size_t pool::poll() { return impl_->drain(false); }
-std::size_t pool::pending() const noexcept { return impl_->pending(); }
-std::chrono::nanoseconds pool::call_time_estimate() const noexcept {
-  return impl_->call_time_estimate();
+call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call_options& options) {
+  return host ? host->enqueue(c, options) : impl_->enqueue(c, options);
 }
-std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const {
-  return impl_->next_deadline();
-}
+
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }
 shutdown_report pool::shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline) {
   return impl_->shutdown(mode, deadline);
 }
 
-std::string shutdown_report::describe() const {
-  std::string s = "cancelled " + std::to_string(cancelled_at_deadline) +
-                  " calls not started by the deadline, abandoned " +
-                  std::to_string(abandoned_running) + " running calls, detached " +
-                  std::to_string(threads_detached) + " worker threads still running their task";
-  return s;
-}
-bool pool::accepting() const noexcept { return impl_->accepting(); }
 pool_stats pool::stats() const { return impl_->stats(); }
 const pool_options& pool::options() const noexcept { return impl_->options(); }
 std::string pool::describe() const { return impl_->options().describe(); }

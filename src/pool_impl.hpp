@@ -4,14 +4,17 @@
 // src/worker_seats.cpp the worker seats and their retirement (stuck calls, replacement
 // threads, handing a stuck record over), with that protocol at its head.
 // Every member is the host thread's, except what pool_shared and the slots share with the
-// workers (pool_shared.hpp).
+// workers (pool_shared.hpp), and the attached hosts' table (under hosts_mutex_). Attached
+// hosts keep their own state in host_state.hpp; attach and release are in pool_host.cpp.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -21,6 +24,7 @@
 #include "call_table.hpp"
 #include "deadline_queue.hpp"
 #include "dispatch_policy.hpp"
+#include "host_state.hpp"
 #include "knit/pool.hpp"
 #include "pool_shared.hpp"
 
@@ -49,6 +53,20 @@ class pool_impl {
     return std::chrono::nanoseconds(call_ns_estimate_);
   }
   bool accepting() const noexcept { return accepting_; }
+
+  // The calling thread's attached host, or null (then it is the first host or no host:
+  // the first host's checks throw for a stranger). One relaxed load while none is attached.
+  host_state* attached_here() const noexcept {
+    if (attached_count_.load(std::memory_order_relaxed) == 0) return nullptr;
+    if (std::this_thread::get_id() == host_) return nullptr;
+    return bound_host(this);
+  }
+  bool is_first_host() const noexcept { return std::this_thread::get_id() == host_; }
+  // pool_host.cpp: a free index for the calling thread, and its release after leave().
+  host_state* attach_host();
+  void release_host(host_state* h) noexcept;
+  // The attached hosts' counters, for stats().
+  void attached_stats(pool_stats& s) const;
 
  private:
   // pool.cpp: the host's own steps.
@@ -96,6 +114,16 @@ class pool_impl {
   bool stopped_ = false;
   bool needs_replacement_ = false;
   pool_stats stats_;
+
+  // Attached hosts (pool_host.cpp). Guarded by hosts_mutex_, except attached_count_,
+  // which attached_here() reads relaxed (written under the mutex; a thread reads its own
+  // attach through it, or a stale non-zero that only costs a lookup).
+  void await_attached_hosts(std::optional<std::chrono::steady_clock::time_point> deadline);
+  mutable std::mutex hosts_mutex_;
+  std::condition_variable hosts_left_;
+  std::vector<std::unique_ptr<host_state>> host_states_;  // [h], made on first attach at h
+  std::vector<bool> host_in_use_;
+  alignas(kCacheLine) std::atomic<unsigned> attached_count_{0};
 };
 
 }  // namespace knit::detail

@@ -106,6 +106,23 @@ struct worker_slot {
   std::shared_ptr<worker_slot> next_retired;  // the host's list of retired slots
 };
 
+// Per seat: bit h set = attached host h may have calls queued in its ring into this seat.
+// Writers: the hosts (fetch_or after a push, when their bit was clear) and the seat's
+// worker (fetch_and when it finds that ring empty, then a re-check). Partners: each
+// other, through the fences of the protocol in host_state.hpp.
+struct alignas(kCacheLine) seat_hosts {
+  std::atomic<std::uint64_t> hosts{0};
+};
+
+class host_state;
+
+// One host's pending count, published for the pool-wide bound (max_pending_total). Writer:
+// that host only (relaxed store after each change); partner: every host's relaxed loads
+// in pending_total() at admission (a count, not a hand-off).
+struct alignas(kCacheLine) host_pending {
+  std::atomic<std::size_t> calls{0};
+};
+
 inline std::int64_t steady_now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -128,6 +145,37 @@ struct pool_shared {
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
+  // Attached hosts (host_state.hpp): seat_pending[w] names those with work for seat w;
+  // hosts[h] is host h's state, published (release) on its first attach and kept until the
+  // pool is destroyed. Writer of hosts: the attaching thread, under the pool's mutex;
+  // partner: the workers' acquire load in attached_host().
+  std::unique_ptr<seat_hosts[]> seat_pending;
+  std::unique_ptr<std::atomic<host_state*>[]> hosts;
+  host_state* attached_host(unsigned h) const noexcept {
+    return hosts[h].load(std::memory_order_acquire);
+  }
+  // Set by the first host's shutdown (release): every attached host's submit then returns
+  // errc::shut_down. Partner: host_state::accepting()'s acquire load.
+  std::atomic<bool> closed{false};
+  // host_pending[h] for every index h < max_hosts (the builder's is [0]); touched only
+  // when options.max_pending_total is set.
+  std::unique_ptr<host_pending[]> pending_by_host;
+  std::size_t pending_total() const noexcept {
+    std::size_t n = 0;
+    for (unsigned h = 0; h < options.max_hosts; ++h) {
+      n += pending_by_host[h].calls.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+  // The pool-wide bound: false when a host may not admit one more call.
+  bool total_allows_one_more() const noexcept {
+    return options.max_pending_total == 0 || pending_total() < options.max_pending_total;
+  }
+  void publish_pending(unsigned h, std::size_t pending) noexcept {
+    if (options.max_pending_total != 0) {
+      pending_by_host[h].calls.store(pending, std::memory_order_relaxed);
+    }
+  }
   // Set by the host once every record has come back (shutdown step 4, stop_workers in
   // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
   // after their park fence (worker.cpp), so a stop is never missed.

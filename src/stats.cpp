@@ -55,7 +55,24 @@ std::string to_json(const pool_stats& s) {
     write_worker(out, s.workers[i], f);
     out << '}';
   }
-  out << "]}";
+  out << ']';
+  if (s.hosts.size() > 1) {  // a single-host pool's line stays as it was
+    out << ",\"hosts\":[";
+    for (std::size_t i = 0; i < s.hosts.size(); ++i) {
+      const host_stats& h = s.hosts[i];
+      out << (i ? "," : "") << "{\"index\":" << h.index
+          << ",\"calls_submitted\":" << h.calls_submitted
+          << ",\"calls_completed\":" << h.calls_completed
+          << ",\"calls_rejected\":" << h.calls_rejected
+          << ",\"calls_backlogged\":" << h.calls_backlogged
+          << ",\"calls_cancelled\":" << h.calls_cancelled
+          << ",\"calls_timed_out\":" << h.calls_timed_out << ",\"calls_failed\":" << h.calls_failed
+          << ",\"host_wakes\":" << h.host_wakes
+          << ",\"completion_batches\":" << h.completion_batches << '}';
+    }
+    out << ']';
+  }
+  out << '}';
   return out.str();
 }
 

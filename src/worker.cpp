@@ -17,6 +17,7 @@
 // call stuck, this worker's CAS running -> done fails. It then touches nothing but its own
 // slot and that record: it hands the record over through the slot's handoff flag
 // (destroying it itself if the host already gave it up) and the thread ends.
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -27,6 +28,7 @@
 
 #include "call_allocator.hpp"
 #include "call_state.hpp"
+#include "host_state.hpp"
 #include "invariant.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
@@ -55,8 +57,9 @@ class worker_loop {
     for (;;) {
       call_base* c = nullptr;
       bool stolen = false;
-      if (claim(c, stolen)) {
-        if (!execute(c, stolen)) return;  // retired: the seat has a new worker
+      unsigned from = 0;
+      if (claim(c, stolen, from)) {
+        if (!execute(c, stolen, from)) return;  // retired: the seat has a new worker
         continue;
       }
       // Partner: the host's release store in stop_workers (worker_seats.cpp).
@@ -65,8 +68,8 @@ class worker_loop {
         KNIT_ASSERT(me_.queued.empty_approx());
         return;
       }
-      if (spin(c, stolen)) {
-        if (!execute(c, stolen)) return;
+      if (spin(c, stolen, from)) {
+        if (!execute(c, stolen, from)) return;
         continue;
       }
       const park_exit exit = park();
@@ -75,37 +78,97 @@ class worker_loop {
   }
 
  private:
-  // Own ring first (FIFO for the host's order), then one pass over the peers.
-  bool claim(call_base*& c, bool& stolen) noexcept {
-    if (!me_.done.producer_has_room()) return false;  // the record could not come back
-    if (me_.queued.try_pop(c)) {
-      stolen = false;
+  // Own rings first (FIFO for each host's order), then one pass over the peers. Between
+  // the first host's ring and the attached hosts' rings into this seat the worker takes
+  // turns, so no host starves another (attached_first_ flips on every own claim).
+  // `from` names the host the record goes back to (0 = the pool's first host).
+  bool claim(call_base*& c, bool& stolen, unsigned& from) noexcept {
+    const bool room = me_.done.producer_has_room();  // the first host's records need it
+    stolen = false;
+    // Acquire pairs with the hosts' fetch_or: host h's state (published when it attached)
+    // is visible before we touch its ring. A set bit is re-checked against the ring.
+    const std::uint64_t mine = my_hosts_.load(std::memory_order_acquire);
+    if (mine != 0 && attached_first_ && claim_attached(mine, c, from)) {
+      attached_first_ = false;
       return true;
     }
+    if (room && me_.queued.try_pop(c)) {
+      from = 0;
+      attached_first_ = true;
+      return true;
+    }
+    if (mine != 0 && !attached_first_ && claim_attached(mine, c, from)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      worker_slot& peer = s_.seat((self_ + k) % n_);
-      if (peer.queued.try_pop(c)) {
+      const unsigned j = (self_ + k) % n_;
+      if (room && s_.seat(j).queued.try_pop(c)) {
+        from = 0;
         stolen = true;
         return true;
+      }
+      const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
+      for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
+        const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+        if (s_.attached_host(h)->ring(j).try_pop(c)) {
+          from = h;
+          stolen = true;
+          return true;
+        }
       }
     }
     return false;
   }
 
-  // Work this worker could claim now (with room in its done ring to hand it back).
+  // The attached hosts' rings into this seat, round robin from the one after the last
+  // served. A ring found empty loses its bit: fetch_and, fence, re-check (host_state.hpp;
+  // partner: the host's fence and mask load after its push in host_state::dispatch).
+  bool claim_attached(std::uint64_t mine, call_base*& c, unsigned& from) noexcept {
+    const std::uint64_t after = cursor_ >= 63 ? 0 : (~std::uint64_t{0} << (cursor_ + 1));
+    for (const std::uint64_t order : {mine & after, mine & ~after}) {
+      for (std::uint64_t m = order; m != 0; m &= m - 1) {
+        const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+        job_ring<call_base*>& ring = s_.attached_host(h)->ring(self_);
+        if (ring.try_pop(c)) {
+          cursor_ = h;
+          from = h;
+          return true;
+        }
+        const std::uint64_t bit = std::uint64_t{1} << h;
+        my_hosts_.fetch_and(~bit, std::memory_order_acq_rel);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!ring.empty_approx()) my_hosts_.fetch_or(bit, std::memory_order_acq_rel);
+      }
+    }
+    return false;
+  }
+
+  // Work this worker could claim now (the first host's only with room in its done ring).
   bool work_visible() noexcept {
-    if (!me_.done.producer_has_room()) return false;
-    if (!me_.queued.empty_approx()) return true;
+    const bool room = me_.done.producer_has_room();
+    if (room && !me_.queued.empty_approx()) return true;
+    if (attached_work(self_)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      if (!s_.seat((self_ + k) % n_).queued.empty_approx()) return true;
+      const unsigned j = (self_ + k) % n_;
+      if (room && !s_.seat(j).queued.empty_approx()) return true;
+      if (attached_work(j)) return true;
+    }
+    return false;
+  }
+
+  // Some attached host's ring into seat j holds a call. Its bit may be stale; the ring
+  // itself decides, so a stale bit never keeps a worker from parking.
+  bool attached_work(unsigned j) const noexcept {
+    const std::uint64_t hosts = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
+    for (std::uint64_t m = hosts; m != 0; m &= m - 1) {
+      const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+      if (!s_.attached_host(h)->ring(j).empty_approx()) return true;
     }
     return false;
   }
 
   // Returns false if the host retired this worker while the call ran (the thread must end).
-  bool execute(call_base* c, bool stolen) noexcept {
+  bool execute(call_base* c, bool stolen, unsigned from) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
     if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.queued.empty_approx()) {
@@ -117,18 +180,26 @@ class worker_loop {
       if (stolen) me_.counters.calls_stolen.bump();
       const std::int64_t started = steady_now_ns();
       me_.call_started_ns.store(started, std::memory_order_relaxed);
-      me_.current.store(c, std::memory_order_release);  // publishes call_started_ns with it
+      // Only the first host's records are published for stuck detection: an attached
+      // host's record may be freed by its host the moment it is back, and nobody but the
+      // first host reads `current`.
+      if (from == 0) me_.current.store(c, std::memory_order_release);
       c->run();
       const std::int64_t finished = steady_now_ns();
       c->run_ns = static_cast<std::uint64_t>(finished - started);
       if (!try_move(*c, call_state::running, call_state::done)) {
-        hand_over_stuck(c);  // it is stuck: the host retired us
+        KNIT_ASSERT(from == 0);  // only the first host declares calls stuck
+        hand_over_stuck(c);      // it is stuck: the host retired us
         return false;
       }
       me_.current.store(nullptr, std::memory_order_relaxed);  // published by the push below
       me_.call_started_ns.store(0, std::memory_order_relaxed);
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
+    }
+    if (from != 0) {  // an attached host's completion list and eventfd (host_state.hpp)
+      if (s_.attached_host(from)->complete(c)) me_.counters.completion_signals.bump();
+      return true;
     }
     // claim() saw room in `done` and only this thread pushes, so this cannot fail: checked
     // builds abort; a Release build keeps the old belt (wait for the host to pop).
@@ -163,7 +234,7 @@ class worker_loop {
     }
   }
 
-  bool spin(call_base*& c, bool& stolen) noexcept {
+  bool spin(call_base*& c, bool& stolen, unsigned& from) noexcept {
     skipped_spin_ = false;
     if (s_.policy.spin_budget_ns() == 0) return false;
     if (s_.policy.cpu_shared()) {
@@ -184,7 +255,7 @@ class worker_loop {
         std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
     bool caught = false;
     for (unsigned i = 0;; ++i) {
-      if (claim(c, stolen)) {
+      if (claim(c, stolen, from)) {
         caught = true;
         break;
       }
@@ -252,6 +323,9 @@ class worker_loop {
   const unsigned n_;
   const bool steal_;
   const bool doorbell_;
+  std::atomic<std::uint64_t>& my_hosts_ = s_.seat_pending[self_].hosts;  // host_state.hpp
+  unsigned cursor_ = 0;             // the attached host served last (claim_attached)
+  bool attached_first_ = false;     // whose turn it is: attached hosts' rings or the first's
   spin_backoff backoff_;            // this worker's own: no other thread reads it
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   std::int64_t idle_since_ns_ = 0;  // when that skipped period began

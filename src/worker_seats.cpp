@@ -30,6 +30,10 @@
 //      the task ever returns, and reported (shutdown_report, pool_stats.retired_running).
 //   A retired slot itself stays in the retired list until shutdown, since a thief may still
 //   hold a pointer it read from the seat before the swap.
+//   Attached hosts (host_state.hpp): their rings belong to the seat, not the slot, so the
+//   fresh worker takes what they queued into it and nothing moves; the retired worker never
+//   touches them again (it is inside its stuck task, then only in its slot). Their records
+//   are never declared stuck (only the first host's are published in `current`).
 #include <memory>
 #include <string>
 #include <system_error>
@@ -140,9 +144,20 @@ void pool_impl::replace_retired_seats() noexcept {
     try {
       auto fresh = std::make_shared<worker_slot>(per_ring_);
       fresh->counters.carry_over(slots_[i]->counters);
-      fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
-      // Writer: the host; partner: the thieves' acquire load in pool_shared::seat().
+      // The seat is published before the thread starts (interleaving
+      // "replacement_parks_before_its_seat_is_published", docs/many-hosts.md): an attached
+      // host rings the bell of the slot it reads from the seat after its fence, so that
+      // must be the slot whose worker may park. The fence orders this store before that
+      // worker's park fence. Writer: the host; partner: seat()'s acquire load.
+      worker_slot* const old = slots_[i].get();
       shared_.seats[i].store(fresh.get(), std::memory_order_release);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      try {
+        fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
+      } catch (...) {
+        shared_.seats[i].store(old, std::memory_order_release);
+        throw;
+      }
       slots_[i] = std::move(fresh);  // the retired list keeps the old slot alive
       ++stats_.workers_replaced;
     } catch (...) {

@@ -6,6 +6,8 @@
 // pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
 // one costs one eventfd read per batch of results (the workers coalesce their writes).
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
+// On any thread but the pool's builder it first attaches that thread as one more host
+// (knit::pool_host), and leaves when destroyed.
 #pragma once
 
 #include <algorithm>
@@ -21,29 +23,40 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
 
 namespace knit {
 
 /// @brief Delivers a knit::pool's completions on a Boost.Asio io_context.
 ///
-/// The pool's handlers run on the thread that runs the io_context, which must be the pool's
-/// host thread. While calls are pending, asio_host keeps one wait on the pool's completion
-/// eventfd and one steady_timer on the earliest deadline; with nothing pending it keeps no
-/// work on the io_context, so io_context::run() returns. Use knit::async_run for an Asio
-/// asynchronous operation over it; use submit() for a plain knit::result callback.
+/// The pool's handlers run on the thread that runs the io_context, which must be the thread
+/// that built this asio_host: the pool's builder, or any other thread, which this attaches
+/// as one more host of the pool (knit::pool_host: its own eventfd, calls and admission;
+/// the workers are shared) until the asio_host is destroyed. While calls are pending, asio_host
+/// keeps one wait on the pool's completion eventfd and one steady_timer on the earliest deadline;
+/// with nothing pending it keeps no work on the io_context, so io_context::run() returns. Use
+/// knit::async_run for an Asio asynchronous operation over it; use submit() for a plain
+/// knit::result callback.
 class asio_host {
  public:
   /// Binds `p`'s completions to `io`. Both must outlive this object; construct it on the
-  /// host thread (the thread that runs `io` and owns `p`).
-  asio_host(boost::asio::io_context& io, pool& p) : state_(std::make_shared<state>(io, p)) {}
+  /// thread that runs `io`. Not the pool's builder (nor already a host of `p`): that thread
+  /// is attached as a host (knit::pool_host; its std::logic_error if it cannot be).
+  asio_host(boost::asio::io_context& io, pool& p)
+      : attached_(p.is_host() ? nullptr : std::make_unique<pool_host>(p)),
+        state_(std::make_shared<state>(io, p)) {}
 
   /// Stops watching: pending waits are cancelled (their handlers see the state closed and
-  /// do nothing). Results still pending are delivered by pool::shutdown / pool::drain.
+  /// do nothing). On the builder, results still pending are delivered by pool::shutdown /
+  /// pool::drain; on an attached thread, the host leaves here (knit::pool_host: calls not
+  /// started are cancelled, running ones drained, their handlers run on this thread).
+  /// Destroy it on its own thread.
   ~asio_host() {
     state_->closed = true;
     boost::system::error_code ignored;
     state_->timer.cancel();
     state_->fd.cancel(ignored);
+    attached_.reset();
   }
 
   asio_host(const asio_host&) = delete;
@@ -144,6 +157,7 @@ class asio_host {
     });
   }
 
+  std::unique_ptr<pool_host> attached_;  // this thread as a host, unless it is the builder
   std::shared_ptr<state> state_;
 };
 

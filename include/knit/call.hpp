@@ -87,6 +87,9 @@ class call_base {
   // came back: feeds the host's estimate of a call's duration (dispatch).
   std::uint64_t run_ns = 0;
   std::uint32_t block_size = 0;  // allocator bookkeeping: 0 = heap
+  // An attached host's completion list (src/host_state.hpp): written by the worker before
+  // its release CAS, read by the host after its acquire exchange.
+  call_base* next_done = nullptr;
 
  protected:
   ~call_base() = default;

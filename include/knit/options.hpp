@@ -72,6 +72,18 @@ struct pool_options {
   /// At the limit pool::submit() fails at once with errc::queue_full.
   std::size_t max_pending = 0;
 
+  /// Most hosts at once, 1 to 64, counting the thread that built the pool (host 0); other
+  /// threads attach with knit::pool_host or knit::asio_host. Each is held to max_pending
+  /// on its own. An attached host's rings (threads x queue_capacity pointers) are allocated
+  /// when its index is first used, and kept until the pool is destroyed.
+  unsigned max_hosts = 16;
+
+  /// Most calls accepted but not yet completed in the whole pool, summed over every host;
+  /// 0 = no limit. At the limit submit() fails at once with errc::queue_full on any host.
+  /// The sum is of the hosts' own counts, read relaxed at admission (no RMW shared by the
+  /// hosts), so hosts admitting at the same moment may pass it by a call each.
+  std::size_t max_pending_total = 0;
+
   /// A call running longer than this is declared stuck: its handler gets errc::stuck (or
   /// errc::timed_out if its own deadline passed) at once, its worker is retired and a fresh
   /// thread takes the worker's place (src/worker_seats.cpp, "Retiring a worker"). Zero =

@@ -45,7 +45,10 @@ struct shutdown_report {
 
 namespace detail {
 class pool_impl;
-}
+class host_state;
+}  // namespace detail
+
+class pool_host;
 
 /// @brief The host thread hands calls to N worker threads and gets results back on its
 /// own thread.
@@ -56,6 +59,15 @@ class pool_impl;
 /// next_deadline and call_time_estimate read host-only state unchecked: call them on the
 /// host thread too. Handlers always run on the host thread, inside drain() (or shutdown(),
 /// which drains).
+///
+/// **Many hosts.** Other threads become hosts too, each for its own event loop, with
+/// knit::pool_host or knit::asio_host (knit/pool_host.hpp: attaching, leaving, what is not
+/// supported there yet). On such a thread submit, cancel, drain, poll, pending,
+/// next_deadline, call_time_estimate, accepting and completion_fd act on that thread's own
+/// host: its calls, its eventfd, its handlers (run only on it). The workers are shared,
+/// and a worker with nothing of its own takes any host's queued call. stats(), shutdown()
+/// and the destructor stay the builder's; shutdown first waits for the attached hosts to
+/// leave (knit/pool_host.hpp, "The pool's shutdown"). The design: docs/many-hosts.md.
 ///
 /// **Shutdown steps** (src/pool.cpp, shutdown()):
 /// 1. stop accepting: later submit() returns errc::shut_down;
@@ -112,24 +124,26 @@ class pool {
     static_assert(std::is_invocable_v<std::decay_t<Fn>&, std::decay_t<Arg>&&>,
                   "knit::pool::submit: fn must be callable with the argument moved in");
     static_assert(alignof(call_type) <= 64, "knit::pool::submit: over-aligned task or argument");
-    if (std::error_code ec = admit()) return ec;
+    detail::host_state* host = nullptr;  // null: the first host (the pool's builder)
+    if (std::error_code ec = admit(host)) return ec;
     std::uint32_t block = 0;
-    void* memory = allocate_call(sizeof(call_type), alignof(call_type), block);
+    void* memory = allocate_call(host, sizeof(call_type), alignof(call_type), block);
     call_type* c;
     try {
       c = ::new (memory)
           call_type(std::forward<Fn>(fn), std::forward<Arg>(arg), std::forward<Handler>(handler));
     } catch (...) {
-      free_call_memory(memory, block);
+      free_call_memory(host, memory, block);
       throw;
     }
     c->block_size = block;
     call_id assigned;
     try {
-      assigned = enqueue(c, options);  // strong guarantee: on a throw nothing is counted or queued
+      // Strong guarantee: on a throw nothing is counted or queued.
+      assigned = enqueue(host, c, options);
     } catch (...) {
       c->destroy();
-      free_call_memory(memory, block);
+      free_call_memory(host, memory, block);
       throw;
     }
     if (id) *id = assigned;
@@ -187,11 +201,17 @@ class pool {
   /// One line for a log: options().describe().
   std::string describe() const;
 
+  /// Whether the calling thread is one of this pool's hosts (its builder, or a thread
+  /// attached with knit::pool_host or knit::asio_host).
+  bool is_host() const noexcept;
+
  private:
-  std::error_code admit();
-  void* allocate_call(std::size_t size, std::size_t align, std::uint32_t& block);
-  void free_call_memory(void* memory, std::uint32_t block) noexcept;
-  call_id enqueue(detail::call_base* c, const call_options& options);
+  friend class pool_host;
+  std::error_code admit(detail::host_state*& host);
+  void* allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
+                      std::uint32_t& block);
+  void free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept;
+  call_id enqueue(detail::host_state* host, detail::call_base* c, const call_options& options);
 
   std::unique_ptr<detail::pool_impl> impl_;
 };

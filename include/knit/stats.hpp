@@ -21,6 +21,21 @@ struct worker_stats {
 #undef KNIT_WORKER_STATS_FIELD
 };
 
+/// @brief One host's counters (the thread that built the pool is host 0; pool_host and
+/// asio_host attach others). Each is written only by its host thread.
+struct host_stats {
+  unsigned index = 0;                    ///< The host's index (0 = the pool's builder).
+  std::uint64_t calls_submitted = 0;     ///< Calls accepted by submit().
+  std::uint64_t calls_completed = 0;     ///< Handlers called, any outcome.
+  std::uint64_t calls_rejected = 0;      ///< submit() refusals.
+  std::uint64_t calls_backlogged = 0;    ///< Calls that waited in the host's backlog.
+  std::uint64_t calls_cancelled = 0;     ///< Handlers given errc::cancelled.
+  std::uint64_t calls_timed_out = 0;     ///< Handlers given errc::timed_out.
+  std::uint64_t calls_failed = 0;        ///< Tasks that threw.
+  std::uint64_t host_wakes = 0;          ///< FUTEX_WAKE syscalls issued by this host.
+  std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
+};
+
 /// @brief A snapshot of a pool's counters: the host's own, plus one worker_stats per worker.
 ///
 /// Returned by pool::stats(); to_json() renders it. Counters only grow, except
@@ -44,6 +59,10 @@ struct pool_stats {
       0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
+
+  /// Host 0 (the top-level host fields above), then every host attached now, by index.
+  /// to_json() lists them only when a host other than host 0 is attached.
+  std::vector<host_stats> hosts;
 
   /// The sum of every worker's counters.
   worker_stats totals() const;

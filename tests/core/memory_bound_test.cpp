@@ -13,8 +13,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <string>
+#include <thread>
 
 #include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
 
 namespace {
 std::atomic<bool> counting{false};
@@ -84,6 +87,42 @@ TEST(memory_bound, doubling_the_workers_doubles_the_bytes) {
   EXPECT_LE(large, linear_bound(128, 1024));
   // Quadratic growth would make this ratio 4.
   EXPECT_LT(static_cast<double>(large) / static_cast<double>(small), 2.2);
+}
+
+}  // namespace
+
+namespace {
+
+// Bytes allocated on a fresh thread while it attaches to `p` (knit::pool_host).
+std::size_t bytes_to_attach(knit::pool& p) {
+  std::size_t total = 0;
+  std::thread([&] {
+    bytes = 0;
+    counting = true;
+    {
+      knit::pool_host h(p);
+      counting = false;
+      total = bytes.load();
+    }
+  }).join();
+  return total;
+}
+
+// The memory formula's per-host term (docs/many-hosts.md): an attached index adds one job
+// ring of queue_capacity pointers per worker, made when the index is first used and kept
+// for the next host to attach there.
+TEST(memory_bound, each_attached_host_adds_threads_times_capacity_pointers) {
+  knit::pool_options o;
+  o.threads = 64;
+  o.queue_capacity = 1024;
+  knit::pool p(o);
+  const std::size_t rings = 64u * 1024u * sizeof(void*);
+  const std::size_t first = bytes_to_attach(p);
+  RecordProperty("attach_bytes", std::to_string(first));
+  EXPECT_GE(first, rings);
+  EXPECT_LE(first, rings + 64u * 512u + 16u * 1024u) << "a ring's fixed part, plus the host's";
+  const std::size_t again = bytes_to_attach(p);  // the same index, reused
+  EXPECT_LT(again, 4096u) << "a reused index keeps its rings";
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+// knit/pool_host.hpp: makes the calling thread one more host of a knit::pool, for an event
+// loop of its own (each host has its own completion eventfd, call table, backlog,
+// deadlines and admission; the workers are shared). knit::asio_host does this for you on
+// any thread but the pool's builder; use pool_host directly for a non-Asio loop.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "knit/pool.hpp"
+
+namespace knit {
+
+/// @brief The calling thread as an attached host of a pool.
+///
+/// **Threading contract.** Construct and destroy it on the thread that uses it; every
+/// member is for that thread. While it exists, pool::submit, cancel, drain, poll, pending,
+/// next_deadline, accepting and completion_fd called on this thread act on this host's
+/// calls, and handlers run only on this thread, inside drain() or poll(). The pool must
+/// outlive it.
+///
+/// **Leaving.** The destructor stops accepting, cancels every call of this host not yet
+/// started (errc::cancelled, delivered here), and drains until every running one is back
+/// (their results are delivered here too); only then is the index free for another
+/// thread. Nothing is ever delivered to a thread after its host has left.
+///
+/// **The pool's shutdown** (or destructor, on the builder thread) stops every host
+/// accepting (submit returns errc::shut_down here, accepting() turns false), finishes its
+/// own calls, then waits for the attached hosts to leave (until its deadline, or
+/// stop_timeout for the destructor; with none, without bound) and only then stops the
+/// workers. A host still attached past that deadline is a bug in the program: the pool
+/// says so on stderr and aborts, since its workers cannot be stopped under a host that
+/// still uses them.
+///
+/// **Not yet on an attached host:** stuck detection. pool_options::stuck_after covers the
+/// builder's calls only, and call_options::stuck_after on an attached host throws
+/// std::logic_error. Deadlines (call_options::timeout), cancel and max_pending (per host)
+/// work as on the builder.
+class pool_host {
+ public:
+  /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
+  /// if `p` is shutting down, or if max_hosts hosts are attached.
+  explicit pool_host(pool& p);
+  /// Leaves (see "Leaving"). Must run on the attaching thread: elsewhere it aborts.
+  ~pool_host();
+
+  pool_host(const pool_host&) = delete;
+  pool_host& operator=(const pool_host&) = delete;
+
+  /// pool::submit on this host (see there): the handler runs on this thread.
+  template <class Fn, class Arg, class Handler>
+  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
+                         call_id* id = nullptr) {
+    return pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
+                         std::forward<Handler>(handler), options, id);
+  }
+
+  /// Abandons a call of this host not started yet (as pool::cancel).
+  bool cancel(call_id id);
+  /// This host's eventfd: readable when its results are waiting.
+  int completion_fd() const noexcept;
+  /// Delivers this host's waiting results and expired deadlines, then its backlog.
+  std::size_t drain();
+  /// drain() without touching the eventfd (busy-polling loops).
+  std::size_t poll();
+  /// This host's accepted calls whose handler has not run yet.
+  std::size_t pending() const noexcept;
+  /// The earliest deadline among this host's pending calls.
+  std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
+  /// False once this host leaves or the pool shuts down.
+  bool accepting() const noexcept;
+  /// This host's counters.
+  host_stats stats() const noexcept;
+  /// This host's index, 1 to max_hosts - 1 (0 is the pool's builder).
+  unsigned index() const noexcept;
+  /// The pool this host submits to.
+  pool& get_pool() noexcept { return *pool_; }
+
+ private:
+  pool* pool_;
+  detail::host_state* state_;
+};
+
+}  // namespace knit

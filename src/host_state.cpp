@@ -1,0 +1,364 @@
+// host_state: an attached host's own steps (protocol in host_state.hpp): admission,
+// enqueue, dispatch into its rings, drain (completions, deadlines, backlog), cancel and
+// leaving. The same steps as the first host's in pool.cpp and dispatch.cpp, without the
+// worker seats (those stay with the pool and its first host: worker_seats.cpp).
+#include "host_state.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include <poll.h>
+
+#include "call_state.hpp"
+#include "invariant.hpp"
+#include "knit/detail/fault_injection.hpp"
+
+namespace knit::detail {
+
+host_state::host_state(pool_shared& shared, unsigned index, std::size_t per_ring)
+    : shared_(shared), index_(index) {
+  rings_.reserve(shared.seat_count);
+  for (unsigned w = 0; w < shared.seat_count; ++w) {
+    rings_.push_back(std::make_unique<job_ring<call_base*>>(per_ring));
+  }
+  snapshots_.resize(shared.seat_count);
+  wake_cost_ns_ = static_cast<std::int64_t>(shared.options.wake_cost_us) * 1000;
+}
+
+host_state::~host_state() {
+  // The pool is going away with every worker joined: whatever is left was never claimed.
+  for (auto& r : rings_) {
+    call_base* c;
+    while (r->try_pop(c)) allocator_.destroy(c);
+  }
+}
+
+void host_state::attach() noexcept {
+  accepting_ = true;
+  bell_.reset();  // a previous host at this index may have left it signalled
+}
+
+bool host_state::accepting() const noexcept {
+  return accepting_ && !shared_.closed.load(std::memory_order_acquire);
+}
+
+std::error_code host_state::admit() {
+  if (!accepting()) {
+    counters_.calls_rejected.bump();
+    return make_error_code(errc::shut_down);
+  }
+  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
+      !shared_.total_allows_one_more()) {
+    counters_.calls_rejected.bump();
+    return make_error_code(errc::queue_full);
+  }
+  return {};
+}
+
+void* host_state::allocate(std::size_t size, std::size_t align, std::uint32_t& block) {
+  check_allocation();
+  return allocator_.allocate(size, align, block);
+}
+
+// Strong guarantee, as pool_impl::enqueue (pool.cpp): every step that may throw comes first.
+call_id host_state::enqueue(call_base* c, const call_options& options) {
+  if (options.stuck_after.count() > 0) {
+    // Checked before anything is reserved: the caller destroys the record and rethrows.
+    throw std::logic_error(
+        "knit::pool::submit: call_options::stuck_after is not supported on an attached host "
+        "(only the thread that built the pool detects stuck calls)");
+  }
+  const call_table::reservation slot = calls_.reserve();
+  c->id = slot.id;
+  c->stuck_after_ns = 0;  // stuck detection covers the first host's calls only
+  if (options.timeout.count() > 0) {
+    c->deadline = std::chrono::steady_clock::now() + options.timeout;
+    try {
+      deadlines_.push(c->deadline, c->id);
+    } catch (...) {
+      calls_.undo(slot);
+      throw;
+    }
+  }
+  if (!backlog_.empty() || !dispatch(c)) {
+    try {
+      check_allocation();
+      backlog_.push_back(c);
+    } catch (...) {
+      calls_.undo(slot);
+      throw;
+    }
+    counters_.calls_backlogged.bump();
+  }
+  calls_.commit(slot, c);
+  ++pending_;
+  shared_.publish_pending(index_, pending_);
+  counters_.calls_submitted.bump();
+  return c->id;
+}
+
+// The dispatch rule over this host's rings (dispatch_policy.hpp), then the mask and wake
+// steps of the protocol in host_state.hpp.
+bool host_state::dispatch(call_base* c) {
+  const unsigned n = shared_.seat_count;
+  dispatch_inputs in;
+  in.call_ns_estimate = call_ns_estimate_;
+  in.wake_cost_ns = wake_cost_ns_;
+  in.start = next_;
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned i = (next_ + k) % n;
+    worker_snapshot& s = snapshots_[i];
+    s.retired = false;  // a seat's rings outlive its retired workers: its next one takes them
+    s.depth = rings_[i]->producer_size();
+    s.capacity = rings_[i]->capacity();
+    if (!reads_state(s)) continue;
+    worker_slot& w = shared_.seat(i);
+    s.state = w.bell.state();
+    if (ends_scan(s)) break;
+    s.call_started_ns = reads_call_start(s, in.wake_cost_ns)
+                            ? w.call_started_ns.load(std::memory_order_relaxed)
+                            : 0;
+    if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
+  }
+  const dispatch_choice choice = choose_worker(snapshots_, in);
+  if (choice.worker < 0) return false;
+  const unsigned chosen = static_cast<unsigned>(choice.worker);
+  const bool pushed = rings_[chosen]->try_push(c);
+  KNIT_ASSERT(pushed);
+  if (!pushed) return false;
+  ++out_;
+  next_ = (chosen + 1) % n;
+  // Partner: the worker's fetch_and + fence + ring re-check (claim_attached, worker.cpp).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic<std::uint64_t>& mask = shared_.seat_pending[chosen].hosts;
+  const std::uint64_t bit = std::uint64_t{1} << index_;
+  if ((mask.load(std::memory_order_relaxed) & bit) == 0) {
+    mask.fetch_or(bit, std::memory_order_acq_rel);
+    // Orders the fetch_or before the wake check: pairs with the worker's park fence.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  if (shared_.options.doorbell) {
+    // Ringing the seat's current slot: a replacement publishes its seat before its thread
+    // starts (worker_seats.cpp), so a fresh worker that parks is the one we see.
+    if (shared_.seat(chosen).bell.wake_if_parked()) counters_.host_wakes.bump();
+  }
+  return true;
+}
+
+bool host_state::complete(call_base* c) noexcept {
+  call_base* head = done_head_.load(std::memory_order_relaxed);
+  do {
+    c->next_done = head;
+    // Release publishes the record (its result, next_done) to pop_done's exchange.
+  } while (!done_head_.compare_exchange_weak(head, c, std::memory_order_release,
+                                             std::memory_order_relaxed));
+  return bell_.notify();
+}
+
+bool host_state::cancel(call_id id) {
+  call_base* c = calls_.find(id);
+  if (!c) return false;
+  if (!try_move(*c, call_state::queued, call_state::abandoned)) return false;
+  counters_.calls_cancelled.bump();
+  deliver(c, make_error_code(errc::cancelled));
+  return true;
+}
+
+std::size_t host_state::drain(bool reset_doorbell) {
+  if (draining_) return 0;
+  draining_ = true;
+  std::size_t delivered = 0;
+  try {
+    if (reset_doorbell) bell_.reset();
+    delivered += pop_done();
+    if (!deadlines_.empty()) delivered += expire_deadlines(std::chrono::steady_clock::now());
+    if (!backlog_.empty()) flush_backlog();
+  } catch (...) {
+    draining_ = false;
+    throw;
+  }
+  draining_ = false;
+  return delivered;
+}
+
+std::size_t host_state::pop_done() {
+  // Partner: the workers' release CAS in complete().
+  call_base* list = done_head_.exchange(nullptr, std::memory_order_acquire);
+  if (!list) return 0;
+  counters_.completion_batches.bump();
+  // Newest first: reverse it so results are delivered in the order they finished.
+  call_base* ordered = nullptr;
+  while (list) {
+    call_base* next = list->next_done;
+    list->next_done = ordered;
+    ordered = list;
+    list = next;
+  }
+  std::size_t delivered = 0;
+  while (ordered) {
+    call_base* c = ordered;
+    ordered = c->next_done;
+    KNIT_ASSERT(out_ > 0);
+    --out_;
+    if (c->run_ns != 0) {
+      call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
+    }
+    if (!c->delivered) {
+      deliver(c, {});
+      ++delivered;
+    }
+    allocator_.destroy(c);
+  }
+  return delivered;
+}
+
+void host_state::flush_backlog() {
+  while (!backlog_.empty()) {
+    call_base* c = backlog_.front();
+    if (c->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+      backlog_.pop_front();
+      allocator_.destroy(c);
+      continue;
+    }
+    if (!dispatch(c)) return;
+    backlog_.pop_front();
+  }
+}
+
+std::size_t host_state::expire_deadlines(std::chrono::steady_clock::time_point now) {
+  std::size_t n = 0;
+  while (const call_id id = deadlines_.pop_due(now)) {
+    call_base* c = calls_.find(id);
+    if (!c) continue;
+    try_move(*c, call_state::queued, call_state::abandoned);
+    counters_.calls_timed_out.bump();
+    deliver(c, make_error_code(errc::timed_out));
+    ++n;
+  }
+  return n;
+}
+
+std::optional<std::chrono::steady_clock::time_point> host_state::next_deadline() {
+  return deadlines_.earliest_live([this](call_id id) { return calls_.find(id) != nullptr; });
+}
+
+std::size_t host_state::abandon_queued() {
+  std::size_t n = 0;
+  calls_.for_each([&](call_base* c) {
+    if (c->delivered) return;
+    if (try_move(*c, call_state::queued, call_state::abandoned)) {
+      counters_.calls_cancelled.bump();
+      deliver(c, make_error_code(errc::cancelled));
+      ++n;
+    }
+  });
+  return n;
+}
+
+// While leaving: every call in the rings is abandoned; take them back without a worker.
+void host_state::reclaim_rings() noexcept {
+  for (auto& r : rings_) {
+    call_base* c;
+    while (r->try_pop(c)) {
+      KNIT_ASSERT(c->state.load(std::memory_order_relaxed) == call_state::abandoned);
+      KNIT_ASSERT(out_ > 0);
+      --out_;
+      allocator_.destroy(c);
+    }
+  }
+}
+
+void host_state::leave() {
+  accepting_ = false;
+  abandon_queued();
+  flush_backlog();  // frees what waited there (all abandoned now)
+  reclaim_rings();
+  // Running calls finish (no stuck detection here); their handlers run on this thread.
+  while (pending_ > 0 || out_ > 0) {
+    drain(true);
+    if (pending_ == 0 && out_ == 0) break;
+    int timeout_ms = -1;
+    if (auto next = next_deadline()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *next - std::chrono::steady_clock::now());
+      timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
+    }
+    pollfd p{bell_.fd(), POLLIN, 0};
+    ::poll(&p, 1, timeout_ms);
+  }
+  KNIT_ASSERT(backlog_.empty());
+}
+
+void host_state::deliver(call_base* c, std::error_code ec) noexcept {
+  KNIT_ASSERT(!c->delivered);
+  KNIT_ASSERT(pending_ > 0);
+  c->delivered = true;
+  --pending_;
+  shared_.publish_pending(index_, pending_);
+  counters_.calls_completed.bump();
+  calls_.release(c->id);
+  if (!ec && c->threw) counters_.calls_failed.bump();
+  c->deliver(ec);
+}
+
+host_stats host_state::stats() const noexcept {
+  host_stats s;
+  s.index = index_;
+  s.calls_submitted = counters_.calls_submitted.get();
+  s.calls_completed = counters_.calls_completed.get();
+  s.calls_rejected = counters_.calls_rejected.get();
+  s.calls_backlogged = counters_.calls_backlogged.get();
+  s.calls_cancelled = counters_.calls_cancelled.get();
+  s.calls_timed_out = counters_.calls_timed_out.get();
+  s.calls_failed = counters_.calls_failed.get();
+  s.host_wakes = counters_.host_wakes.get();
+  s.completion_batches = counters_.completion_batches.get();
+  return s;
+}
+
+std::size_t host_state::ring_bytes() const noexcept {
+  std::size_t bytes = 0;
+  for (const auto& r : rings_) bytes += r->capacity() * sizeof(call_base*);
+  return bytes;
+}
+
+// A thread's attached hosts, by pool. Four pools per thread is plenty for an event loop.
+namespace {
+struct host_binding {
+  const void* pool = nullptr;
+  host_state* host = nullptr;
+};
+constexpr int kBindings = 4;
+thread_local host_binding tls_bindings[kBindings];
+}  // namespace
+
+host_state* bound_host(const void* pool) noexcept {
+  for (const host_binding& b : tls_bindings) {
+    if (b.pool == pool) return b.host;
+  }
+  return nullptr;
+}
+
+void bind_host(const void* pool, host_state* host) {
+  for (host_binding& b : tls_bindings) {
+    if (b.pool == pool) {
+      b.host = host;
+      if (!host) b.pool = nullptr;
+      return;
+    }
+  }
+  if (!host) return;
+  for (host_binding& b : tls_bindings) {
+    if (!b.pool) {
+      b = {pool, host};
+      return;
+    }
+  }
+  throw std::logic_error("knit::pool_host: this thread is already a host of " +
+                         std::to_string(kBindings) + " pools");
+}
+
+}  // namespace knit::detail

@@ -1,0 +1,150 @@
+// Many-hosts stress (src/host_state.hpp): 4 attached hosts and the builder on one pool of 3
+// workers, the attached hosts attaching and leaving over and over, calls cancelled and
+// timed out on every host and stuck on the builder (the only host that detects stuck
+// calls), small rings so the backlog and stealing are exercised. Every handler must run
+// exactly once, on its own host's thread, with its own value. Run under ThreadSanitizer
+// by `./knit sanitize thread`.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
+#include "support/gate.hpp"  // eventually()
+#include "support/host_thread.hpp"
+#include "support/pool_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t scaled(std::uint64_t n) {
+  return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 4 : 1);
+}
+
+// One attachment's worth of calls: some cancelled at once, some with deadlines shorter
+// than their run time, the rest plain. Counts wrong deliveries in `wrong`. `pending` must
+// outlive `h` (the handlers of calls still out when it leaves run in its destructor).
+void one_session(knit::pool_host& h, std::mt19937& rng, int calls, std::atomic<int>& wrong,
+                 std::atomic<std::uint64_t>& delivered, int& pending) {
+  const auto me = std::this_thread::get_id();
+  std::vector<knit::call_id> ids;
+  for (int i = 0; i < calls; ++i) {
+    knit::call_options o;
+    const unsigned kind = rng() % 8;
+    if (kind == 0) o.timeout = 50us;
+    const int spin_us = (kind == 1) ? 200 : 0;
+    knit::call_id id = 0;
+    const std::error_code ec = h.submit(
+        [spin_us](int x) {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+          return x + 1;
+        },
+        i,
+        [&pending, &wrong, &delivered, i, me](knit::result<int> r) {
+          if (std::this_thread::get_id() != me) ++wrong;
+          if (r.ok() && r.value() != i + 1) ++wrong;
+          if (!r.ok() && r.error() != knit::errc::timed_out && r.error() != knit::errc::cancelled)
+            ++wrong;
+          --pending;
+          ++delivered;
+        },
+        o, &id);
+    if (ec) {
+      if (ec != knit::errc::queue_full) ++wrong;
+      continue;
+    }
+    ++pending;
+    if (kind == 2) ids.push_back(id);
+    if (ids.size() > 4) {
+      h.cancel(ids.front());
+      ids.erase(ids.begin());
+    }
+    if (i % 32 == 0) h.poll();
+  }
+  // Leave early half the time: the destructor cancels the rest and drains the running.
+  if (rng() & 1) {
+    knit_test::drain_host_until(h, [&] { return pending == 0; });
+    if (pending != 0) ++wrong;
+  }
+}
+
+TEST(many_hosts_stress, hosts_attach_and_leave_under_cancel_timeout_and_stuck) {
+  knit::pool_options o;
+  o.threads = 3;
+  o.queue_capacity = 16;
+  o.max_pending = 200;
+  o.spin_us = 20;
+  knit::pool p(o);
+  constexpr int kHosts = 4;
+  const int sessions = static_cast<int>(scaled(200));
+  std::atomic<int> wrong{0};
+  std::atomic<std::uint64_t> delivered{0};
+  std::atomic<bool> hosts_done{false};
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < kHosts; ++h) {
+    hosts.emplace_back([&, h] {
+      std::mt19937 rng(1234u + static_cast<unsigned>(h));
+      for (int s = 0; s < sessions; ++s) {
+        int pending = 0;
+        knit::pool_host host(p);
+        one_session(host, rng, 200, wrong, delivered, pending);
+      }  // leaves
+    });
+  }
+  // The builder: plain calls, and now and then one that gets stuck (retiring its worker
+  // while the attached hosts' calls queue into the same seats).
+  std::mt19937 rng(99);
+  std::uint64_t mine_done = 0, mine_sent = 0, stuck = 0;
+  // Static: a stuck task's thread is retired; it must never outlive what it reads.
+  static std::atomic<int> release_stuck{0};
+  static std::atomic<int> stuck_started{0}, stuck_returned{0};
+  release_stuck = 0;
+  stuck_started = 0;
+  stuck_returned = 0;
+  std::thread joiner([&] {
+    for (auto& t : hosts) t.join();
+    hosts_done = true;
+  });
+  while (!hosts_done) {
+    knit::call_options co;
+    const bool make_stuck = rng() % 500 == 0;
+    if (make_stuck) co.stuck_after = 2ms;
+    const std::error_code ec = p.submit(
+        [make_stuck](int x) {
+          if (make_stuck) {
+            ++stuck_started;
+            while (release_stuck.load() == 0) std::this_thread::sleep_for(1ms);
+            ++stuck_returned;
+          }
+          return x;
+        },
+        static_cast<int>(mine_sent),
+        [&](knit::result<int> r) {
+          ++mine_done;
+          if (!r.ok() && r.error() == knit::errc::stuck) ++stuck;
+        },
+        co);
+    if (!ec) ++mine_sent;
+    if (mine_sent % 16 == 0) p.poll();
+    if (p.pending() >= 150) knit_test::drain_until(p, [&] { return p.pending() < 50; });
+  }
+  joiner.join();
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return mine_done == mine_sent; }));
+  release_stuck = 1;
+  ASSERT_TRUE(knit_test::eventually([&] { return stuck_returned == stuck_started; }));
+  p.shutdown();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(delivered.load(), 0u);
+  EXPECT_EQ(p.stats().calls_stuck, stuck);
+  RecordProperty("stuck", std::to_string(stuck));
+}
+
+}  // namespace
