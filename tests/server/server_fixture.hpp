@@ -182,7 +182,7 @@ inline int lost_under_sigterm(server_process& server, const interrupted_load& lo
           if (outcome == read_outcome::closed_cleanly) break;
           if (outcome != read_outcome::complete || !load.answers(res, t, sent)) {
             ADD_FAILURE() << "client " << t << ": " << to_string(outcome) << " status "
-                          << res.status;
+                          << res.status << " body " << res.body.substr(0, 120);
             ++lost;
             return;
           }
