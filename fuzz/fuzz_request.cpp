@@ -59,6 +59,7 @@ struct server_fixture {
   knit_server::server_config cfg;
   net::io_context io{1};
   std::optional<knit_server::heavy_placement> placement;
+  std::optional<knit_server::connection_limit> limit;
   std::optional<knit_server::server> srv;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   sockaddr_in address{};
@@ -72,7 +73,8 @@ struct server_fixture {
     cfg.ssr_cost_us = 0;
     cfg.jwt_cost_us = 0;
     placement.emplace(std::in_place_type<knit_server::inline_placement>, cfg);
-    srv.emplace(io, cfg, *placement);
+    limit.emplace(cfg.max_connections);
+    srv.emplace(io, cfg, *placement, *limit);
     const auto bound = srv->listen();
     srv->start();
     work.emplace(io.get_executor());
