@@ -12,6 +12,7 @@
 
 #include <poll.h>
 
+#include "call_placement_steps.hpp"
 #include "call_state.hpp"
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
@@ -71,29 +72,11 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
         "knit::pool::submit: call_options::stuck_after is not supported on an attached host "
         "(only the thread that built the pool detects stuck calls)");
   }
-  const call_table::reservation slot = calls_.reserve();
-  c->id = slot.id;
   c->stuck_after_ns = 0;  // stuck detection covers the first host's calls only
-  if (options.timeout.count() > 0) {
-    c->deadline = std::chrono::steady_clock::now() + options.timeout;
-    try {
-      deadlines_.push(c->deadline, c->id);
-    } catch (...) {
-      calls_.undo(slot);
-      throw;
-    }
-  }
-  if (!backlog_.empty() || !dispatch(c)) {
-    try {
-      check_allocation();
-      backlog_.push_back(c);
-    } catch (...) {
-      calls_.undo(slot);
-      throw;
-    }
-    counters_.calls_backlogged.bump();
-  }
-  calls_.commit(slot, c);
+  const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
+                                        [this](call_base* call) { return dispatch(call); });
+  if (placed.backlogged) counters_.calls_backlogged.bump();
+  calls_.commit(placed.slot, c);
   ++pending_;
   shared_.publish_pending(index_, pending_);
   counters_.calls_submitted.bump();

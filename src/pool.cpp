@@ -18,6 +18,7 @@
 
 #include <poll.h>
 
+#include "call_placement_steps.hpp"
 #include "call_state.hpp"
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
@@ -112,40 +113,17 @@ void* pool_impl::allocate(std::size_t size, std::size_t align, std::uint32_t& bl
   return allocator_.allocate(size, align, block);
 }
 
-// Strong guarantee: every step that may allocate (id table, deadline heap, backlog) runs
-// before anything is counted or published, and a failure undoes the earlier ones; the
-// caller (pool::submit) then destroys the record and rethrows.
+// Strong guarantee (call_placement_steps.hpp): what may throw runs before anything is
+// counted or published.
 call_id pool_impl::enqueue(call_base* c, const call_options& options) {
-  // 1. An id-table slot (call_table.hpp: reused slots, stale ids miss, release never
-  //    allocates).
-  const call_table::reservation slot = calls_.reserve();
-  c->id = slot.id;
   const auto stuck =
       options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
   c->stuck_after_ns = to_ns(stuck);
-  // 2. The deadline. If a later step fails, its heap entry goes stale: find() misses it.
-  if (options.timeout.count() > 0) {
-    c->deadline = std::chrono::steady_clock::now() + options.timeout;
-    try {
-      deadlines_.push(c->deadline, c->id);
-    } catch (...) {
-      calls_.undo(slot);
-      throw;
-    }
-  }
-  // 3. A ring, or the backlog (keeps submission order: nothing overtakes the backlog).
-  if (!backlog_.empty() || !dispatch(c)) {
-    try {
-      check_allocation();
-      backlog_.push_back(c);
-    } catch (...) {
-      calls_.undo(slot);
-      throw;
-    }
-    ++stats_.calls_backlogged;
-  }
+  const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
+                                        [this](call_base* call) { return dispatch(call); });
+  if (placed.backlogged) ++stats_.calls_backlogged;
   // Nothing below can fail.
-  calls_.commit(slot, c);
+  calls_.commit(placed.slot, c);
   ++pending_;
   shared_.publish_pending(0, pending_);
   ++stats_.calls_submitted;
