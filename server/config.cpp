@@ -108,14 +108,13 @@ server_config config_from_env(const env_lookup& getenv) {
          "must be 1 with KNIT_MODE=multi (one io_context run by KNIT_THREADS threads); "
          "KNIT_MODE=inline with KNIT_HOSTS=N is one event loop per thread");
   }
-  // The one place that refuses several hosts on a knit pool, until the library lets more
-  // than one thread submit to a pool. main.cpp already builds one knit::asio_host per host
-  // thread, on that thread: removing this block is all it takes then.
-  if (cfg.hosts > 1 && uses_knit_pool(cfg.mode)) {
+  // A knit pool takes at most 64 hosts: the thread that builds it (the control thread) and
+  // the loops that attach (knit::pool_options::max_hosts).
+  if (cfg.hosts > server_config::kMaxPoolHosts && uses_knit_pool(cfg.mode)) {
     fail("KNIT_HOSTS", *lookup(getenv, "KNIT_HOSTS"),
-         "KNIT_HOSTS>1 needs a knit pool that takes calls from several event loops (not yet "
-         "supported with KNIT_MODE=" +
-             std::string(to_string(cfg.mode)) + "); KNIT_MODE=inline and asio take any KNIT_HOSTS");
+         "must be at most " + std::to_string(server_config::kMaxPoolHosts) +
+             " with KNIT_MODE=" + std::string(to_string(cfg.mode)) +
+             " (one knit pool takes 64 hosts: the control thread and 63 event loops)");
   }
 
   if (auto profile = lookup(getenv, "KNIT_COST_PROFILE")) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 
 namespace knit_server {
 
@@ -57,6 +58,13 @@ void host_threads::run_host(host& h, std::uint16_t port, std::promise<tcp::endpo
   }
   loop->run(err_);     // 2. until stop()
   may_destroy.wait();  // 3. main has decided to end with destructors
+}
+
+void host_threads::give_up_pool_calls(std::function<void(const knit::shutdown_report&)> report) {
+  for (const auto& h : hosts_) {
+    host_loop* loop = h->loop;
+    boost::asio::post(loop->io(), [loop, report] { report(loop->give_up_pool_calls()); });
+  }
 }
 
 void host_threads::stop() noexcept {

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <thread>
@@ -50,6 +51,10 @@ class host_threads {
 
   // Host i's server (valid until finish()), to be stopped and counted from the control thread.
   server& srv(std::size_t i) noexcept { return hosts_[i]->loop->srv(); }
+
+  // The stop deadline (stop_deadline.hpp, step 2): posts host_loop::give_up_pool_calls to
+  // every host's loop, and hands each one's report to `report` there, on that host's thread.
+  void give_up_pool_calls(std::function<void(const knit::shutdown_report&)> report);
 
   // Stops every host's io_context (step 2 ends). Any thread, but not alongside finish();
   // harmless twice, and after finish().

@@ -75,6 +75,7 @@
 #include "host_threads.hpp"
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
+#include "pool_builder_watch.hpp"
 #include "server_group.hpp"
 #include "signal_source.hpp"
 #include "stop_deadline.hpp"
@@ -137,6 +138,8 @@ int main() {
     // A client that is slow to send or read while stopping gets no longer than the stop
     // itself may take.
     cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
+    // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
+    if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
   } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitConfig;
@@ -206,7 +209,18 @@ int main() {
     hosts.emplace(shared, err);
   }
   net::io_context& control = only_host ? only_host->io() : *control_loop;
-  stop_deadline stopper(control, servers, pool ? &*pool : nullptr, pool_options.stop_timeout);
+  // KNIT_HOSTS>1 with a pool: this thread built it, the hosts attach to it; at the stop
+  // deadline each host gives up its own calls on its thread (stop_deadline.hpp), and this
+  // thread drains the pool for the seats the hosts ask it to retire (pool_builder_watch.hpp).
+  std::optional<pool_builder_watch> builder_watch;
+  if (pool && hosts) builder_watch.emplace(control, *pool);
+  stop_deadline stopper(control, servers, pool && only_host ? &*pool : nullptr,
+                        pool_options.stop_timeout);
+  if (pool && hosts) {
+    stopper.give_up_on_hosts([&hosts](stop_deadline::report_sink report) {
+      hosts->give_up_pool_calls(std::move(report));
+    });
+  }
 
   // 4. Signals, before anything announces the server: a SIGUSR1 or SIGTERM sent as soon as
   //    "listening on" appears must be taken. SIGINT/SIGTERM start the graceful stop of every

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
 namespace knit_server {
@@ -50,6 +51,16 @@ void stop_deadline::on_deadline(const boost::system::error_code& ec) {
   passed_ = true;
   servers_.cut_slow_clients();
   if (pool_) report_ = pool_->shutdown(knit::shutdown_mode::drain, deadline_);
+  if (give_up_on_hosts_) {
+    // Each host reports from its own thread; the sum is kept here, on executor(). A report
+    // that comes after finish() is too late for describe(): the exit code is 3 already.
+    give_up_on_hosts_([this](const knit::shutdown_report& r) {
+      net::post(executor_, [this, r] {
+        report_.cancelled_at_deadline += r.cancelled_at_deadline;
+        report_.abandoned_running += r.abandoned_running;
+      });
+    });
+  }
 
   // Step 3. finish() comes from `drained` if every connection closes sooner.
   timer_.expires_after(kFlushWindow);

@@ -10,6 +10,9 @@
 //      deadline): every call still pending fails at once with errc::cancelled, the running
 //      ones included (results dropped, threads detached if the task does not return), so
 //      every session still waiting on the pool answers 503 + Retry-After (pool_placement).
+//      With KNIT_HOSTS>1 the hosts are attached to the pool, and a call's handler must run
+//      on its own host's thread: instead of the shutdown, each host gives up its own calls
+//      on its loop (give_up_on_hosts; knit::pool_host::give_up), and reports back here.
 //   3. The loop keeps running for at most kFlushWindow more, to write those 503s and let the
 //      connections close; then `done`, whether or not they have.
 // `done` runs exactly once, on executor(); the caller stops the loop and exits, with code 3
@@ -51,6 +54,14 @@ class stop_deadline {
   stop_deadline(const stop_deadline&) = delete;
   stop_deadline& operator=(const stop_deadline&) = delete;
 
+  // KNIT_HOSTS>1 with a pool (pass a null `pool` then): how step 2 gives up the pool's calls.
+  // `give_up(report)` must have every host give up its own calls on its thread and call
+  // `report` there with what it gave up (host_threads::give_up_pool_calls). Before begin().
+  using report_sink = std::function<void(const knit::shutdown_report&)>;
+  void give_up_on_hosts(std::function<void(report_sink)> give_up) {
+    give_up_on_hosts_ = std::move(give_up);
+  }
+
   // Starts the stop (step 1) and arms the deadline. A second call does nothing.
   void begin(std::function<void()> done);
 
@@ -87,6 +98,7 @@ class stop_deadline {
 
   server_group& servers_;
   knit::pool* pool_;
+  std::function<void(report_sink)> give_up_on_hosts_;  // KNIT_HOSTS>1 with a pool
   std::chrono::milliseconds stop_timeout_;
   boost::asio::any_io_executor executor_;  // see executor()
   boost::asio::steady_timer timer_;  // the deadline (step 2), then the flush window's end (step 3)

@@ -16,6 +16,7 @@
 #include "call_state.hpp"
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
+#include "stuck_scan.hpp"
 
 namespace knit::detail {
 
@@ -28,6 +29,12 @@ host_state::host_state(pool_shared& shared, unsigned index, std::size_t per_ring
   snapshots_.resize(shared.seat_count);
   wake_cost_ns_ = static_cast<std::int64_t>(shared.options.wake_cost_us) * 1000;
 }
+
+namespace {
+std::int64_t to_ns(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+}  // namespace
 
 host_state::~host_state() {
   // The pool is going away with every worker joined: whatever is left was never claimed.
@@ -66,13 +73,9 @@ void* host_state::allocate(std::size_t size, std::size_t align, std::uint32_t& b
 
 // Strong guarantee, as pool_impl::enqueue (pool.cpp): every step that may throw comes first.
 call_id host_state::enqueue(call_base* c, const call_options& options) {
-  if (options.stuck_after.count() > 0) {
-    // Checked before anything is reserved: the caller destroys the record and rethrows.
-    throw std::logic_error(
-        "knit::pool::submit: call_options::stuck_after is not supported on an attached host "
-        "(only the thread that built the pool detects stuck calls)");
-  }
-  c->stuck_after_ns = 0;  // stuck detection covers the first host's calls only
+  const auto stuck =
+      options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
+  c->stuck_after_ns = to_ns(stuck);
   const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
                                         [this](call_base* call) { return dispatch(call); });
   if (placed.backlogged) counters_.calls_backlogged.bump();
@@ -80,6 +83,9 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
   ++pending_;
   shared_.publish_pending(index_, pending_);
   counters_.calls_submitted.bump();
+  if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
+    min_stuck_ns_ = c->stuck_after_ns;
+  }
   return c->id;
 }
 
@@ -157,7 +163,13 @@ std::size_t host_state::drain(bool reset_doorbell) {
   try {
     if (reset_doorbell) bell_.reset();
     delivered += pop_done();
-    if (!deadlines_.empty()) delivered += expire_deadlines(std::chrono::steady_clock::now());
+    // Clock read only when needed; the stuck test comes after the deadlines, as the
+    // builder's (pool.cpp).
+    if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!deadlines_.empty()) delivered += expire_deadlines(now);
+      if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+    }
     if (!backlog_.empty()) flush_backlog();
   } catch (...) {
     draining_ = false;
@@ -225,7 +237,70 @@ std::size_t host_state::expire_deadlines(std::chrono::steady_clock::time_point n
 }
 
 std::optional<std::chrono::steady_clock::time_point> host_state::next_deadline() {
-  return deadlines_.earliest_live([this](call_id id) { return calls_.find(id) != nullptr; });
+  auto best = deadlines_.earliest_live([this](call_id id) { return calls_.find(id) != nullptr; });
+  if (auto stuck = next_stuck_check(shared_, index_, out_, min_stuck_ns_)) {
+    if (!best || *stuck < *best) best = stuck;
+  }
+  return best;
+}
+
+// "Stuck calls" in the protocol above: declares this host's calls that ran past their
+// stuck_after, and asks the builder to retire their workers.
+std::size_t host_state::check_stuck(std::chrono::steady_clock::time_point now_tp) {
+  const std::int64_t now = to_ns(now_tp.time_since_epoch());
+  std::size_t delivered = 0;
+  for_each_running(shared_, index_, [&](const running_call& r) {
+    if (!runs_past_its_limit(r, now)) return;
+    const bool past_deadline = r.record->deadline <= now_tp;
+    const bool was_delivered = r.record->delivered;
+    if (!give_up_on(r, make_error_code(past_deadline ? errc::timed_out : errc::stuck))) return;
+    counters_.calls_stuck.bump();
+    if (!was_delivered) {
+      if (past_deadline) counters_.calls_timed_out.bump();
+      ++delivered;
+    }
+  });
+  return delivered;
+}
+
+shutdown_report host_state::give_up() {
+  shutdown_report report;
+  report.cancelled_at_deadline = abandon_queued();
+  for_each_running(shared_, index_, [&](const running_call& r) {
+    const bool was_delivered = r.record->delivered;
+    if (!give_up_on(r, make_error_code(errc::cancelled))) return;
+    if (!was_delivered) counters_.calls_cancelled.bump();
+    ++report.abandoned_running;
+  });
+  return report;
+}
+
+// Steps 1 and 2 of "Retiring a worker" on this host's thread, then the request for step 3.
+// False if the call finished first.
+bool host_state::give_up_on(const running_call& r, std::error_code ec) {
+  call_base* c = r.record;
+  if (!try_move(*c, call_state::running, call_state::stuck)) return false;
+  // The worker never writes this entry again (it leaves); a later scan must not find c.
+  r.slot->current_of[index_].store(nullptr, std::memory_order_relaxed);
+  KNIT_ASSERT(out_ > 0);
+  --out_;
+  if (!c->delivered) deliver(c, ec);
+  c->drop_handler();  // its captures are this thread's: never destroyed elsewhere
+  request_retirement(r.seat, c);
+  return true;
+}
+
+void host_state::request_retirement(unsigned seat, call_base* stuck) noexcept {
+  // A seat runs one call at a time and its stuck worker runs no other, so no earlier
+  // request for this seat can still be waiting.
+  call_base* const earlier =
+      shared_.retire_requests[seat].exchange(stuck, std::memory_order_release);
+  KNIT_ASSERT(earlier == nullptr);
+  (void)earlier;
+  // Partner: the builder's acquire exchange (worker_seats.cpp, take_retire_requests); the
+  // bell's fence orders the flag before its check, as a worker's push (host_doorbell.hpp).
+  shared_.retire_requested.store(true, std::memory_order_release);
+  shared_.host_bell.notify();
 }
 
 std::size_t host_state::abandon_queued() {
@@ -259,7 +334,7 @@ void host_state::leave() {
   abandon_queued();
   flush_backlog();  // frees what waited there (all abandoned now)
   reclaim_rings();
-  // Running calls finish (no stuck detection here); their handlers run on this thread.
+  // Running calls finish, or are declared stuck here; their handlers run on this thread.
   while (pending_ > 0 || out_ > 0) {
     drain(true);
     if (pending_ == 0 && out_ == 0) break;
@@ -297,6 +372,7 @@ host_stats host_state::stats() const noexcept {
   s.calls_cancelled = counters_.calls_cancelled.get();
   s.calls_timed_out = counters_.calls_timed_out.get();
   s.calls_failed = counters_.calls_failed.get();
+  s.calls_stuck = counters_.calls_stuck.get();
   s.host_wakes = counters_.host_wakes.get();
   s.completion_batches = counters_.completion_batches.get();
   return s;

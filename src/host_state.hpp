@@ -24,11 +24,22 @@
 //   So the per-call cost for host h is its ring push and a relaxed load of the mask; an RMW
 //   only when bit h of that seat was clear (a ring that ran dry), never one word shared
 //   by all hosts per call.
+//   Stuck calls (stuck_scan.hpp): worker w publishes the record of host h it runs in its
+//   slot's current_of[h], so host h finds its own running calls and nobody else's. In its
+//   drain, h declares one past its stuck_after: CAS running -> stuck (losing means it just
+//   finished), clear current_of[h], deliver errc::stuck (or timed_out) here, drop the
+//   handler, and take the record out of its count: from then on the record belongs to the
+//   seat, not to h. Then h asks the builder, which owns the seats, to retire that worker:
+//   retire_requests[w] = record, retire_requested = true (release), builder's bell. The
+//   builder takes the seat in its next drain or at shutdown ("Retiring a worker",
+//   worker_seats.cpp) and frees the record when the task returns, or leaves it to the
+//   thread. Until then, h's rings into seat w wait for the seat's next worker (or a thief).
 //   Leaving (on host h's thread): stop accepting, cancel every call not started
 //   (errc::cancelled, delivered here), pop its own rings and free what it finds (all of it
-//   abandoned), then drain until every record is back. Only then does pool_impl release
-//   the index (under its mutex). The object itself lives as long as the pool, so a worker
-//   or thief that read a stale bit and touches these rings afterwards finds them empty.
+//   abandoned), then drain until every record is back or declared stuck. Only then does
+//   pool_impl release the index (under its mutex). The object itself lives as long as the
+//   pool, so a worker or thief that read a stale bit and touches these rings afterwards
+//   finds them empty.
 //   A later thread attaching at the same index becomes the rings' producer through that
 //   mutex (the previous producer's writes happen before it).
 #pragma once
@@ -51,6 +62,7 @@
 #include "knit/job_ring.hpp"
 #include "knit/pool.hpp"
 #include "pool_shared.hpp"
+#include "stuck_scan.hpp"
 
 namespace knit::detail {
 
@@ -73,6 +85,7 @@ class host_state {
   call_id enqueue(call_base* c, const call_options& options);
   bool cancel(call_id id);
   std::size_t drain(bool reset_doorbell);
+  shutdown_report give_up();
   std::optional<std::chrono::steady_clock::time_point> next_deadline();
   std::size_t pending() const noexcept { return pending_; }
   bool accepting() const noexcept;
@@ -98,6 +111,9 @@ class host_state {
   void flush_backlog();
   std::size_t pop_done();
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
+  std::size_t check_stuck(std::chrono::steady_clock::time_point now);
+  bool give_up_on(const running_call& r, std::error_code ec);
+  void request_retirement(unsigned seat, call_base* stuck) noexcept;
   std::size_t abandon_queued();
   void reclaim_rings() noexcept;
   void deliver(call_base* c, std::error_code ec) noexcept;
@@ -121,13 +137,14 @@ class host_state {
   unsigned next_ = 0;
   std::int64_t call_ns_estimate_ = 0;
   std::int64_t wake_cost_ns_ = 0;
+  std::int64_t min_stuck_ns_ = 0;  // smallest stuck_after in use; 0 = detection off
   bool accepting_ = false;
   bool draining_ = false;
 
   // Written by host h only (relaxed load + store); read by pool::stats on any thread.
   struct counters {
     single_writer_counter calls_submitted, calls_completed, calls_rejected, calls_backlogged,
-        calls_cancelled, calls_timed_out, calls_failed, host_wakes, completion_batches;
+        calls_cancelled, calls_timed_out, calls_failed, calls_stuck, host_wakes, completion_batches;
   };
   counters counters_;
 };

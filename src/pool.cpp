@@ -24,6 +24,7 @@
 #include "knit/detail/fault_injection.hpp"
 #include "pool_impl.hpp"
 #include "spin_gate.hpp"
+#include "stuck_scan.hpp"
 
 namespace knit {
 namespace detail {
@@ -34,12 +35,6 @@ namespace {
 bool spin_gate_allows(const pool_options& options) {
   if (!options.effective_spin_gate() || options.effective_spin_us() == 0) return true;
   return host_leaves_a_cpu_for_spinning(options);
-}
-
-std::chrono::steady_clock::time_point from_ns(std::int64_t ns) {
-  return std::chrono::steady_clock::time_point(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::nanoseconds(ns)));
 }
 
 std::int64_t to_ns(std::chrono::steady_clock::duration d) {
@@ -58,6 +53,10 @@ pool_impl::pool_impl(const pool_options& options)
   shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
   shared_.pending_by_host = std::make_unique<host_pending[]>(options.max_hosts);
   shared_.hosts = std::make_unique<std::atomic<host_state*>[]>(options.max_hosts);
+  shared_.retire_requests = std::make_unique<std::atomic<call_base*>[]>(options.threads);
+  for (unsigned w = 0; w < options.threads; ++w) {
+    shared_.retire_requests[w].store(nullptr, std::memory_order_relaxed);
+  }
   for (unsigned h = 0; h < options.max_hosts; ++h) {
     shared_.hosts[h].store(nullptr, std::memory_order_relaxed);
   }
@@ -166,6 +165,7 @@ std::size_t pool_impl::drain(bool reset_doorbell) {
       if (!deadlines_.empty()) delivered += expire_deadlines(now);
       if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
     }
+    take_retire_requests(true);  // attached hosts' stuck calls
     if (retired_head_) {
       collect_handoffs();
       flush_retired_rings();
@@ -183,24 +183,8 @@ std::size_t pool_impl::drain(bool reset_doorbell) {
 std::optional<std::chrono::steady_clock::time_point> pool_impl::next_deadline() {
   std::optional<std::chrono::steady_clock::time_point> best =
       deadlines_.earliest_live([this](call_id id) { return calls_.find(id) != nullptr; });
-  if (min_stuck_ns_ > 0 && out_ > 0) {
-    // A running call becomes stuck at started + its limit; a call not running yet, no
-    // sooner than now + the smallest limit in use (an early wake-up only costs a drain).
-    auto consider = [&](std::chrono::steady_clock::time_point t) {
-      if (!best || t < *best) best = t;
-    };
-    std::size_t running = 0;
-    for (auto& w : slots_) {
-      if (w->retired) continue;
-      call_base* c = w->current.load(std::memory_order_acquire);  // partner: worker's release
-      if (!c) continue;
-      ++running;
-      const std::int64_t started = w->call_started_ns.load(std::memory_order_relaxed);
-      if (started != 0 && c->stuck_after_ns > 0) consider(from_ns(started + c->stuck_after_ns));
-    }
-    if (out_ > running) {
-      consider(std::chrono::steady_clock::now() + std::chrono::nanoseconds(min_stuck_ns_));
-    }
+  if (auto stuck = next_stuck_check(shared_, 0, out_, min_stuck_ns_)) {
+    if (!best || *stuck < *best) best = stuck;
   }
   return best;
 }
@@ -243,6 +227,7 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
     ::poll(&p, 1, timeout_ms);
   }
   await_attached_hosts(deadline);  // their calls come back through the workers
+  take_retire_requests(false);     // their stuck calls' seats, if no drain took them yet
   stop_workers(report);            // step 4
   return report;
 }

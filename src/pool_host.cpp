@@ -57,7 +57,9 @@ void pool_impl::release_host(host_state* h) noexcept {
 
 void pool_impl::attached_stats(pool_stats& s) const {
   std::lock_guard lock(hosts_mutex_);
-  if (attached_count_.load(std::memory_order_relaxed) == 0) return;
+  // The totals are every host's: the builder's, plus each index's counters, which carry
+  // over from one attachment to the next (a host_state lives as long as the pool), so they
+  // only grow.
   host_stats first;
   first.calls_submitted = stats_.calls_submitted;
   first.calls_completed = stats_.calls_completed;
@@ -66,11 +68,24 @@ void pool_impl::attached_stats(pool_stats& s) const {
   first.calls_cancelled = stats_.calls_cancelled;
   first.calls_timed_out = stats_.calls_timed_out;
   first.calls_failed = stats_.calls_failed;
+  first.calls_stuck = stats_.calls_stuck - attached_retirements_;
   first.host_wakes = stats_.host_wakes;
   first.completion_batches = stats_.completion_batches;
-  s.hosts.push_back(first);
+  const bool list = attached_count_.load(std::memory_order_relaxed) > 0;
+  if (list) s.hosts.push_back(first);
   for (std::size_t h = 1; h < host_states_.size(); ++h) {
-    if (host_in_use_[h]) s.hosts.push_back(host_states_[h]->stats());
+    if (!host_states_[h]) continue;
+    const host_stats one = host_states_[h]->stats();
+    s.calls_submitted += one.calls_submitted;
+    s.calls_completed += one.calls_completed;
+    s.calls_rejected += one.calls_rejected;
+    s.calls_backlogged += one.calls_backlogged;
+    s.calls_cancelled += one.calls_cancelled;
+    s.calls_timed_out += one.calls_timed_out;
+    s.calls_failed += one.calls_failed;
+    s.host_wakes += one.host_wakes;
+    s.completion_batches += one.completion_batches;
+    if (list && host_in_use_[h]) s.hosts.push_back(one);
   }
 }
 
@@ -109,6 +124,7 @@ bool pool_host::cancel(call_id id) { return state_->cancel(id); }
 int pool_host::completion_fd() const noexcept { return state_->completion_fd(); }
 std::size_t pool_host::drain() { return state_->drain(true); }
 std::size_t pool_host::poll() { return state_->drain(false); }
+shutdown_report pool_host::give_up() { return state_->give_up(); }
 std::size_t pool_host::pending() const noexcept { return state_->pending(); }
 std::optional<std::chrono::steady_clock::time_point> pool_host::next_deadline() const {
   return state_->next_deadline();

@@ -86,6 +86,9 @@ class pool_impl {
   void await_sched();
   std::size_t check_stuck(std::chrono::steady_clock::time_point now);
   bool retire(unsigned i, call_base* c, std::error_code ec, bool replace);
+  void take_seat(unsigned i, call_base* stuck, bool attached, bool replace);
+  void take_retire_requests(bool replace);
+  void destroy_stuck(worker_slot& w) noexcept;
   void replace_retired_seats() noexcept;
   void collect_handoffs() noexcept;
   void flush_retired_rings();
@@ -104,6 +107,7 @@ class pool_impl {
   std::size_t out_ = 0;       // records in call rings or held by live workers
   std::size_t per_ring_ = 0;
   std::size_t retired_running_ = 0;         // retired slots whose stuck record is not back
+  std::uint64_t attached_retirements_ = 0;  // of stats_.calls_stuck, attached hosts' calls
   std::int64_t min_stuck_ns_ = 0;           // smallest stuck_after in use; 0 = detection off
   unsigned next_ = 0;                       // dispatch's scan starts here (round robin)
   std::int64_t call_ns_estimate_ = 0;       // estimate of one call's duration (dispatch rule 2)

@@ -63,7 +63,11 @@ struct alignas(kCacheLine) worker_counters {
 struct worker_slot {
   // Both rings hold the same number of entries: a worker claims a call only while its done
   // ring has room for it (worker.cpp), so no push can fail and nothing else bounds it.
-  explicit worker_slot(std::size_t capacity) : queued(capacity), done(capacity) {}
+  // `hosts`: the pool's max_hosts, one `current_of` entry per host index.
+  worker_slot(std::size_t capacity, unsigned hosts)
+      : queued(capacity), done(capacity), current_of(new std::atomic<call_base*>[hosts]) {
+    for (unsigned h = 0; h < hosts; ++h) current_of[h].store(nullptr, std::memory_order_relaxed);
+  }
   // Calls dispatched to this worker, not claimed yet: host -> worker (and thieves, and the
   // host after retirement). A job_ring's "job" is one call record's pointer.
   job_ring<call_base*> queued;
@@ -72,15 +76,18 @@ struct worker_slot {
   worker_counters counters;
   // steady_clock ns when the worker started its current call; 0 when it is between calls.
   // Writer: the worker only (relaxed: a hint for dispatch, like the state word). Partner:
-  // the host's relaxed loads in dispatch (a hint) and, for stuck detection, after its
-  // acquire load of `current` (worker_seats.cpp, check_stuck).
+  // the hosts' relaxed loads in dispatch (a hint) and, for stuck detection, after an
+  // acquire load of `current_of` (stuck_scan.hpp).
   alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
-  // The record the worker is running, or null. The worker stores it (release) after
-  // call_started_ns and clears it before pushing the record into `done` (whose release
-  // publishes the clear), so a record the host reads here has not come back yet and is
-  // alive. Writer: the worker. Partner: the host's acquire loads in worker_seats.cpp
-  // (check_stuck, give_up_running) and pool.cpp (next_deadline).
-  std::atomic<call_base*> current{nullptr};
+  // current_of[h]: the record of host h that the worker is running, or null. The worker
+  // stores it (release) after call_started_ns and clears it before handing the record back
+  // (the done ring's or host h's completion list's release publishes the clear), so a
+  // record host h reads here has not come back yet and is alive. One entry per host, so
+  // that a host only ever dereferences its own records: another host may free its record
+  // the moment it is back. Writers: the worker per call, and host h once when it declared
+  // that call stuck (it clears the entry; the worker never writes it again: it leaves).
+  // Partner: host h's acquire loads in stuck_scan.hpp.
+  std::unique_ptr<std::atomic<call_base*>[]> current_of;
   // Set to true by the retired worker when its stuck task returned, and by the host when it
   // gives the record up (shutdown): whoever sets it second destroys the stuck record. The
   // exchange is acq_rel so the second sees every write of the first. Writers: both, by
@@ -102,6 +109,7 @@ struct worker_slot {
   // Host-only from here on.
   bool retired = false;
   call_base* stuck_record = nullptr;          // the record its thread still runs (retired only)
+  bool stuck_record_attached = false;         // from an attached host's allocator: destroy_orphan
   call_base* held = nullptr;                  // popped from this retired ring, not yet placed
   std::shared_ptr<worker_slot> next_retired;  // the host's list of retired slots
 };
@@ -154,6 +162,13 @@ struct pool_shared {
   host_state* attached_host(unsigned h) const noexcept {
     return hosts[h].load(std::memory_order_acquire);
   }
+  // Retirement requests (worker_seats.cpp, "Retiring a worker" for an attached host's call):
+  // retire_requests[w] is the record an attached host declared stuck on seat w's current
+  // worker, retire_requested says that one is set. Writers: the declaring host (the record,
+  // then the flag, release; then host_bell.notify()); partner: the builder's acquire
+  // exchange of the flag, then of each record, in drain and shutdown.
+  std::unique_ptr<std::atomic<call_base*>[]> retire_requests;
+  alignas(kCacheLine) std::atomic<bool> retire_requested{false};
   // Set by the first host's shutdown (release): every attached host's submit then returns
   // errc::shut_down. Partner: host_state::accepting()'s acquire load.
   std::atomic<bool> closed{false};

@@ -67,7 +67,7 @@ std::string to_json(const pool_stats& s) {
           << ",\"calls_backlogged\":" << h.calls_backlogged
           << ",\"calls_cancelled\":" << h.calls_cancelled
           << ",\"calls_timed_out\":" << h.calls_timed_out << ",\"calls_failed\":" << h.calls_failed
-          << ",\"host_wakes\":" << h.host_wakes
+          << ",\"calls_stuck\":" << h.calls_stuck << ",\"host_wakes\":" << h.host_wakes
           << ",\"completion_batches\":" << h.completion_batches << '}';
     }
     out << ']';

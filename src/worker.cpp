@@ -13,8 +13,9 @@
 // calls: linear memory). With a full done ring it parks with waiting_for_room set; the host
 // wakes it after popping that ring (pool.cpp, pop_done).
 //
-// Retirement (worker_seats.cpp, "Retiring a worker"): if the host declared the running
-// call stuck, this worker's CAS running -> done fails. It then touches nothing but its own
+// Retirement (worker_seats.cpp, "Retiring a worker"): if the call's host declared it stuck
+// (the builder, or an attached host, whose request the builder then takes), this worker's
+// CAS running -> done fails. It then touches nothing but its own
 // slot and that record: it hands the record over through the slot's handoff flag
 // (destroying it itself if the host already gave it up) and the thread ends.
 #include <bit>
@@ -180,19 +181,17 @@ class worker_loop {
       if (stolen) me_.counters.calls_stolen.bump();
       const std::int64_t started = steady_now_ns();
       me_.call_started_ns.store(started, std::memory_order_relaxed);
-      // Only the first host's records are published for stuck detection: an attached
-      // host's record may be freed by its host the moment it is back, and nobody but the
-      // first host reads `current`.
-      if (from == 0) me_.current.store(c, std::memory_order_release);
+      // Published for host `from`'s stuck detection, in its own entry: only that host ever
+      // dereferences it (stuck_scan.hpp).
+      me_.current_of[from].store(c, std::memory_order_release);
       c->run();
       const std::int64_t finished = steady_now_ns();
       c->run_ns = static_cast<std::uint64_t>(finished - started);
       if (!try_move(*c, call_state::running, call_state::done)) {
-        KNIT_ASSERT(from == 0);  // only the first host declares calls stuck
-        hand_over_stuck(c);      // it is stuck: the host retired us
+        hand_over_stuck(c);  // it is stuck: a host retired us (or asked the builder to)
         return false;
       }
-      me_.current.store(nullptr, std::memory_order_relaxed);  // published by the push below
+      me_.current_of[from].store(nullptr, std::memory_order_relaxed);  // published below
       me_.call_started_ns.store(0, std::memory_order_relaxed);
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun

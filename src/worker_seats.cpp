@@ -6,7 +6,7 @@
 //
 // Retiring a worker (who may touch a record, and when it is freed)
 //   The host declares a running call stuck in drain(): its worker's slot shows the record
-//   in `current` and `call_started_ns` is older than the call's stuck_after. Then:
+//   in `current_of[0]` and `call_started_ns` is older than the call's stuck_after. Then:
 //   1. host: CAS record running -> stuck. Failing means the call just finished: nothing
 //      to do. Winning means the worker's own CAS running -> done will fail, so the worker
 //      will never push this record into a ring nor claim another call.
@@ -32,8 +32,12 @@
 //   hold a pointer it read from the seat before the swap.
 //   Attached hosts (host_state.hpp): their rings belong to the seat, not the slot, so the
 //   fresh worker takes what they queued into it and nothing moves; the retired worker never
-//   touches them again (it is inside its stuck task, then only in its slot). Their records
-//   are never declared stuck (only the first host's are published in `current`).
+//   touches them again (it is inside its stuck task, then only in its slot). An attached
+//   host declares its own calls stuck (steps 1 and 2 on its thread, through its own entry
+//   current_of[h]) and leaves step 3 to the seats' owner, here: take_retire_requests
+//   reads retire_requests[w] in drain and at shutdown and takes the seat exactly as for
+//   the builder's own call; steps 4 and 5 are unchanged, except that the record goes back
+//   to the heap (destroy_orphan), since it came from that host's free list.
 #include <memory>
 #include <string>
 #include <system_error>
@@ -42,6 +46,7 @@
 #include "call_state.hpp"
 #include "invariant.hpp"
 #include "pool_impl.hpp"
+#include "stuck_scan.hpp"
 
 namespace knit::detail {
 
@@ -53,7 +58,7 @@ void pool_impl::start_workers() {
   shared_.seats = std::make_unique<std::atomic<worker_slot*>[]>(n);
   slots_.reserve(n);
   for (unsigned i = 0; i < n; ++i) {
-    slots_.push_back(std::make_shared<worker_slot>(per_ring_));
+    slots_.push_back(std::make_shared<worker_slot>(per_ring_, shared_.options.max_hosts));
     shared_.seats[i].store(slots_[i].get(), std::memory_order_relaxed);
   }
   for (unsigned i = 0; i < n; ++i) {  // std::thread's start publishes the seats above
@@ -86,53 +91,73 @@ void pool_impl::await_sched() {
   }
 }
 
-// Retires every worker whose call has run past its stuck_after ("Retiring a worker").
+// Retires every worker whose call of this host has run past its stuck_after ("Retiring a
+// worker").
 std::size_t pool_impl::check_stuck(std::chrono::steady_clock::time_point now_tp) {
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now_tp.time_since_epoch()).count();
   std::size_t delivered = 0;
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    worker_slot& w = *slots_[i];
-    if (w.retired) continue;
-    // Acquire pairs with the worker's release store of `current`: call_started_ns is at
-    // least this call's start, and the record is alive (it has not come back yet).
-    call_base* c = w.current.load(std::memory_order_acquire);
-    if (!c || c->stuck_after_ns <= 0) continue;
-    const std::int64_t started = w.call_started_ns.load(std::memory_order_relaxed);
-    if (started == 0 || now - started < c->stuck_after_ns) continue;
+  for_each_running(shared_, 0, [&](const running_call& r) {
+    if (slots_[r.seat]->retired || !runs_past_its_limit(r, now)) return;
+    call_base* c = r.record;
     const bool past_deadline = c->deadline <= now_tp;
     const bool was_delivered = c->delivered;
     const std::error_code ec = make_error_code(past_deadline ? errc::timed_out : errc::stuck);
-    if (retire(i, c, ec, true) && !was_delivered) ++delivered;
-  }
+    if (retire(r.seat, c, ec, true) && !was_delivered) ++delivered;
+  });
   return delivered;
 }
 
 // Steps 1-3 of "Retiring a worker". Returns false if the call finished first.
 bool pool_impl::retire(unsigned i, call_base* c, std::error_code ec, bool replace) {
   if (!try_move(*c, call_state::running, call_state::stuck)) return false;  // step 1
-  worker_slot& w = *slots_[i];
-  KNIT_ASSERT(!w.retired && w.stuck_record == nullptr);
-  w.retired = true;
-  w.stuck_record = c;
+  // The retired worker never writes current_of again; clearing it keeps every later scan
+  // off a record that its worker may free (a seat whose replacement failed keeps this slot).
+  slots_[i]->current_of[0].store(nullptr, std::memory_order_relaxed);
   KNIT_ASSERT(out_ > 0);
   --out_;
-  ++retired_running_;
-  ++stats_.calls_stuck;
   if (!c->delivered) {  // step 2
     if (ec == errc::timed_out) ++stats_.calls_timed_out;
     deliver(c, ec);
   }
   c->drop_handler();  // the handler's captures are the host's: never destroyed by the worker
+  take_seat(i, c, false, replace);
+  return true;
+}
+
+// Step 3 of "Retiring a worker", for a call of this host or of an attached one.
+void pool_impl::take_seat(unsigned i, call_base* stuck, bool attached, bool replace) {
+  worker_slot& w = *slots_[i];
+  KNIT_ASSERT(!w.retired && w.stuck_record == nullptr);
+  w.retired = true;
+  w.stuck_record = stuck;
+  w.stuck_record_attached = attached;
+  ++retired_running_;
+  ++stats_.calls_stuck;
   std::size_t returned = 0;
-  pop_done(w, returned);  // step 3: what it finished before this call (ordered by our CAS)
+  pop_done(w, returned);  // what it finished before this call (ordered by the stuck CAS)
   w.next_retired = std::move(retired_head_);
   retired_head_ = slots_[i];
   if (replace) {
     needs_replacement_ = true;
     replace_retired_seats();
   }
-  return true;
+}
+
+// "Retiring a worker", attached hosts' calls: the seats that attached hosts asked to
+// retire (host_state.cpp, check_stuck). Each request's record is already delivered on its
+// host's thread and out of that host's count; the record is the seat's now.
+void pool_impl::take_retire_requests(bool replace) {
+  if (!shared_.retire_requested.load(std::memory_order_relaxed)) return;
+  // Partner: the declaring host's release store of the flag after its record (and a later
+  // request sets the flag again and rings this host's bell: none is missed).
+  if (!shared_.retire_requested.exchange(false, std::memory_order_acquire)) return;
+  for (unsigned i = 0; i < slots_.size(); ++i) {
+    call_base* c = shared_.retire_requests[i].exchange(nullptr, std::memory_order_acquire);
+    if (!c) continue;
+    ++attached_retirements_;
+    take_seat(i, c, true, replace);
+  }
 }
 
 // Gives every retired seat a fresh slot and thread. If that fails (no memory, no more
@@ -142,7 +167,7 @@ void pool_impl::replace_retired_seats() noexcept {
   for (unsigned i = 0; i < slots_.size(); ++i) {
     if (!slots_[i]->retired) continue;
     try {
-      auto fresh = std::make_shared<worker_slot>(per_ring_);
+      auto fresh = std::make_shared<worker_slot>(per_ring_, shared_.options.max_hosts);
       fresh->counters.carry_over(slots_[i]->counters);
       // The seat is published before the thread starts (interleaving
       // "replacement_parks_before_its_seat_is_published", docs/many-hosts.md): an attached
@@ -173,8 +198,7 @@ void pool_impl::collect_handoffs() noexcept {
     // Partner: the retired worker's acq_rel exchange in hand_over_stuck (worker.cpp).
     if (!w->stuck_record || !w->handoff.load(std::memory_order_acquire)) continue;
     if (w->thread.joinable()) w->thread.join();  // it ends right after the handoff
-    destroy(w->stuck_record);
-    w->stuck_record = nullptr;
+    destroy_stuck(*w);
     KNIT_ASSERT(retired_running_ > 0);
     --retired_running_;
   }
@@ -209,18 +233,26 @@ void pool_impl::flush_retired_rings() {
 // replacement (its thread is detached in stop_workers if the task has not returned).
 std::size_t pool_impl::give_up_running() {
   std::size_t n = 0;
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    worker_slot& w = *slots_[i];
-    if (w.retired) continue;
-    call_base* c = w.current.load(std::memory_order_acquire);  // as in check_stuck
-    if (!c) continue;
-    const bool was_delivered = c->delivered;
-    if (retire(i, c, make_error_code(errc::cancelled), false)) {
+  for_each_running(shared_, 0, [&](const running_call& r) {
+    if (slots_[r.seat]->retired) return;
+    const bool was_delivered = r.record->delivered;
+    if (retire(r.seat, r.record, make_error_code(errc::cancelled), false)) {
       if (!was_delivered) ++stats_.calls_cancelled;
       ++n;
     }
-  }
+  });
   return n;
+}
+
+// A stuck record whose task returned: the builder's own goes back to its allocator, an
+// attached host's to the heap (its allocator is that host's).
+void pool_impl::destroy_stuck(worker_slot& w) noexcept {
+  if (w.stuck_record_attached) {
+    call_allocator::destroy_orphan(w.stuck_record);
+  } else {
+    destroy(w.stuck_record);
+  }
+  w.stuck_record = nullptr;
 }
 
 // Shutdown step 4 (knit/pool.hpp), and step 5 of "Retiring a worker".
@@ -241,7 +273,7 @@ void pool_impl::stop_workers(shutdown_report& report) noexcept {
     // Partner: the retired worker's exchange in hand_over_stuck; the second one frees.
     if (w->handoff.exchange(true, std::memory_order_acq_rel)) {  // it returned meanwhile
       if (w->thread.joinable()) w->thread.join();
-      destroy(w->stuck_record);
+      destroy_stuck(*w);
       --retired_running_;
     } else {
       w->thread.detach();  // the record is the thread's now

@@ -78,6 +78,11 @@ class asio_host {
     return ec;
   }
 
+  /// On an attached thread, knit::pool_host::give_up (for a stop deadline: every call of
+  /// this host not finished gets errc::cancelled now). On the builder it does nothing and
+  /// returns an empty report: there pool::shutdown with a deadline does that.
+  shutdown_report give_up() { return attached_ ? attached_->give_up() : shutdown_report{}; }
+
   /// The pool whose completions this host delivers.
   pool& get_pool() noexcept { return *state_->pool_; }
   /// The io_context the completions are delivered on.

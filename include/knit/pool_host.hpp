@@ -24,7 +24,8 @@ namespace knit {
 ///
 /// **Leaving.** The destructor stops accepting, cancels every call of this host not yet
 /// started (errc::cancelled, delivered here), and drains until every running one is back
-/// (their results are delivered here too); only then is the index free for another
+/// or declared stuck (their results are delivered here too); only then is the index free
+/// for another
 /// thread. Nothing is ever delivered to a thread after its host has left.
 ///
 /// **The pool's shutdown** (or destructor, on the builder thread) stops every host
@@ -35,10 +36,13 @@ namespace knit {
 /// says so on stderr and aborts, since its workers cannot be stopped under a host that
 /// still uses them.
 ///
-/// **Not yet on an attached host:** stuck detection. pool_options::stuck_after covers the
-/// builder's calls only, and call_options::stuck_after on an attached host throws
-/// std::logic_error. Deadlines (call_options::timeout), cancel and max_pending (per host)
-/// work as on the builder.
+/// **Stuck calls** (pool_options::stuck_after, or call_options::stuck_after per call): this
+/// host's drain() declares its own call stuck once it has run longer, delivers errc::stuck
+/// (errc::timed_out if its deadline passed) here at once, and asks the pool's builder to
+/// retire and replace the worker; the builder does that in its next drain() (its completion
+/// fd is signalled; asio_host drains it) or at its shutdown, and frees the record when the
+/// task returns. A host can leave while its stuck call still runs. Deadlines
+/// (call_options::timeout), cancel and max_pending (per host) work as on the builder.
 class pool_host {
  public:
   /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
@@ -66,6 +70,11 @@ class pool_host {
   std::size_t drain();
   /// drain() without touching the eventfd (busy-polling loops).
   std::size_t poll();
+  /// For a stop deadline: cancels this host's calls not started and gives up its running
+  /// ones, every handler getting errc::cancelled here and now; their workers are retired
+  /// (and, while the pool accepts, replaced) by the builder as for a stuck call. Returns
+  /// what it gave up (cancelled_at_deadline, abandoned_running). The host stays attached.
+  shutdown_report give_up();
   /// This host's accepted calls whose handler has not run yet.
   std::size_t pending() const noexcept;
   /// The earliest deadline among this host's pending calls.

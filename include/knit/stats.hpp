@@ -32,13 +32,17 @@ struct host_stats {
   std::uint64_t calls_cancelled = 0;     ///< Handlers given errc::cancelled.
   std::uint64_t calls_timed_out = 0;     ///< Handlers given errc::timed_out.
   std::uint64_t calls_failed = 0;        ///< Tasks that threw.
+  std::uint64_t calls_stuck = 0;         ///< Running calls this host declared stuck.
   std::uint64_t host_wakes = 0;          ///< FUTEX_WAKE syscalls issued by this host.
   std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
 };
 
-/// @brief A snapshot of a pool's counters: the host's own, plus one worker_stats per worker.
+/// @brief A snapshot of a pool's counters: every host's together, plus one worker_stats per
+/// worker, plus (with attached hosts) one host_stats per host.
 ///
-/// Returned by pool::stats(); to_json() renders it. Counters only grow, except
+/// Returned by pool::stats(); to_json() renders it. The host-side fields are the sums over
+/// every host that ever used the pool (the builder and each attached index: an index's
+/// counts carry over to the next thread that attaches there). Counters only grow, except
 /// retired_running, which is a level.
 struct pool_stats {
   unsigned threads = 0;  ///< Worker seats (pool_options::threads).
@@ -52,15 +56,17 @@ struct pool_stats {
   std::uint64_t calls_failed = 0;      ///< Tasks that threw (handler given errc::task_failed).
   std::uint64_t host_wakes = 0;        ///< FUTEX_WAKE syscalls issued by the host.
   std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
-  std::uint64_t calls_stuck =
-      0;  ///< Running calls given up on (stuck_after or shutdown's deadline).
+  /// Running calls given up on (stuck_after or shutdown's deadline), from any host: counted
+  /// when the builder retires their worker.
+  std::uint64_t calls_stuck = 0;
   std::uint64_t workers_replaced = 0;  ///< Retired workers whose seat got a fresh thread.
   std::uint64_t retired_running =
       0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
 
-  /// Host 0 (the top-level host fields above), then every host attached now, by index.
+  /// Host 0 (the builder's own part of the fields above), then every host attached now, by
+  /// index.
   /// to_json() lists them only when a host other than host 0 is attached.
   std::vector<host_stats> hosts;
 

@@ -210,21 +210,6 @@ TEST(many_hosts, max_pending_total_bounds_the_sum_over_every_host) {
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return late == 1; }));
 }
 
-TEST(many_hosts, stuck_after_on_an_attached_host_is_refused_clearly) {
-  knit::pool p;
-  knit_test::host_thread t(p, [&](knit::pool_host& h) {
-    knit::call_options stuck;
-    stuck.stuck_after = 10ms;
-    try {
-      (void)h.submit([](int x) { return x; }, 1, [](knit::result<int>) {}, stuck);
-      ADD_FAILURE() << "no error";
-    } catch (const std::logic_error& e) {
-      EXPECT_NE(std::string(e.what()).find("stuck_after"), std::string::npos);
-    }
-    EXPECT_EQ(h.pending(), 0u);  // strong guarantee: nothing counted
-  });
-}
-
 // Guarantee 1 of the protocol: the worker finds its ring from host h empty and clears bit
 // h while host h pushes one more call; either the worker's re-check sees the call or the
 // host sees the cleared bit and sets it again. One call at a time makes every push land on

@@ -162,10 +162,10 @@ TEST(config, bad_hosts_name_the_variable_and_the_value) {
   }
   EXPECT_NE(error_of({{"KNIT_MODE", "multi"}, {"KNIT_HOSTS", "2"}}).find("must be 1 with"),
             std::string::npos);
-  // Until the pool takes calls from several hosts.
   for (const char* mode : {"pooled", "auto"}) {
-    const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "2"}});
-    EXPECT_NE(message.find("(not yet supported with KNIT_MODE=" + std::string(mode) + ")"),
+    EXPECT_EQ(parse({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "63"}}).hosts, 63u) << mode;
+    const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "64"}});
+    EXPECT_NE(message.find("must be at most 63 with KNIT_MODE=" + std::string(mode)),
               std::string::npos)
         << message;
   }

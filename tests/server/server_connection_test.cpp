@@ -24,7 +24,7 @@ using server_connections = server_mode_test;
 
 // asio_h4: the sweep and the stop reach connections on four event loops.
 INSTANTIATE_TEST_SUITE_P(modes, server_connections,
-                         ::testing::Values("inline", "pooled", "multi", "asio_h4"),
+                         ::testing::Values("inline", "pooled", "multi", "asio_h4", "pooled_h4"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_connections, SlowClientIsDisconnected) {

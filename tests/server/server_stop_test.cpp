@@ -61,7 +61,7 @@ using server_stop = server_mode_test;
 
 INSTANTIATE_TEST_SUITE_P(modes, server_stop,
                          ::testing::Values("inline", "pooled", "multi", "inline_h2", "inline_h4",
-                                           "asio_h2", "asio_h4"),
+                                           "asio_h2", "asio_h4", "pooled_h2"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(server_stop, SigtermFinishesTheRequestInProgress) {

@@ -1,0 +1,296 @@
+// Stuck calls on attached hosts (src/host_state.hpp, "Stuck calls"; worker_seats.cpp,
+// "Retiring a worker"): the call fails on its own host's thread, the builder retires and
+// replaces its worker, and one regression test per interleaving of the hand-over between
+// the declaring host, the builder and the stuck task (named after it; docs/many-hosts.md
+// lists them).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+#include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
+#include "support/gate.hpp"
+#include "support/host_thread.hpp"
+#include "support/pool_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+knit::pool_options two_workers() {
+  knit::pool_options o;
+  o.threads = 2;
+  o.stuck_after = std::chrono::milliseconds(0);  // off unless a test turns it on
+  return o;
+}
+
+knit::call_options stuck_after(std::chrono::milliseconds limit) {
+  knit::call_options c;
+  c.stuck_after = limit;
+  return c;
+}
+
+TEST(many_hosts_stuck, an_attached_hosts_stuck_call_fails_on_its_thread_and_its_worker_is_replaced) {
+  knit::pool p(two_workers());
+  static knit_test::gate g;  // static: a retired thread must never outlive what it reads
+  g.open = false;
+  g.returned = 0;
+  g.waiting = 0;
+  std::atomic<bool> declared{false}, release{false};
+  std::thread::id handler_thread;
+  std::error_code ec;
+  knit::host_stats seen;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    ASSERT_FALSE(h.submit(
+        [](int x) {
+          g.wait();
+          return x;
+        },
+        1,
+        [&](knit::result<int> r) {
+          handler_thread = std::this_thread::get_id();
+          ec = r.error();
+        },
+        stuck_after(30ms)));
+    ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(ec); }));
+    EXPECT_EQ(handler_thread, std::this_thread::get_id());
+    EXPECT_EQ(h.pending(), 0u);
+    seen = h.stats();
+    declared = true;
+    // Later calls from this host run, on the surviving worker or the replacement.
+    int done = 0;
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int> r) {
+        EXPECT_TRUE(r.ok());
+        ++done;
+      }));
+    }
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 20; }));
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  // The builder's drain takes the seat and puts a fresh worker in it.
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
+  ASSERT_TRUE(knit_test::eventually([&] { return declared.load(); }));
+  EXPECT_EQ(ec, knit::errc::stuck);
+  EXPECT_EQ(seen.calls_stuck, 1u);
+  const knit::pool_stats s = p.stats();
+  EXPECT_EQ(s.calls_stuck, 1u);
+  EXPECT_EQ(s.retired_running, 1u);
+  ASSERT_EQ(s.hosts.size(), 2u);
+  EXPECT_EQ(s.hosts[0].calls_stuck, 0u);  // the builder's own
+  EXPECT_EQ(s.hosts[1].calls_stuck, 1u);
+  release = true;
+  t.join();
+  g.open = true;
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().retired_running == 0; }));
+  p.shutdown();
+}
+
+// The pool-wide stuck_after covers attached hosts' calls too, and a stuck call whose
+// deadline has passed keeps its timed_out: the handler runs once.
+TEST(many_hosts_stuck, the_pools_stuck_after_covers_attached_hosts_and_a_past_deadline_wins) {
+  knit::pool_options o = two_workers();
+  o.stuck_after = 40ms;
+  knit::pool p(o);
+  static knit_test::gate g;
+  g.open = false;
+  g.returned = 0;
+  g.waiting = 0;
+  std::error_code plain, with_deadline;
+  int handled = 0;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    auto blocked = [](int x) {
+      g.wait();
+      return x;
+    };
+    ASSERT_FALSE(h.submit(blocked, 1, [&](knit::result<int> r) {
+      plain = r.error();
+      ++handled;
+    }));
+    ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(plain); }));
+    EXPECT_EQ(h.stats().calls_stuck, 1u);
+    // Its deadline passes first (while it runs, or before a worker claims it).
+    knit::call_options short_deadline;
+    short_deadline.timeout = 10ms;
+    ASSERT_FALSE(h.submit(
+        blocked, 2,
+        [&](knit::result<int> r) {
+          with_deadline = r.error();
+          ++handled;
+        },
+        short_deadline));
+    ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(with_deadline); }));
+  });
+  t.join();  // leaving waits for the second call to come back or be declared stuck
+  EXPECT_EQ(plain, knit::errc::stuck);
+  EXPECT_EQ(with_deadline, knit::errc::timed_out);
+  EXPECT_EQ(handled, 2);
+  const unsigned started = static_cast<unsigned>(g.waiting.load());
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == started; }));
+  int done = 0;
+  EXPECT_FALSE(p.submit([](int x) { return x; }, 3, [&](knit::result<int>) { ++done; }));
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return done == 1; }));
+  g.open = true;
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned.load() == g.waiting.load(); }));
+  p.shutdown();
+}
+
+// Interleaving: the stuck task returns before the builder has taken the request. The
+// worker sets handoff first; the builder, taking the seat later, frees the record at once.
+TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
+  knit::pool p(two_workers());
+  static knit_test::gate g;
+  g.open = false;
+  g.returned = 0;
+  g.waiting = 0;
+  std::error_code ec;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    ASSERT_FALSE(h.submit(
+        [](int x) {
+          g.wait();
+          return x;
+        },
+        1, [&](knit::result<int> r) { ec = r.error(); }, stuck_after(20ms)));
+    ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(ec); }));
+  });
+  t.join();
+  EXPECT_EQ(ec, knit::errc::stuck);
+  EXPECT_EQ(p.stats().workers_replaced, 0u);  // the builder has not drained yet
+  g.open = true;
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
+  ASSERT_TRUE(knit_test::drain_until(p, [&] {
+    const knit::pool_stats s = p.stats();
+    return s.workers_replaced == 1 && s.retired_running == 0;
+  }));
+  int done = 0;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));
+  }
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return done == 10; }));
+  p.shutdown();
+}
+
+// Interleaving: the builder never drains between the declaration and its shutdown (the
+// request waits in retire_requests). Shutdown takes the seat without a replacement and
+// leaves the still-running task to its thread instead of joining it forever.
+TEST(many_hosts_stuck, retire_request_waits_until_the_builders_shutdown) {
+  auto p = std::make_unique<knit::pool>(two_workers());
+  static knit_test::gate g;
+  g.open = false;
+  g.returned = 0;
+  g.waiting = 0;
+  std::error_code ec;
+  knit_test::host_thread t(*p, [&](knit::pool_host& h) {
+    ASSERT_FALSE(h.submit(
+        [](int x) {
+          g.wait();
+          return x;
+        },
+        1, [&](knit::result<int> r) { ec = r.error(); }, stuck_after(20ms)));
+    ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(ec); }));
+  });
+  t.join();
+  EXPECT_EQ(ec, knit::errc::stuck);
+  const knit::shutdown_report r =
+      p->shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 5s);
+  EXPECT_EQ(r.threads_detached, 1u);
+  EXPECT_FALSE(r.deadline_passed);
+  p.reset();
+  g.open = true;  // the detached thread frees the record itself (ASan: no leak)
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
+}
+
+// Interleaving: the attached host leaves while its stuck call still runs, then its index
+// is taken again by another thread; the old worker never touches the new host's calls.
+TEST(many_hosts_stuck, a_host_leaves_while_its_stuck_call_runs_and_its_index_is_reused) {
+  knit::pool p(two_workers());
+  static knit_test::gate g;
+  g.open = false;
+  g.returned = 0;
+  unsigned first_index = 0;
+  {
+    knit_test::host_thread t(p, [&](knit::pool_host& h) {
+      first_index = h.index();
+      std::error_code ec;
+      ASSERT_FALSE(h.submit(
+          [](int x) {
+            g.wait();
+            return x;
+          },
+          1, [&](knit::result<int> r) { ec = r.error(); }, stuck_after(20ms)));
+      ASSERT_TRUE(knit_test::drain_host_until(h, [&] { return bool(ec); }));
+    });
+  }
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
+  knit_test::host_thread again(p, [&](knit::pool_host& h) {
+    EXPECT_EQ(h.index(), first_index);
+    int done = 0;
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_FALSE(h.submit([](int x) { return x * 2; }, i, [&](knit::result<int> r) {
+        EXPECT_TRUE(r.ok());
+        ++done;
+      }));
+    }
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 50; }));
+  });
+  again.join();
+  g.open = true;
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().retired_running == 0; }));
+  p.shutdown();
+}
+
+// A stop deadline on an attached host: give_up() cancels what has not started and gives
+// up what runs, all delivered on this thread at once; the builder retires the worker.
+TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thread) {
+  knit::pool_options o = two_workers();
+  o.threads = 1;
+  knit::pool p(o);
+  static knit_test::gate g;
+  g.open = false;
+  g.returned = 0;
+  g.waiting = 0;
+  knit::shutdown_report report;
+  int cancelled = 0, on_other_thread = 0;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    const auto me = std::this_thread::get_id();
+    auto handler = [&](knit::result<int> r) {
+      if (std::this_thread::get_id() != me) ++on_other_thread;
+      if (r.error() == knit::errc::cancelled) ++cancelled;
+    };
+    ASSERT_FALSE(h.submit(
+        [](int x) {
+          g.wait();
+          return x;
+        },
+        0, handler));
+    ASSERT_TRUE(knit_test::eventually([&] { return g.waiting == 1; }));
+    for (int i = 1; i <= 3; ++i) ASSERT_FALSE(h.submit([](int x) { return x; }, i, handler));
+    report = h.give_up();
+    EXPECT_EQ(h.pending(), 0u);
+    // Still attached: a later call runs on the replacement.
+    bool later = false;
+    ASSERT_FALSE(h.submit([](int x) { return x; }, 9, [&](knit::result<int> r) { later = r.ok(); }));
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] {
+      (void)p.stats();
+      return later;
+    }));
+  });
+  // The builder replaces the worker while the host waits for its later call.
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
+  t.join();
+  EXPECT_EQ(report.cancelled_at_deadline, 3u);
+  EXPECT_EQ(report.abandoned_running, 1u);
+  EXPECT_EQ(cancelled, 4);
+  EXPECT_EQ(on_other_thread, 0);
+  g.open = true;
+  ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
+  p.shutdown();
+}
+
+}  // namespace
