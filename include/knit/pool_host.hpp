@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "knit/export.hpp"
 #include "knit/pool.hpp"
 
 namespace knit {
@@ -39,7 +40,7 @@ namespace knit {
 /// builder's calls only, and call_options::stuck_after on an attached host throws
 /// std::logic_error. Deadlines (call_options::timeout), cancel and max_pending (per host)
 /// work as on the builder.
-class pool_host {
+class KNIT_API pool_host {
  public:
   /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
   /// if `p` is shutting down, or if max_hosts hosts are attached.
