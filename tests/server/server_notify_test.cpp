@@ -3,11 +3,11 @@
 // checks that "READY=1" comes once the port accepts and "STOPPING=1" once SIGTERM starts
 // the stop, with one event loop and with two. Skipped when knit-server was built without
 // libsystemd (KNIT_SYSTEMD=OFF, or AUTO without libsystemd-dev): it then sends nothing.
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
