@@ -77,6 +77,7 @@
 #include "offload_policy.hpp"
 #include "pool_builder_watch.hpp"
 #include "server_group.hpp"
+#include "service_notify.hpp"
 #include "signal_source.hpp"
 #include "stop_deadline.hpp"
 
@@ -245,6 +246,7 @@ int main() {
       if (only_host) auto_json = only_host->placement().auto_json();
       out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
     } else if (++stop_requests == 1) {
+      notify_stopping();  // systemd: the unit is deactivating (service_notify.hpp)
       err.write_line("knit-server: signal " + std::to_string(signo) +
                      ": stopping; finishing the requests in progress");
       stopper.begin([&] {
@@ -287,6 +289,7 @@ int main() {
   }
   print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
+  notify_ready();  // systemd (Type=notify): every listener accepts (service_notify.hpp)
 
   // 6. Run the loops. KNIT_HOSTS>1: the hosts run on their threads already; this thread runs
   //    the control loop. Multi mode: io_threads - 1 more threads run the loop beside this one.

@@ -5,6 +5,8 @@
 #include <string>
 #include <system_error>
 
+#include "knit/export.hpp"
+
 namespace knit {
 
 /// @brief Every way a call can fail without a value. A std::error_code enum: compare a
@@ -21,7 +23,7 @@ enum class errc {
 };
 
 /// The std::error_category of knit::errc (name "knit"); message() describes each value.
-const std::error_category& error_category() noexcept;
+KNIT_API const std::error_category& error_category() noexcept;
 
 /// Makes a std::error_code of error_category() from `e`; also what lets
 /// `std::error_code ec = knit::errc::...` and comparisons with errc compile.
@@ -31,7 +33,7 @@ inline std::error_code make_error_code(errc e) noexcept {
 
 /// @brief Thrown by pool_options::from_env / validate (and so by pool's constructor) for bad
 /// configuration; what() names the setting and the offending value.
-class config_error : public std::invalid_argument {
+class KNIT_API config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };

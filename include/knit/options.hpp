@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "knit/error.hpp"
+#include "knit/export.hpp"
 
 namespace knit {
 
@@ -23,7 +24,7 @@ enum class sched_class {
 ///
 /// Every field has a usable default; from_env() reads them from the KNIT_* environment
 /// variables and validate() checks their ranges (the pool's constructor calls it).
-struct pool_options {
+struct KNIT_API pool_options {
   /// Worker threads, 1 to 1024. The host (the thread that owns the pool) is not counted.
   unsigned threads = 1;
 
@@ -143,6 +144,6 @@ struct pool_options {
 
 /// Parses a CPU list such as "0,2,4-7" into {0,2,4,5,6,7}.
 /// @throws config_error mentioning `what` (the setting's name) on bad input.
-std::vector<int> parse_cpu_list(const std::string& text, const char* what);
+KNIT_API std::vector<int> parse_cpu_list(const std::string& text, const char* what);
 
 }  // namespace knit

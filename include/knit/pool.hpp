@@ -16,6 +16,7 @@
 
 #include "knit/call.hpp"
 #include "knit/error.hpp"
+#include "knit/export.hpp"
 #include "knit/options.hpp"
 #include "knit/result.hpp"
 #include "knit/stats.hpp"
@@ -30,7 +31,7 @@ enum class shutdown_mode {
 
 /// @brief What pool::shutdown(mode, deadline) gave up on. All zero (and deadline_passed
 /// false) when everything finished in time.
-struct shutdown_report {
+struct KNIT_API shutdown_report {
   bool deadline_passed = false;  ///< The deadline passed before every call was delivered.
   std::size_t cancelled_at_deadline =
       0;  ///< Calls not started by the deadline: errc::cancelled, never run.
@@ -93,7 +94,7 @@ class pool_host;
 /// nothing is counted, queued or leaked; fn, arg and handler, if already moved in, are
 /// destroyed) and rethrows. drain never allocates for delivery; a handler that throws
 /// terminates (it is called from a noexcept function).
-class pool {
+class KNIT_API pool {
  public:
   /// Starts options.threads workers; the calling thread becomes the host.
   /// @throws config_error for invalid options (pool_options::validate()).

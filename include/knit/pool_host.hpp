@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "knit/export.hpp"
 #include "knit/pool.hpp"
 
 namespace knit {
@@ -40,10 +41,11 @@ namespace knit {
 /// host's drain() declares its own call stuck once it has run longer, delivers errc::stuck
 /// (errc::timed_out if its deadline passed) here at once, and asks the pool's builder to
 /// retire and replace the worker; the builder does that in its next drain() (its completion
-/// fd is signalled; asio_host drains it) or at its shutdown, and frees the record when the
+/// fd is signalled: the builder's thread must drain the pool when it fires, even with no
+/// call of its own pending) or at its shutdown, and frees the record when the
 /// task returns. A host can leave while its stuck call still runs. Deadlines
 /// (call_options::timeout), cancel and max_pending (per host) work as on the builder.
-class pool_host {
+class KNIT_API pool_host {
  public:
   /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
   /// if `p` is shutting down, or if max_hosts hosts are attached.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "knit/detail/worker_counters.hpp"
+#include "knit/export.hpp"
 
 namespace knit {
 
@@ -44,7 +45,7 @@ struct host_stats {
 /// every host that ever used the pool (the builder and each attached index: an index's
 /// counts carry over to the next thread that attaches there). Counters only grow, except
 /// retired_running, which is a level.
-struct pool_stats {
+struct KNIT_API pool_stats {
   unsigned threads = 0;  ///< Worker seats (pool_options::threads).
   // Host side.
   std::uint64_t calls_submitted = 0;   ///< Calls accepted by submit().
@@ -76,6 +77,6 @@ struct pool_stats {
 
 /// @brief Renders `stats` as one line of JSON:
 /// `{"threads":N,"totals":{...host and summed worker counters...},"workers":[{...},...]}`.
-std::string to_json(const pool_stats& stats);
+KNIT_API std::string to_json(const pool_stats& stats);
 
 }  // namespace knit

@@ -23,9 +23,10 @@ extern char** environ;
 namespace knit_test {
 namespace {
 
-// Every variable knit-server or the knit pool reads: removed from the inherited environment.
+// Every variable knit-server or the knit pool reads: removed from the inherited environment
+// (NOTIFY_SOCKET: a test run under systemd must not notify its manager).
 bool server_reads(const std::string& entry) {
-  for (const char* prefix : {"KNIT_", "PORT=", "HOST=", "JWT_SECRET="}) {
+  for (const char* prefix : {"KNIT_", "PORT=", "HOST=", "JWT_SECRET=", "NOTIFY_SOCKET="}) {
     if (entry.rfind(prefix, 0) == 0) return true;
   }
   return false;

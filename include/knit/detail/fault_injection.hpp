@@ -14,11 +14,14 @@
 #include <atomic>
 #include <new>
 
+#include "knit/export.hpp"
+
 namespace knit::detail {
 
 // 0 = off. Writer: a test (a store, or the fetch_sub below on the host thread); partner:
 // the host's relaxed load in check_allocation. A test switch: it publishes no data.
-inline std::atomic<int> allocation_countdown{0};
+// Exported: one counter shared by a test and libknit.so, not a copy on each side.
+KNIT_API inline std::atomic<int> allocation_countdown{0};
 
 inline void check_allocation() {
   if (allocation_countdown.load(std::memory_order_relaxed) == 0) [[likely]]
