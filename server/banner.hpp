@@ -25,10 +25,6 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
                   const offload_options& auto_options, const write_budget& budget,
                   budget_origin origin, log_writer& out);
 
-// The largest response the server is known to write: /ssr with a 64 KiB name of `'`
-// (787,387 B of body) plus its head. The budget line counts its slow readers.
-inline constexpr std::size_t kLargestResponseBytes = 787'387 + 100;
-
 // "memory budget: 1024 MB (fixed default; ...) for unfinished writes; kernel send queue
 // <= 128 KiB per connection (SO_SNDBUF 64 KiB, doubled by Linux); sheds /ssr and /jwt with
 // 503 after 1169 slow readers of the largest page (787 KB)".

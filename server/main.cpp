@@ -184,8 +184,10 @@ int main() {
   // host, with the send-queue cap that the listener's SO_SNDBUF gives each connection.
   const memory_budget budget_size = resolve_memory_budget(
       cfg.memory_budget_mb, cfg.memory_budget_mb ? std::nullopt : process_memory_max());
-  write_budget budget(budget_size.bytes, kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(),
-                                                         probe_sndbuf(cfg.sndbuf_kb)));
+  const std::size_t kernel_cap =
+      kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(), probe_sndbuf(cfg.sndbuf_kb));
+  write_budget budget(budget_size.bytes, kernel_cap,
+                      write_budget::cost(kLargestResponseBytes, kernel_cap));
   // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
   // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).

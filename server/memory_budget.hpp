@@ -30,6 +30,11 @@ std::optional<std::uint64_t> cgroup_memory_max(const std::filesystem::path& cgro
 // cgroup_memory_max for this process: /proc/self/cgroup and /sys/fs/cgroup.
 std::optional<std::uint64_t> process_memory_max();
 
+// The largest response the server is known to write: /ssr with a 64 KiB name of `'`
+// (787,387 B of body) plus its head. Admission sheds once less room than its cost is left
+// (write_budget::over), and the banner counts how many of its slow readers fit.
+inline constexpr std::size_t kLargestResponseBytes = 787'387 + 100;
+
 // Where the budget came from, for the banner.
 enum class budget_origin {
   setting,  // KNIT_MEMORY_BUDGET_MB

@@ -37,6 +37,9 @@ namespace {
 constexpr std::chrono::milliseconds kLingerTimeout{2000};
 constexpr std::size_t kLingerLimit = 256 * 1024;
 constexpr std::size_t kLingerChunk = 16 * 1024;
+// What a heavy page's reservation allows for its status line and headers (about 90 bytes:
+// status, Content-Type, Content-Length, Connection), before the head is serialized.
+constexpr std::size_t kHeadBytes = 256;
 static_assert(kLingerChunk <= server_config::kReadBufferLimit,
               "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
@@ -305,6 +308,15 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
       // route sets the content type for both outcomes).
       fill(res_, out.status, route_ == route::ssr ? content_type::html : content_type::json_utf8,
            std::move(out.body));
+      // The page exists now; it is written only if it fits in the write budget. A pool may
+      // have admitted many calls before the first of their pages took the room: the ones
+      // that do not fit get the shed 503, and the page is freed with the next response.
+      if (auto room = server_.budget().try_reserve(res_.body.size() + kHeadBytes)) {
+        parked_ = std::move(*room);
+      } else {
+        server_.rejected().count(refusal_reason::write_budget);
+        fill_overloaded(res_);
+      }
     }
     send_response();
   } catch (const std::exception&) {
@@ -350,8 +362,9 @@ void session::send_response() {
   // A client that does not read its response cannot hold the connection forever either.
   set_deadline(deadline_after(server_.config().idle_timeout));
   publish_buffered_bytes();
-  // Counted until on_write: the strings stay allocated and the kernel queues up to its cap.
-  parked_ = server_.budget().reserve(head_.size() + res_.body.size());
+  // Counted until on_write: the strings stay allocated and the kernel queues up to its cap. A
+  // heavy page has its reservation already (on_heavy_done); the rest are small.
+  if (parked_.bytes() == 0) parked_ = server_.budget().reserve(head_.size() + res_.body.size());
 
   // Write the head and the body with one gathering write (one writev). HEAD: the same
   // head, Content-Length included, and no body.

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <utility>
 
 namespace knit_server {
 
-// Policy only: the session reserves when it starts writing a response and gives the
-// reservation back when the write completes (or the session ends); the session asks over()
-// before it starts a heavy call.
+// Policy only. The session asks over() before it starts a heavy call (shed with 503: no CPU
+// spent on a page there is no room for); it reserves a heavy call's page with try_reserve()
+// once the page is built (no room: 503 instead of the page), and every other response, all
+// small and made by the server itself, with reserve(); it gives the reservation back when the
+// write completes (or the session ends).
 //
 // What a response of n bytes (head + body) parks while its write is unfinished:
 //   user space  n                      the body and head strings, held until the write ends;
@@ -31,15 +34,20 @@ namespace knit_server {
 // that moves at the rate of responses, not of bytes. Relaxed: the count guards nothing else,
 // and a reservation seen a moment late sheds, or admits, one request late.
 //
-// The check is at admission, not at the write: a heavy call admitted just under the limit
-// still writes its page. The overshoot is at most the heavy calls already admitted when the
-// limit was crossed, each one response: inline, one; on a pool, those running or queued
-// (KNIT_MAX_QUEUED bounds them).
+// Two gates, because a pool may hold many admitted calls whose pages do not exist yet:
+//   over()         at admission: less room is left than `shed_margin` (the cost of the
+//                  largest page the server is known to make), so another page may not fit;
+//   try_reserve()  at the write: the page's cost must fit under the limit, else the page is
+//                  dropped and 503 sent. This makes the bound hard: heavy pages never park
+//                  more than the limit together. Only the server's own small responses
+//                  (/ping, 404, 4xx, 503: under 1 KiB each, one per connection) are reserved
+//                  without a check, and may add up to connections x 2 KiB on top.
 class write_budget {
  public:
-  // `limit` bytes of unfinished writes; each socket's send queue holds at most `kernel_cap`.
-  write_budget(std::size_t limit, std::size_t kernel_cap) noexcept
-      : limit_(limit), kernel_cap_(kernel_cap) {}
+  // `limit` bytes of unfinished writes; each socket's send queue holds at most `kernel_cap`;
+  // over() once less than `shed_margin` bytes of room are left.
+  write_budget(std::size_t limit, std::size_t kernel_cap, std::size_t shed_margin = 0) noexcept
+      : limit_(limit), kernel_cap_(kernel_cap), shed_margin_(shed_margin) {}
 
   write_budget(const write_budget&) = delete;
   write_budget& operator=(const write_budget&) = delete;
@@ -85,32 +93,45 @@ class write_budget {
     std::size_t bytes_ = 0;
   };
 
-  // Counts cost(response_bytes) until the reservation is released. Always succeeds: a
-  // response that has been built is sent (shedding happens before a heavy call starts).
+  // Counts cost(response_bytes) until the reservation is released, whatever is parked: for
+  // the server's own small responses.
   reservation reserve(std::size_t response_bytes) noexcept {
     const std::size_t bytes = cost(response_bytes);
     parked_.fetch_add(bytes, std::memory_order_relaxed);
     return reservation(*this, bytes);
   }
 
-  // More than the limit is parked: shed new heavy requests.
-  bool over() const noexcept { return parked() > limit_; }
+  // The same, only if cost(response_bytes) fits under the limit with what is parked; nullopt
+  // (nothing counted) otherwise. Add, then take back if over: one read-modify-write in the
+  // usual case; a rival may see the sum briefly high and shed one request it could have
+  // taken, never the other way round.
+  std::optional<reservation> try_reserve(std::size_t response_bytes) noexcept {
+    const std::size_t bytes = cost(response_bytes);
+    if (parked_.fetch_add(bytes, std::memory_order_relaxed) + bytes > limit_) {
+      parked_.fetch_sub(bytes, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    return reservation(*this, bytes);
+  }
+
+  // Less room left than shed_margin: shed new heavy requests before they run.
+  bool over() const noexcept { return parked() + shed_margin_ > limit_; }
 
   std::size_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
   std::size_t limit() const noexcept { return limit_; }
   std::size_t kernel_cap() const noexcept { return kernel_cap_; }
 
-  // How many writes of `bytes` each fit before over() turns true: the banner's "slow
-  // readers of the largest page admitted before shedding". over() turns true on the one
-  // that crosses the limit, so that one counts too.
+  // How many unfinished writes of `bytes` each fit under the limit: the banner's "slow
+  // readers of the largest page before shedding".
   std::size_t writes_admitted(std::size_t bytes) const noexcept {
     const std::size_t each = cost(bytes);
-    return each == 0 ? 0 : limit_ / each + 1;
+    return each == 0 ? 0 : limit_ / each;
   }
 
  private:
   const std::size_t limit_;
   const std::size_t kernel_cap_;
+  const std::size_t shed_margin_;
   // Writers: every session's reserve and release, on any loop's thread. Partner: the relaxed
   // load in parked(), at each heavy admission and in knit-stats.
   std::atomic<std::size_t> parked_{0};

@@ -65,16 +65,33 @@ TEST(write_budget, a_reservation_gives_back_once_whether_released_moved_or_destr
   EXPECT_EQ(budget.parked(), 4000u);
 }
 
-TEST(write_budget, writes_admitted_counts_the_one_that_crosses_the_limit) {
-  const write_budget budget(2 * kMiB, 32 * kKiB);
-  // 787,487 + 32 KiB = 820,255 B each: two fit in 2 MiB, the third crosses it.
-  EXPECT_EQ(budget.writes_admitted(787'487), 3u);
-  write_budget live(2 * kMiB, 32 * kKiB);
-  auto r1 = live.reserve(787'487);
-  auto r2 = live.reserve(787'487);
-  EXPECT_FALSE(live.over());
-  auto r3 = live.reserve(787'487);
-  EXPECT_TRUE(live.over());
+TEST(write_budget, try_reserve_takes_only_what_fits_under_the_limit) {
+  write_budget budget(1 * kMiB, 64 * kKiB);
+  auto a = budget.try_reserve(496 * kKiB);  // 560 KiB
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(budget.try_reserve(420 * kKiB));         // 484 KiB more would be 1 MiB + 20 KiB
+  EXPECT_EQ(budget.parked(), 560 * kKiB);               // the refusal counted nothing
+  auto b = budget.try_reserve(400 * kKiB - 32 * kKiB);  // 432 KiB: 992 KiB in all
+  ASSERT_TRUE(b);
+  a->release();
+  EXPECT_TRUE(budget.try_reserve(400 * kKiB));
+}
+
+TEST(write_budget, over_keeps_room_for_the_largest_page) {
+  // 787,487 + 32 KiB = 820,255 B per largest page: two fit in 2 MiB, a third does not.
+  const std::size_t page = 787'487;
+  write_budget budget(2 * kMiB, 32 * kKiB, write_budget::cost(page, 32 * kKiB));
+  EXPECT_EQ(budget.writes_admitted(page), 2u);
+  auto r1 = budget.try_reserve(page);
+  ASSERT_TRUE(r1);
+  EXPECT_FALSE(budget.over());  // room for one more
+  auto r2 = budget.try_reserve(page);
+  ASSERT_TRUE(r2);
+  EXPECT_TRUE(budget.over());                // less than one page of room: shed at admission
+  EXPECT_FALSE(budget.try_reserve(page));    // and a page admitted earlier is refused
+  EXPECT_TRUE(budget.try_reserve(100'000));  // a smaller one still fits
+  r1->release();
+  EXPECT_FALSE(budget.over());
 }
 
 TEST(memory_budget, cgroup_v2_path_is_the_0_line) {
