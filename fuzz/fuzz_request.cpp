@@ -60,6 +60,7 @@ struct server_fixture {
   net::io_context io{1};
   std::optional<knit_server::heavy_placement> placement;
   std::optional<knit_server::connection_limit> limit;
+  std::optional<knit_server::write_budget> budget;
   std::optional<knit_server::server> srv;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   sockaddr_in address{};
@@ -74,7 +75,8 @@ struct server_fixture {
     cfg.jwt_cost_us = 0;
     placement.emplace(std::in_place_type<knit_server::inline_placement>, cfg);
     limit.emplace(cfg.max_connections);
-    srv.emplace(io, cfg, *placement, *limit);
+    budget.emplace(std::size_t{1} << 30, std::size_t{128} * 1024);
+    srv.emplace(io, cfg, *placement, *limit, *budget);
     const auto bound = srv->listen();
     srv->start();
     work.emplace(io.get_executor());

@@ -23,10 +23,35 @@ std::string hosts_line(unsigned hosts) {
          "port; a connection stays on the loop that accepted it)";
 }
 
+std::string origin_text(budget_origin origin) {
+  switch (origin) {
+    case budget_origin::setting: return "KNIT_MEMORY_BUDGET_MB";
+    case budget_origin::cgroup: return "half the cgroup's memory.max";
+    case budget_origin::fixed: return "fixed default: no KNIT_MEMORY_BUDGET_MB, no cgroup limit";
+  }
+  return "?";
+}
+
 }  // namespace
 
+std::string budget_line(const server_config& cfg, const write_budget& budget,
+                        budget_origin origin) {
+  constexpr std::size_t kMiB = 1024 * 1024;
+  const std::string sndbuf =
+      cfg.sndbuf_kb == 0 ? std::string("autotuned: KNIT_SNDBUF_KB=0")
+                         : "SO_SNDBUF " + std::to_string(cfg.sndbuf_kb) + " KiB, doubled by Linux";
+  return "memory budget: " + std::to_string(budget.limit() / kMiB) + " MB (" + origin_text(origin) +
+         ") for unfinished writes, user space and kernel; kernel send " +
+         "queue <= " + std::to_string(budget.kernel_cap() / 1024) + " KiB per connection (" +
+         sndbuf + "); sheds /ssr and /jwt with 503 after " +
+         std::to_string(budget.writes_admitted(kLargestResponseBytes)) +
+         " slow readers of the largest page (" + std::to_string(kLargestResponseBytes / 1000) +
+         " KB)";
+}
+
 void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
-                  const offload_options& auto_options, log_writer& out) {
+                  const offload_options& auto_options, const write_budget& budget,
+                  budget_origin origin, log_writer& out) {
   // The route list exactly as the reference server prints it.
   out.write_line("GET  /ping");
   out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
@@ -52,6 +77,7 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
   out.write_line("admission: 503 when the expected wait exceeds " +
                  std::to_string(cfg.max_queue_delay.count()) + " ms or " +
                  std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
+  out.write_line(budget_line(cfg, budget, origin));
 }
 
 }  // namespace knit_server

@@ -135,6 +135,23 @@ server_config config_from_env(const env_lookup& getenv) {
   read_uint(getenv, "KNIT_IDLE_TIMEOUT_MS", idle_ms, 1, 3'600'000);
   cfg.idle_timeout = std::chrono::milliseconds(idle_ms);
 
+  std::uint64_t budget_mb = 0;
+  if (lookup(getenv, "KNIT_MEMORY_BUDGET_MB")) {
+    read_uint(getenv, "KNIT_MEMORY_BUDGET_MB", budget_mb, 1, server_config::kMaxMemoryBudgetMb);
+    cfg.memory_budget_mb = budget_mb;
+  }
+  if (auto text = lookup(getenv, "KNIT_SNDBUF_KB")) {
+    // 0 (autotuning) or at least 4 KiB: Linux would round a smaller value up to about 4.6 KiB
+    // anyway, and the kernel cap the budget counts must be the one in force.
+    const std::uint64_t kb = parse_uint("KNIT_SNDBUF_KB", *text, 0, server_config::kMaxSndbufKb);
+    if (kb != 0 && kb < 4) {
+      fail("KNIT_SNDBUF_KB", *text,
+           "must be 0 (the kernel's autotuning) or an integer from 4 to " +
+               std::to_string(server_config::kMaxSndbufKb));
+    }
+    cfg.sndbuf_kb = static_cast<std::size_t>(kb);
+  }
+
   std::uint64_t queue_ms = static_cast<std::uint64_t>(cfg.max_queue_delay.count());
   read_uint(getenv, "KNIT_MAX_QUEUE_MS", queue_ms, 0, 3'600'000);
   cfg.max_queue_delay = std::chrono::milliseconds(queue_ms);

@@ -63,6 +63,19 @@ struct server_config {
   std::size_t max_connections = 10000;             // KNIT_MAX_CONNECTIONS
   std::chrono::milliseconds idle_timeout{30'000};  // KNIT_IDLE_TIMEOUT_MS: read and write deadline
 
+  // KNIT_MEMORY_BUDGET_MB: the bytes unfinished writes may park, user space and kernel
+  // together, before new /ssr and /jwt are shed (write_budget.hpp). Unset: derived at start-up
+  // (memory_budget.hpp: half the cgroup's memory.max, else 1024 MB).
+  static constexpr std::uint64_t kMaxMemoryBudgetMb = 1'048'576;  // 1 TiB
+  std::optional<std::uint64_t> memory_budget_mb;
+  // KNIT_SNDBUF_KB: SO_SNDBUF of every accepted socket, in KiB; Linux doubles it, so a
+  // connection's send queue holds at most 2 x this. 64 KiB (a 128 KiB queue) keeps a slow
+  // reader's kernel share small while a reader behind a proxy in the same data centre
+  // (RTT <= 1 ms) still gets >= 128 MB/s. 0 leaves the kernel's autotuning (up to tcp_wmem's
+  // maximum, 4 MiB by default, per connection).
+  static constexpr std::size_t kMaxSndbufKb = 65'536;
+  std::size_t sndbuf_kb = 64;
+
   // Admission control for /ssr and /jwt in pooled mode (admission.hpp): a call expected to
   // wait longer than max_queue_delay for a worker, or finding max_queued calls ahead of it,
   // is answered 503 with Retry-After at once. 0 turns either rule off.

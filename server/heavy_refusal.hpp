@@ -10,6 +10,7 @@ enum class refusal_reason {
   queue_delay,     // admission: the expected wait exceeds KNIT_MAX_QUEUE_MS
   queue_count,     // admission: KNIT_MAX_QUEUED calls are already ahead
   pool_full,       // the pool refused the call (KNIT_MAX_PENDING reached, or shutting down)
+  write_budget,    // unfinished writes park more than KNIT_MEMORY_BUDGET_MB (write_budget.hpp)
   internal_error,  // the call could not be handed over (out of memory): 500, not counted
 };
 

@@ -15,6 +15,7 @@
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
 #include "server.hpp"
+#include "write_budget.hpp"
 
 namespace knit_server {
 
@@ -31,6 +32,7 @@ struct host_resources {
   knit::pool* pool = nullptr;                        // pooled and auto mode: the one knit pool
   boost::asio::thread_pool* asio_threads = nullptr;  // asio mode: the one thread_pool
   connection_limit& limit;                           // KNIT_MAX_CONNECTIONS, all hosts together
+  write_budget& budget;                              // KNIT_MEMORY_BUDGET_MB, all hosts together
   int io_threads = 1;  // threads that run each io_context: 1, or KNIT_THREADS in multi mode
 };
 

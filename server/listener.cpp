@@ -40,6 +40,15 @@ tcp::endpoint listener::open(const tcp::endpoint& endpoint, bool share_port) {
                                         "setsockopt(SO_REUSEPORT)");
     }
   }
+  // Cap what the kernel queues for each client (KNIT_SNDBUF_KB; Linux doubles it): a client
+  // that does not read parks at most that in the kernel, which the write budget counts
+  // (write_budget.hpp). Set on the listening socket, every accepted socket inherits it (the
+  // kernel copies the size and its lock against autotuning): no syscall per connection.
+  // 0 leaves the kernel's autotuning.
+  if (server_.config().sndbuf_kb != 0) {
+    const auto bytes = static_cast<int>(server_.config().sndbuf_kb * 1024);
+    acceptor_.set_option(net::socket_base::send_buffer_size(bytes));
+  }
   acceptor_.bind(endpoint);
   acceptor_.listen(net::socket_base::max_listen_connections);
   return acceptor_.local_endpoint();

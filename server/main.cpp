@@ -74,12 +74,14 @@
 #include "host_loop.hpp"
 #include "host_threads.hpp"
 #include "log_writer.hpp"
+#include "memory_budget.hpp"
 #include "offload_policy.hpp"
 #include "pool_builder_watch.hpp"
 #include "server_group.hpp"
 #include "service_notify.hpp"
 #include "signal_source.hpp"
 #include "stop_deadline.hpp"
+#include "write_budget.hpp"
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -182,16 +184,21 @@ int main() {
     }
   }
   connection_limit limit(cfg.max_connections);
+  // The budget for unfinished writes (memory_budget.hpp, write_budget.hpp), one for every
+  // host, with the send-queue cap that the listener's SO_SNDBUF gives each connection.
+  const memory_budget budget_size = resolve_memory_budget(
+      cfg.memory_budget_mb, cfg.memory_budget_mb ? std::nullopt : process_memory_max());
+  const std::size_t kernel_cap =
+      kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(), probe_sndbuf(cfg.sndbuf_kb));
+  write_budget budget(budget_size.bytes, kernel_cap,
+                      write_budget::cost(kLargestResponseBytes, kernel_cap));
   // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
   // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
   const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
-  const host_resources shared{cfg,
-                              auto_options,
-                              pool ? &*pool : nullptr,
-                              asio_threads ? &*asio_threads : nullptr,
-                              limit,
-                              static_cast<int>(io_threads)};
+  const host_resources shared{
+      cfg,   auto_options, pool ? &*pool : nullptr,     asio_threads ? &*asio_threads : nullptr,
+      limit, budget,       static_cast<int>(io_threads)};
 
   // 3. The event loops, and the control loop where the signals and the stop run.
   //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from
@@ -287,7 +294,8 @@ int main() {
     if (hosts && hosts->size() > 0) std::_Exit(kExitStartup);
     return kExitStartup;
   }
-  print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, out);
+  print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, budget,
+               budget_size.origin, out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
   notify_ready();  // systemd (Type=notify): every listener accepts (service_notify.hpp)
 

@@ -21,6 +21,7 @@
 #include "listener.hpp"
 #include "ping_cache.hpp"
 #include "stats.hpp"
+#include "write_budget.hpp"
 
 namespace knit_server {
 
@@ -64,11 +65,12 @@ class session;
 // A deadline is therefore enforced up to one sweep period late.
 class server {
  public:
-  // `cfg`, `placement` and `limit` (KNIT_MAX_CONNECTIONS, shared by every host) must outlive
-  // the server; the server must outlive every session, which the stop protocol guarantees
-  // when the io_context is stopped only from `drained`.
+  // `cfg`, `placement`, `limit` (KNIT_MAX_CONNECTIONS) and `budget` (KNIT_MEMORY_BUDGET_MB),
+  // the last two shared by every host, must outlive the server; the server must outlive every
+  // session, which the stop protocol guarantees when the io_context is stopped only from
+  // `drained`.
   server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement,
-         connection_limit& limit);
+         connection_limit& limit, write_budget& budget);
 
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -97,6 +99,11 @@ class server {
   // The process-wide connection limit: the accept loop reserves a place for each session,
   // and detach() gives it back.
   connection_limit& limit() noexcept { return limit_; }
+
+  // The process-wide budget for unfinished writes: each session reserves a response's bytes
+  // while it writes them, and sheds new heavy requests while the budget is exceeded.
+  write_budget& budget() noexcept { return budget_; }
+  const write_budget& budget() const noexcept { return budget_; }
 
   // Partner of the store in stop(). Relaxed: a session that reads false while stop() runs
   // is told again through session::stop(), posted after the store (the post orders it).
@@ -142,6 +149,7 @@ class server {
   const io_threading threading_;
   heavy_placement& placement_;
   connection_limit& limit_;
+  write_budget& budget_;
   request_counters counters_;
   rejection_counters rejected_;
   ping_cache ping_cache_;

@@ -49,6 +49,8 @@ std::string server_group::stats_line(std::uint64_t log_dropped,
     gauges.connections += open;
     gauges.buffered_bytes += s->buffered_bytes();
   }
+  // One budget for every host (write_budget.hpp): read it once, not once per host.
+  if (!servers_.empty()) gauges.parked_bytes = servers_.front()->budget().parked();
   const exec_mode mode = servers_.empty() ? exec_mode::pooled : servers_.front()->config().mode;
   return format_stats_line(mode, total, rejected, gauges, pool_json, auto_json, hosts);
 }

@@ -2,6 +2,9 @@
 // examples.
 #include "session.hpp"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <array>
 #include <exception>
@@ -34,6 +37,9 @@ namespace {
 constexpr std::chrono::milliseconds kLingerTimeout{2000};
 constexpr std::size_t kLingerLimit = 256 * 1024;
 constexpr std::size_t kLingerChunk = 16 * 1024;
+// What a heavy page's reservation allows for its status line and headers (about 90 bytes:
+// status, Content-Type, Content-Length, Connection), before the head is serialized.
+constexpr std::size_t kHeadBytes = 256;
 static_assert(kLingerChunk <= server_config::kReadBufferLimit,
               "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
@@ -115,11 +121,38 @@ clock_type::time_point session::deadline_after(clock_type::duration timeout) con
 
 void session::expire(clock_type::time_point now) {
   if (now < deadline_.load(std::memory_order_relaxed)) return;
+  const std::size_t unacknowledged = unacknowledged_bytes();
+  // Closing, the response out of our hands but not all acknowledged after the linger wait:
+  // a slow client still reading gets the rest of the idle timeout before we cut it.
+  if (phase_ == phase::closing && unacknowledged > 0 && now < closing_until_) {
+    set_deadline(closing_until_);
+    return;
+  }
   // Too slow. Cancel the pending read or write; its handler sees operation_aborted, does
   // not start another, and the session ends.
   set_deadline(clock_type::time_point::max());
+  // A write cut short, or bytes the kernel still holds for the client: reset, so the kernel
+  // frees them now. A graceful close would keep them queued (up to the SO_SNDBUF cap) for as
+  // long as the client keeps its connection open, outside every bound of ours.
+  if (phase_ == phase::writing || unacknowledged > 0) return reset();
   beast::error_code ignored;
   socket_.cancel(ignored);
+}
+
+std::size_t session::unacknowledged_bytes() noexcept {
+  int queued = 0;
+  if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
+  return static_cast<std::size_t>(queued);
+}
+
+void session::reset() noexcept {
+  // close(), not the socket's destructor: Asio's destructor turns a linger the user set back
+  // off (so that it never blocks), which would make this a graceful close after all. close()
+  // also cancels the pending operation: its handler sees operation_aborted and the session
+  // ends.
+  beast::error_code ignored;
+  socket_.set_option(net::socket_base::linger(true, 0), ignored);
+  socket_.close(ignored);
 }
 
 void session::do_read() {
@@ -228,6 +261,11 @@ void session::handle_request() {
   server_.counters().count(route_);
 
   if (is_heavy(route_)) {
+    // Unfinished writes already park more than the budget: shed before spending the CPU and
+    // the memory of another page. /ping and 404 are small and never shed.
+    if (server_.budget().over()) {
+      return on_heavy_refused(refuse_for(refusal_reason::write_budget));
+    }
     // Hand the body over to the heavy route's placement: moved, never copied. Inline, the
     // route runs right here and on_heavy_done is called before start() returns; on a pool, a
     // worker runs it and on_heavy_done is called later from the event loop. This session
@@ -270,6 +308,15 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
       // route sets the content type for both outcomes).
       fill(res_, out.status, route_ == route::ssr ? content_type::html : content_type::json_utf8,
            std::move(out.body));
+      // The page exists now; it is written only if it fits in the write budget. A pool may
+      // have admitted many calls before the first of their pages took the room: the ones
+      // that do not fit get the shed 503, and the page is freed with the next response.
+      if (auto room = server_.budget().try_reserve(res_.body.size() + kHeadBytes)) {
+        parked_ = std::move(*room);
+      } else {
+        server_.rejected().count(refusal_reason::write_budget);
+        fill_overloaded(res_);
+      }
     }
     send_response();
   } catch (const std::exception&) {
@@ -315,6 +362,9 @@ void session::send_response() {
   // A client that does not read its response cannot hold the connection forever either.
   set_deadline(deadline_after(server_.config().idle_timeout));
   publish_buffered_bytes();
+  // Counted until on_write: the strings stay allocated and the kernel queues up to its cap. A
+  // heavy page has its reservation already (on_heavy_done); the rest are small.
+  if (parked_.bytes() == 0) parked_ = server_.budget().reserve(head_.size() + res_.body.size());
 
   // Write the head and the body with one gathering write (one writev). HEAD: the same
   // head, Content-Length included, and no body.
@@ -328,6 +378,8 @@ void session::send_response() {
 }
 
 void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
+  // Written, or given up: either way the strings are about to be freed or reused.
+  parked_.release();
   // The client is gone, or it stopped reading until the deadline passed.
   if (ec) return;
 
@@ -377,6 +429,7 @@ void session::do_close() {
   // and the client's kernel may drop our response before the client has read it.
   buffer_.clear();
   lingered_ = 0;
+  closing_until_ = deadline_after(server_.config().idle_timeout);
   set_deadline(deadline_after(
       std::min<clock_type::duration>(kLingerTimeout, server_.config().idle_timeout)));
   do_linger();

@@ -26,6 +26,7 @@
 #include "responses.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
+#include "write_budget.hpp"
 
 namespace knit_server {
 
@@ -44,9 +45,17 @@ using socket_type =
 //   handle_request --(/ping, 404: answered at once)--------------------> send_response
 //                  --(/ssr, /jwt: heavy_placement, inline or pool)-> on_heavy_done --^
 //                  --(/ssr, /jwt the placement refuses)-> on_heavy_refused (503) --^
+//                  --(/ssr, /jwt while the write budget is exceeded)-> (503) -------^
 //
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
+//
+// From send_response until on_write, the response's bytes (and the send queue they may fill)
+// count against the server's write budget (write_budget.hpp); while it is exceeded, new
+// /ssr and /jwt get the same 503 + Retry-After as an admission refusal, and /ping is never
+// shed. A read or write that outlives its deadline ends the connection with a reset
+// (SO_LINGER {1, 0}) whenever bytes are still unsent or unacknowledged: a graceful close
+// would leave them to the kernel (expire()).
 //
 // A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
 // 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
@@ -85,7 +94,8 @@ class session : public std::enable_shared_from_this<session> {
   void stop();
 
   // Called by the server's periodic sweep: if the current read or write has outlived its
-  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends. Multi mode and
+  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends, with a reset when the
+  // kernel still holds bytes for the client (expire()). Multi mode and
   // KNIT_HOSTS>1: may be called from any thread; an overdue session is checked again, and
   // cancelled, on its own thread (the deadline may have moved on meanwhile).
   void check_deadline(std::chrono::steady_clock::time_point now);
@@ -119,6 +129,11 @@ class session : public std::enable_shared_from_this<session> {
   // stop() and check_deadline() on the session's own thread (its strand in multi mode).
   void stop_here();
   void expire(std::chrono::steady_clock::time_point now);
+  // Bytes the kernel still holds in this socket's send queue: unsent, or sent and not
+  // acknowledged (SIOCOUTQ). 0 when the ioctl fails.
+  std::size_t unacknowledged_bytes() noexcept;
+  // Closes with SO_LINGER {1, 0}: an RST, and the kernel frees the send queue at once.
+  void reset() noexcept;
 
   std::size_t measure_buffers() const noexcept;
   void publish_buffered_bytes() noexcept;
@@ -167,6 +182,13 @@ class session : public std::enable_shared_from_this<session> {
   // stored relaxed on the session's thread; partner: the relaxed load in buffered_bytes(),
   // on the SIGUSR1 thread.
   std::atomic<std::size_t> published_bytes_{0};
+  // The current response's bytes in the server's write budget, from send_response to
+  // on_write (or the session's end); empty otherwise.
+  write_budget::reservation parked_;
+  // Closing: until when a client that has not yet acknowledged the whole response is given
+  // time before the reset (the idle timeout from do_close); the 2 s linger wait applies only
+  // to a client that has.
+  std::chrono::steady_clock::time_point closing_until_{};
   phase phase_ = phase::reading;
   route route_ = route::not_found;  // the current request's route
   bool keep_alive_ = false;         // the client asked to keep the connection

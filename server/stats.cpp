@@ -24,12 +24,16 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(rejected.queue_count.load(std::memory_order_relaxed));
   line += ",\"pool_full\":";
   line += std::to_string(rejected.pool_full.load(std::memory_order_relaxed));
+  line += ",\"write_budget\":";
+  line += std::to_string(rejected.write_budget.load(std::memory_order_relaxed));
   line += "},\"connections\":";
   line += std::to_string(gauges.connections);
   line += ",\"buffered_bytes\":";
   line += std::to_string(gauges.buffered_bytes);
   line += ",\"log_dropped\":";
   line += std::to_string(gauges.log_dropped);
+  line += ",\"parked_bytes\":";
+  line += std::to_string(gauges.parked_bytes);
   line += ",\"pool\":";
   line += pool_json ? *pool_json : std::string_view("null");
   if (auto_json) {

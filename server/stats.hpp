@@ -57,9 +57,10 @@ struct request_counters {
 // Heavy requests answered 503 + Retry-After instead of being run, by reason. Counted like
 // request_counters (they are also counted there, under their route).
 struct rejection_counters {
-  relaxed_counter queue_delay = 0;  // admission: expected wait over KNIT_MAX_QUEUE_MS
-  relaxed_counter queue_count = 0;  // admission: KNIT_MAX_QUEUED calls already ahead
-  relaxed_counter pool_full = 0;    // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+  relaxed_counter queue_delay = 0;   // admission: expected wait over KNIT_MAX_QUEUE_MS
+  relaxed_counter queue_count = 0;   // admission: KNIT_MAX_QUEUED calls already ahead
+  relaxed_counter pool_full = 0;     // the pool refused the call (KNIT_MAX_PENDING, shutdown)
+  relaxed_counter write_budget = 0;  // shed: unfinished writes over KNIT_MEMORY_BUDGET_MB
 
   // One refusal, under its reason; internal_error (a 500, not a 503) is not counted here.
   void count(refusal_reason reason) noexcept {
@@ -67,6 +68,7 @@ struct rejection_counters {
       case refusal_reason::queue_delay: bump(queue_delay); break;
       case refusal_reason::queue_count: bump(queue_count); break;
       case refusal_reason::pool_full: bump(pool_full); break;
+      case refusal_reason::write_budget: bump(write_budget); break;
       case refusal_reason::internal_error: break;
     }
   }
@@ -78,6 +80,8 @@ struct rejection_counters {
     queue_count.fetch_add(part.queue_count.load(std::memory_order_relaxed),
                           std::memory_order_relaxed);
     pool_full.fetch_add(part.pool_full.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    write_budget.fetch_add(part.write_budget.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
   }
 };
 
@@ -92,12 +96,14 @@ struct server_gauges {
   std::uint64_t connections = 0;     // open connections
   std::uint64_t buffered_bytes = 0;  // bytes the connections hold in their buffers (capacity)
   std::uint64_t log_dropped = 0;     // stdout/stderr lines dropped because the write would block
+  std::uint64_t parked_bytes = 0;    // write_budget::parked(): what unfinished writes count
 };
 
 // The whole line, without the newline:
 //   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
-//               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N},
-//               "connections":N,"buffered_bytes":N,"log_dropped":N,"pool":{...}[,"auto":{...}]
+//               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N,"write_budget":N},
+//               "connections":N,"buffered_bytes":N,"log_dropped":N,"parked_bytes":N,
+//               "pool":{...}[,"auto":{...}]
 //               [,"hosts":[{"requests":N,"connections":N},...]]}
 // (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline and asio mode
 // ("pool":null). `auto_json` (heavy_placement::auto_json, auto mode only) adds the "auto"

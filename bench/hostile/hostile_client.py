@@ -14,7 +14,11 @@
                                                      JSON: accepted latency percentiles, 503s with
                                                      Retry-After, /ping latencies, and recovery:
                                                      the flood has ended once END_FILE exists
-Each prints one JSON line on stdout.
+  hostile_client.py stall PORT N                     N connections each POST a 64 KiB /ssr name of
+                                                     apostrophes and never read the page; prints
+                                                     JSON once all are sent, then, when stdin
+                                                     closes, how many the server has reset
+Each prints one JSON line on stdout (stall: two).
 """
 import json
 import select
@@ -146,6 +150,39 @@ def amplify(port, n):
         s.close()
 
 
+def stall(port, n):
+    body = b'{"name":"' + b"'" * (64 * 1024 - 12) + b'"}'
+    req = request("POST", "/ssr", body)
+    conns = []
+    refused = 0
+    start = time.monotonic()
+    for _ in range(n):
+        try:
+            s = connect(port, 30)
+            s.sendall(req)
+            conns.append(s)
+        except OSError:
+            refused += 1
+    print(json.dumps({"stalled": len(conns), "refused": refused,
+                      "send_s": round(time.monotonic() - start, 2)}), flush=True)
+    wait_stdin_closed(600)
+    # Without reading a byte: poll with no events reports only POLLERR / POLLHUP, i.e. a
+    # connection the server has reset (a graceful close's FIN would wait behind the page).
+    reset = 0
+    poller = select.poll()
+    for s in conns:
+        poller.register(s.fileno(), 0)
+    failed = {fd for fd, _ in poller.poll(0)}
+    for s in conns:
+        if s.fileno() in failed:
+            err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            reset += err == 104  # ECONNRESET
+    print(json.dumps({"reset_by_server": reset, "not_failed": len(conns) - len(failed)}),
+          flush=True)
+    for s in conns:
+        s.close()
+
+
 def slow(port, n, header_bytes):
     conns = []
     head = b"POST /ssr HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"p" * max(header_bytes - 48, 0)
@@ -252,6 +289,8 @@ def main():
         amplify(port, int(sys.argv[3]))
     elif cmd == "slow":
         slow(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "stall":
+        stall(port, int(sys.argv[3]))
     elif cmd == "probe":
         probe(port, float(sys.argv[3]), sys.argv[4])
     else:

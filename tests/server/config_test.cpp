@@ -198,5 +198,30 @@ TEST(config, every_mode_parses_from_its_name) {
   }
 }
 
+TEST(config, memory_budget_and_sndbuf) {
+  const server_config defaults = parse({});
+  EXPECT_EQ(defaults.memory_budget_mb, std::nullopt);  // derived at start-up
+  EXPECT_EQ(defaults.sndbuf_kb, 64u);
+  const server_config set = parse({{"KNIT_MEMORY_BUDGET_MB", "4"}, {"KNIT_SNDBUF_KB", "16"}});
+  EXPECT_EQ(set.memory_budget_mb, 4u);
+  EXPECT_EQ(set.sndbuf_kb, 16u);
+  EXPECT_EQ(parse({{"KNIT_SNDBUF_KB", "0"}}).sndbuf_kb, 0u);  // the kernel's autotuning
+  EXPECT_EQ(parse({{"KNIT_MEMORY_BUDGET_MB", ""}}).memory_budget_mb, std::nullopt);
+}
+
+TEST(config, bad_memory_budget_and_sndbuf_name_the_variable_and_the_value) {
+  EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "0"}}),
+            R"(KNIT_MEMORY_BUDGET_MB="0": must be an integer from 1 to 1048576)");
+  EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "1GB"}}),
+            R"(KNIT_MEMORY_BUDGET_MB="1GB": must be an integer from 1 to 1048576)");
+  EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "-5"}}),
+            R"(KNIT_MEMORY_BUDGET_MB="-5": must be an integer from 1 to 1048576)");
+  EXPECT_EQ(error_of({{"KNIT_SNDBUF_KB", "3"}}),
+            R"(KNIT_SNDBUF_KB="3": must be 0 (the kernel's autotuning) or an integer from 4 )"
+            R"(to 65536)");
+  EXPECT_EQ(error_of({{"KNIT_SNDBUF_KB", "65537"}}),
+            R"(KNIT_SNDBUF_KB="65537": must be an integer from 0 to 65536)");
+}
+
 }  // namespace
 }  // namespace knit_server
