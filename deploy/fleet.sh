@@ -7,6 +7,8 @@
 #                                    for its exit, start it again, wait until HAProxy sees it UP
 #        deploy/fleet.sh stop        stop HAProxy, then every instance, by their PIDs
 #        deploy/fleet.sh status      each process alive or not, and HAProxy's view of each server
+#        deploy/fleet.sh stat NAME FIELD   one field of HAProxy's `show stat` for server NAME
+#                                    (k1..kN), e.g. status, stot, hrsp_2xx (for scripts, tests)
 #        deploy/fleet.sh run N       start N, then stay in the foreground until SIGTERM/SIGINT,
 #                                    which stops everything (knit-bench runs a fleet this way)
 #
@@ -43,7 +45,7 @@ timeout_s=${KNIT_FLEET_TIMEOUT_S:-30}
 
 die() { echo "fleet: $*" >&2; exit 1; }
 note() { echo "fleet: $*" >&2; }
-usage() { sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 is_uint() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 need_uint() {  # need_uint NAME VALUE MIN
@@ -144,12 +146,14 @@ stop_process() {
 # ---- HAProxy's view, through its stats socket ------------------------------------------
 haproxy_cmd() { echo "$1" | socat -t 2 - "UNIX-CONNECT:$socket"; }
 
-# server_status NAME: HAProxy's status of backend server NAME ("UP", "DOWN", "UP 1/2", ...).
-server_status() {
-  haproxy_cmd "show stat" 2>/dev/null | awk -F, -v sv="$1" '
+# server_stat NAME FIELD: one column of `show stat` for backend server NAME.
+server_stat() {
+  haproxy_cmd "show stat" 2>/dev/null | awk -F, -v sv="$1" -v field="$2" '
     NR == 1 { for (i = 1; i <= NF; i++) { h = $i; sub(/^# /, "", h); col[h] = i }; next }
-    $col["pxname"] == "knit_servers" && $col["svname"] == sv { print $col["status"] }'
+    $col["pxname"] == "knit_servers" && $col["svname"] == sv { print $col[field] }'
 }
+# server_status NAME: HAProxy's status of backend server NAME ("UP", "DOWN", "UP 1/2", ...).
+server_status() { server_stat "$1" status; }
 
 # wait_status NAME STATUS SECONDS: until HAProxy reports exactly STATUS for NAME.
 wait_status() {
@@ -388,5 +392,11 @@ case "$cmd" in
   restart) cmd_restart ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
+  stat)
+    [ $# -eq 2 ] || usage
+    load_state
+    v=$(server_stat "$1" "$2")
+    [ -n "$v" ] || die "HAProxy has no field '$2' for server '$1' (is it running?)"
+    echo "$v" ;;
   *) usage ;;
 esac
