@@ -75,6 +75,7 @@
 #include "host_threads.hpp"
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
+#include "process_status.hpp"
 #include "server_group.hpp"
 #include "signal_source.hpp"
 #include "stop_deadline.hpp"
@@ -178,6 +179,10 @@ int main() {
     }
   }
   connection_limit limit(cfg.max_connections);
+  // What /livez, /readyz and /metrics report. The pool's counters may be read only on the
+  // thread that built it: with one host (not multi mode) that thread runs every session.
+  process_status status(
+      cfg.hosts, cfg.hosts == 1 && cfg.mode != exec_mode::multi_thread && pool ? &*pool : nullptr);
   // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
   // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
@@ -187,7 +192,8 @@ int main() {
                               pool ? &*pool : nullptr,
                               asio_threads ? &*asio_threads : nullptr,
                               limit,
-                              static_cast<int>(io_threads)};
+                              static_cast<int>(io_threads),
+                              &status};
 
   // 3. The event loops, and the control loop where the signals and the stop run.
   //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from
@@ -201,6 +207,7 @@ int main() {
   if (cfg.hosts == 1) {
     only_host.emplace(shared);
     servers.add(only_host->srv());
+    status.add(0, only_host->srv());
   } else {
     control_loop.emplace(1);
     hosts.emplace(shared, err);
@@ -256,6 +263,7 @@ int main() {
       for (unsigned i = 0; i < cfg.hosts; ++i) {
         const tcp::endpoint got = hosts->start(port);
         servers.add(hosts->srv(i));
+        status.add(i, hosts->srv(i));
         if (i == 0) bound = got;
         port = got.port();
       }

@@ -16,12 +16,13 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 server::server(net::io_context& io, const server_config& cfg, heavy_placement& placement,
-               connection_limit& limit)
+               connection_limit& limit, const process_status* status)
     : io_(io),
       cfg_(cfg),
       threading_(cfg.mode, cfg.hosts),
       placement_(placement),
       limit_(limit),
+      status_(status),
       ping_cache_(threading_.multi()),
       listener_(io, *this),
       sweep_timer_(io),

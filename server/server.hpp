@@ -16,6 +16,7 @@
 
 #include "config.hpp"
 #include "connection_limit.hpp"
+#include "health_events.hpp"
 #include "heavy_placement.hpp"
 #include "io_threading.hpp"
 #include "listener.hpp"
@@ -24,6 +25,7 @@
 
 namespace knit_server {
 
+class process_status;
 class session;
 
 // One server per event loop: with KNIT_HOSTS=H there are H of them (server_group.hpp), each
@@ -66,9 +68,11 @@ class server {
  public:
   // `cfg`, `placement` and `limit` (KNIT_MAX_CONNECTIONS, shared by every host) must outlive
   // the server; the server must outlive every session, which the stop protocol guarantees
-  // when the io_context is stopped only from `drained`.
+  // when the io_context is stopped only from `drained`. `status` (process_status.hpp, the
+  // whole process as /livez, /readyz and /metrics report it) must outlive the server too; a
+  // server built without one (the fuzz target) answers those paths 404, as any unknown path.
   server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement,
-         connection_limit& limit);
+         connection_limit& limit, const process_status* status = nullptr);
 
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -110,6 +114,11 @@ class server {
   const request_counters& counters() const noexcept { return counters_; }
   rejection_counters& rejected() noexcept { return rejected_; }
   const rejection_counters& rejected() const noexcept { return rejected_; }
+  // Refusals and stuck calls with their times, for the readiness policy (health_events.hpp).
+  health_events& health() noexcept { return health_; }
+  const health_events& health() const noexcept { return health_; }
+  // Null when the operations endpoints are not served (see the constructor).
+  const process_status* status() const noexcept { return status_; }
   std::size_t connections() const;
 
   // The bytes every open connection holds in its buffers (see session::buffered_bytes):
@@ -144,6 +153,8 @@ class server {
   connection_limit& limit_;
   request_counters counters_;
   rejection_counters rejected_;
+  health_events health_;
+  const process_status* status_;
   ping_cache ping_cache_;
   listener listener_;
   mutable std::mutex sessions_mutex_;      // multi mode, KNIT_HOSTS>1: guards the four below
