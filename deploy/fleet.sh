@@ -108,9 +108,14 @@ spawn() {
   rm -f "$pidf" "$rcf"
   echo "=== fleet: $name started $(date -u +%FT%TZ)" >>"$logf"
   # shellcheck disable=SC2016  # expanded by the supervisor shell
+  # The supervisor outlives a SIGTERM sent to the whole process tree (knit-bench stops a
+  # fleet so): it traps the signal with a no-op, which exec resets for CMD, and waits on.
   setsid bash -c 'log=$0 pidf=$1 rcf=$2; shift 2
-                  "$@" >>"$log" 2>&1 </dev/null & echo $! >"$pidf.tmp"; mv "$pidf.tmp" "$pidf"
-                  wait $!; echo $? >"$rcf"' "$logf" "$pidf" "$rcf" "$@" </dev/null &
+                  "$@" >>"$log" 2>&1 </dev/null & pid=$!
+                  echo $pid >"$pidf.tmp"; mv "$pidf.tmp" "$pidf"
+                  trap : TERM INT HUP
+                  while kill -0 $pid 2>/dev/null; do wait $pid; done
+                  wait $pid; echo $? >"$rcf"' "$logf" "$pidf" "$rcf" "$@" </dev/null &
   local deadline=$(($(now_ms) + 5000))
   until [ -s "$pidf" ]; do
     [ "$(now_ms)" -lt "$deadline" ] || die "$name: no PID file after 5 s"
