@@ -131,7 +131,7 @@ plan_case parse_case(const json::value& v, size_t index) {
   static const std::set<std::string> known = {
       "tag",     "mode",   "server_mode",  "threads",       "spin",  "park",           "doorbell",
       "steal",   "env",    "cost_profile", "extra_cost_us", "conns", "rate_per_route", "note",
-      "command", "routes", "hosts",  "fleet"};
+      "command", "routes", "hosts",        "fleet"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
       throw plan_error(
@@ -238,8 +238,9 @@ plan_case parse_case(const json::value& v, size_t index) {
       throw plan_error(ctx +
                        ": field \"hosts\" sets KNIT_HOSTS, which an external peer does not read");
     if (c.fleet != 0)
-      throw plan_error(ctx + ": field \"fleet\" runs knit-server instances behind HAProxy; an "
-                             "external peer is a server of its own");
+      throw plan_error(ctx +
+                       ": field \"fleet\" runs knit-server instances behind HAProxy; an "
+                       "external peer is a server of its own");
   } else {
     if (!c.peer_command.empty() || !c.peer_routes.empty())
       throw plan_error(ctx +

@@ -61,8 +61,8 @@ std::string signed_cell(const rep_stat& s, int decimals) {
 const measured_config* alone_of(const std::vector<measured_config>& cs, const measured_config& f) {
   for (const auto& c : cs)
     if (c.fleet == 0 && c.profile == f.profile && c.extra_cost_us == f.extra_cost_us &&
-        c.mode == f.mode && c.policy == f.policy && c.threads == f.threads &&
-        c.hosts == f.hosts && c.policy_label == f.policy_label)
+        c.mode == f.mode && c.policy == f.policy && c.threads == f.threads && c.hosts == f.hosts &&
+        c.policy_label == f.policy_label)
       return &c;
   return nullptr;
 }
@@ -95,8 +95,7 @@ std::string fleet_section(const std::vector<measured_config>& cs, const std::str
       any = true;
     }
     md << "### " << (std::string(mode) == "sat" ? "Saturating" : "Fixed rate") << "\n\n";
-    md << header({"configuration", "instances", "total rps", "/ping p99 ms", "cores",
-                  "CPU-us/req"},
+    md << header({"configuration", "instances", "total rps", "/ping p99 ms", "cores", "CPU-us/req"},
                  {false, true, true, true, true, true});
     std::vector<const measured_config*> shown;
     for (const measured_config* f : fleets) {
@@ -108,17 +107,18 @@ std::string fleet_section(const std::vector<measured_config>& cs, const std::str
       md << figures(*f, std::to_string(f->fleet) + " + HAProxy");
     }
     md << "\n";
-    md << header({"configuration", "vs", "CPU-us/req added", "/ping p99 ms added",
-                  "total rps ratio"},
-                 {false, false, true, true, true});
+    md << header(
+        {"configuration", "vs", "CPU-us/req added", "/ping p99 ms added", "total rps ratio"},
+        {false, false, true, true, true});
     for (const measured_config* f : fleets) {
       const measured_config* alone = alone_of(cs, *f);
       if (!alone) continue;
       rep_stat rps = paired_difference(*f, *alone, [](const result_row& r) {
         return std::optional<double>(static_cast<double>(r.total_rps));
       });
-      rep_stat base = alone->stat(
-          [](const result_row& r) { return std::optional<double>(static_cast<double>(r.total_rps)); });
+      rep_stat base = alone->stat([](const result_row& r) {
+        return std::optional<double>(static_cast<double>(r.total_rps));
+      });
       std::string ratio = rps && base && base.median > 0
                               ? fixed((base.median + rps.median) / base.median, 2) + "×"
                               : "—";

@@ -27,9 +27,8 @@ TEST(fleet_case, FieldIsChecked) {
   EXPECT_THROW(parse_plan(R"([{"tag":"f","server_mode":"pooled","fleet":-1}])"), plan_error);
   EXPECT_THROW(parse_plan(R"([{"tag":"f","server_mode":"pooled","fleet":"2"}])"), plan_error);
   // An external peer is a server of its own: it cannot be put behind HAProxy as instances.
-  EXPECT_THROW(
-      parse_plan(R"([{"tag":"n","server_mode":"peer:nginx","command":"x","fleet":2}])"),
-      plan_error);
+  EXPECT_THROW(parse_plan(R"([{"tag":"n","server_mode":"peer:nginx","command":"x","fleet":2}])"),
+               plan_error);
 }
 
 TEST(fleet_case, BuiltinPlanComparesEachFleetWithTheServerAlone) {
@@ -81,10 +80,9 @@ TEST(fleet_case, RowRoundTripsItsFleet) {
 }
 
 TEST(fleet_case, ReportSaysWhatTheBalancerAddsPairedByRepetition) {
-  std::vector<result_row> rows = {row_of("t1", 0, 0, 14, 0.30, 60000),
-                                  row_of("t1-fleet2", 2, 0, 20, 0.40, 54000),
-                                  row_of("t1", 0, 1, 16, 0.50, 66000),
-                                  row_of("t1-fleet2", 2, 1, 26, 0.90, 60000)};
+  std::vector<result_row> rows = {
+      row_of("t1", 0, 0, 14, 0.30, 60000), row_of("t1-fleet2", 2, 0, 20, 0.40, 54000),
+      row_of("t1", 0, 1, 16, 0.50, 66000), row_of("t1-fleet2", 2, 1, 26, 0.90, 60000)};
   std::string md = render_markdown(rows, nullptr, {}, {});
   const auto section = md.find("## Behind HAProxy");
   ASSERT_NE(section, std::string::npos) << md;
