@@ -52,6 +52,9 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
   out.write_line("admission: 503 when the expected wait exceeds " +
                  std::to_string(cfg.max_queue_delay.count()) + " ms or " +
                  std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
+  out.write_line("drain: on SIGTERM /readyz answers 503 for " +
+                 std::to_string(cfg.drain_delay.count()) +
+                 " ms (KNIT_DRAIN_DELAY_MS) before the listener closes");
 }
 
 }  // namespace knit_server

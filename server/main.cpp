@@ -7,7 +7,8 @@
 //   curl -s -X POST -d '{"name":"Ari","plan":"pro"}' localhost:3000/ssr
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
-//   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
+//   kill -TERM <pid>    # drains (/readyz 503 for KNIT_DRAIN_DELAY_MS), then finishes the
+//                       # requests in progress and exits 0 (3: see below)
 // Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
 // multi's threading: docs/server-threads.md) KNIT_HOSTS (event loops, default 1: each with its
 // own thread and SO_REUSEPORT listener; inline and asio mode; docs/server-hosts.md)
@@ -19,7 +20,8 @@
 // KNIT_STEAL KNIT_MAX_SPINNERS KNIT_SPIN_GATE KNIT_WORKER_NICE KNIT_WORKER_SCHED
 // KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
 // running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
-// 10000: the most a stop may take, from the signal; 0 = no bound).
+// 10000: the most a stop may take, from the end of the drain delay; 0 = no bound)
+// KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
@@ -39,7 +41,8 @@
 //   5. bind and listen (KNIT_HOSTS>1: start each host's thread, which builds its loop on
 //      itself and listens on the same port), print the banner, then "listening on ..." (the
 //      line scripts wait for);
-//   6. run the loops until SIGINT/SIGTERM has drained every connection of every host
+//   6. run the loops until SIGINT/SIGTERM, after the drain delay (drain_sequence.hpp), has
+//      drained every connection of every host
 //      (SIGUSR1: print stats), or until the stop deadline has given up on what was left
 //      (stop_deadline.hpp);
 //   7. join the asio threads, end the host threads, shut the pool down (drain, bounded by the
@@ -71,6 +74,7 @@
 #include "banner.hpp"
 #include "config.hpp"
 #include "connection_limit.hpp"
+#include "drain_sequence.hpp"
 #include "host_loop.hpp"
 #include "host_threads.hpp"
 #include "log_writer.hpp"
@@ -229,6 +233,27 @@ int main() {
     err.write_line(std::string("knit-server: cannot take signals: ") + e.what());
     return kExitStartup;
   }
+  // The drain (drain_sequence.hpp): /readyz 503 at once, then after KNIT_DRAIN_DELAY_MS the
+  // stop protocol, bounded by KNIT_STOP_TIMEOUT_MS from there.
+  drain_sequence drain(stopper.executor(), status, cfg.drain_delay);
+  const auto begin_drain = [&](int signo) {
+    // The drain begins here: readiness is off from drain.begin() on. (A service manager's
+    // "stopping" notification belongs here too.)
+    if (cfg.drain_delay.count() > 0) {
+      err.write_line("knit-server: signal " + std::to_string(signo) + ": draining; /readyz " +
+                     "answers 503 for " + std::to_string(cfg.drain_delay.count()) +
+                     " ms, then the stop");
+    }
+    drain.begin([&, signo] {
+      err.write_line("knit-server: signal " + std::to_string(signo) +
+                     ": stopping; finishing the requests in progress");
+      stopper.begin([&] {
+        signals->cancel();
+        control.stop();
+        if (hosts) hosts->stop();
+      });
+    });
+  };
   int stop_requests = 0;
   signals->start([&](int signo) {
     if (signo == SIGUSR1) {
@@ -238,13 +263,7 @@ int main() {
       if (only_host) auto_json = only_host->placement().auto_json();
       out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
     } else if (++stop_requests == 1) {
-      err.write_line("knit-server: signal " + std::to_string(signo) +
-                     ": stopping; finishing the requests in progress");
-      stopper.begin([&] {
-        signals->cancel();
-        control.stop();
-        if (hosts) hosts->stop();
-      });
+      begin_drain(signo);
     } else {
       err.write_line("knit-server: second stop signal: exiting without draining");
       std::_Exit(1);

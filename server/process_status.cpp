@@ -34,8 +34,8 @@ readiness process_status::assess(clock_type::time_point now) const {
   // The policy_.stuck_calls-th most recent stuck call, over every host.
   const std::size_t n = policy_.stuck_calls;
   if (n > 0 && stuck.size() >= n) {
-    std::nth_element(stuck.begin(), stuck.begin() + static_cast<std::ptrdiff_t>(n - 1),
-                     stuck.end(), std::greater<>());
+    std::nth_element(stuck.begin(), stuck.begin() + static_cast<std::ptrdiff_t>(n - 1), stuck.end(),
+                     std::greater<>());
     signals.nth_last_stuck = stuck[n - 1];
   }
   return assess_readiness(signals, policy_);

@@ -51,7 +51,9 @@ struct readiness_signals {
 readiness assess_readiness(const readiness_signals& signals, const readiness_policy& policy = {});
 
 // 200 for ready, 503 otherwise.
-constexpr unsigned readiness_status(readiness r) noexcept { return r == readiness::ready ? 200 : 503; }
+constexpr unsigned readiness_status(readiness r) noexcept {
+  return r == readiness::ready ? 200 : 503;
+}
 
 // The response body: "ok\n", "draining\n", "degraded: refusing work\n", "degraded: workers
 // stuck\n".

@@ -53,7 +53,11 @@ class session;
 //   1. close the acceptor: no new connections;
 //   2. ask every session to stop: an idle keep-alive connection (no byte of a next request
 //      received) is closed at once; any other finishes its current request, sends the
-//      response with "Connection: close", and closes;
+//      response with "Connection: close", and closes. A request in progress is one the
+//      session had whole (handle_request ran) before the stop; one that only arrives whole
+//      after it (the rest of a half-sent request, a pipelined one, one that raced the
+//      stop on another thread) is answered 503 + Retry-After + Connection: close without
+//      being routed to a worker: it was not started, so the client may safely retry it;
 //   3. when the last session is gone, call `drained` (posted, never from inside stop()).
 // The caller then stops the io_context and shuts the pool down. Skipping 2 would keep idle
 // keep-alive clients' connections open until their idle timeout; calling `drained` before

@@ -228,6 +228,16 @@ void session::handle_request() {
   route_ = match_route(req.method(), req.target());
   server_.counters().count(route_);
 
+  // The stop has begun (after the drain delay) and this request arrived whole only now: it
+  // was not in progress, so it is not started. 503 + Retry-After tells the client to retry
+  // (elsewhere: the listener is closed), and the close after it lets the connection go;
+  // no worker is touched. The requests in progress when the stop began finish as usual.
+  if (server_.stopping()) {
+    keep_alive_ = false;
+    fill_overloaded(res_);
+    return send_response();
+  }
+
   if (is_heavy(route_)) {
     // Hand the body over to the heavy route's placement: moved, never copied. Inline, the
     // route runs right here and on_heavy_done is called before start() returns; on a pool, a
