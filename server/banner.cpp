@@ -78,6 +78,9 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
                  std::to_string(cfg.max_queue_delay.count()) + " ms or " +
                  std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
   out.write_line(budget_line(cfg, budget, origin));
+  out.write_line("drain: on SIGTERM /readyz answers 503 for " +
+                 std::to_string(cfg.drain_delay.count()) +
+                 " ms (KNIT_DRAIN_DELAY_MS) before the listener closes");
 }
 
 }  // namespace knit_server

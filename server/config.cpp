@@ -157,6 +157,11 @@ server_config config_from_env(const env_lookup& getenv) {
   cfg.max_queue_delay = std::chrono::milliseconds(queue_ms);
   read_uint(getenv, "KNIT_MAX_QUEUED", cfg.max_queued, 0, 1'000'000);
 
+  std::uint64_t drain_ms = static_cast<std::uint64_t>(cfg.drain_delay.count());
+  read_uint(getenv, "KNIT_DRAIN_DELAY_MS", drain_ms, 0,
+            static_cast<std::uint64_t>(server_config::kMaxDrainDelay.count()));
+  cfg.drain_delay = std::chrono::milliseconds(drain_ms);
+
   if (auto secret = lookup(getenv, "JWT_SECRET")) {
     cfg.jwt_secret = *secret;
   } else {

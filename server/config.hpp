@@ -82,6 +82,13 @@ struct server_config {
   std::chrono::milliseconds max_queue_delay{250};  // KNIT_MAX_QUEUE_MS
   std::size_t max_queued = 4096;                   // KNIT_MAX_QUEUED
 
+  // KNIT_DRAIN_DELAY_MS: on the first SIGTERM, how long /readyz answers 503 "draining" while
+  // every other request is still served as before, so a load balancer that checks /readyz
+  // takes the instance out of rotation before its listener closes (drain_sequence.hpp). 0:
+  // the stop begins at the signal, as it did before the drain existed.
+  static constexpr std::chrono::milliseconds kMaxDrainDelay{600'000};
+  std::chrono::milliseconds drain_delay{0};
+
   // Once the server is stopping, the most a client still gets for one read or write, so a
   // slow client cannot hold up the exit: 5 s, or KNIT_STOP_TIMEOUT_MS when that is shorter
   // (main sets it with stop_grace_for, since the pool's options own that variable).

@@ -28,7 +28,7 @@ host_loop::host_loop(const host_resources& shared) : io_(shared.io_threads) {
       placement_.emplace(std::in_place_type<inline_placement>, cfg);
       break;
   }
-  server_.emplace(io_, cfg, *placement_, shared.limit, shared.budget);
+  server_.emplace(io_, cfg, *placement_, shared.limit, shared.budget, shared.status);
 }
 
 void run_event_loop(boost::asio::io_context& io, log_writer& err) {

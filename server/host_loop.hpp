@@ -14,6 +14,7 @@
 #include "heavy_placement.hpp"
 #include "log_writer.hpp"
 #include "offload_policy.hpp"
+#include "process_status.hpp"
 #include "server.hpp"
 #include "write_budget.hpp"
 
@@ -34,6 +35,7 @@ struct host_resources {
   connection_limit& limit;                           // KNIT_MAX_CONNECTIONS, all hosts together
   write_budget& budget;                              // KNIT_MEMORY_BUDGET_MB, all hosts together
   int io_threads = 1;  // threads that run each io_context: 1, or KNIT_THREADS in multi mode
+  const process_status* status = nullptr;  // what /livez, /readyz and /metrics report
 };
 
 // Build it on the thread that is to run it, and destroy it there: with a knit pool the

@@ -7,7 +7,8 @@
 //   curl -s -X POST -d '{"name":"Ari","plan":"pro"}' localhost:3000/ssr
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
-//   kill -TERM <pid>    # finishes the requests in progress, exits 0 (3: see below)
+//   kill -TERM <pid>    # drains (/readyz 503 for KNIT_DRAIN_DELAY_MS), then finishes the
+//                       # requests in progress and exits 0 (3: see below)
 // Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
 // multi's threading: docs/server-threads.md) KNIT_HOSTS (event loops, default 1: each with its
 // own thread and SO_REUSEPORT listener; inline and asio mode; docs/server-hosts.md)
@@ -19,7 +20,8 @@
 // KNIT_STEAL KNIT_MAX_SPINNERS KNIT_SPIN_GATE KNIT_WORKER_NICE KNIT_WORKER_SCHED
 // KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
 // running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
-// 10000: the most a stop may take, from the signal; 0 = no bound).
+// 10000: the most a stop may take, from the end of the drain delay; 0 = no bound)
+// KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
@@ -39,7 +41,8 @@
 //   5. bind and listen (KNIT_HOSTS>1: start each host's thread, which builds its loop on
 //      itself and listens on the same port), print the banner, then "listening on ..." (the
 //      line scripts wait for);
-//   6. run the loops until SIGINT/SIGTERM has drained every connection of every host
+//   6. run the loops until SIGINT/SIGTERM, after the drain delay (drain_sequence.hpp), has
+//      drained every connection of every host
 //      (SIGUSR1: print stats), or until the stop deadline has given up on what was left
 //      (stop_deadline.hpp);
 //   7. join the asio threads, end the host threads, shut the pool down (drain, bounded by the
@@ -71,12 +74,14 @@
 #include "banner.hpp"
 #include "config.hpp"
 #include "connection_limit.hpp"
+#include "drain_sequence.hpp"
 #include "host_loop.hpp"
 #include "host_threads.hpp"
 #include "log_writer.hpp"
 #include "memory_budget.hpp"
 #include "offload_policy.hpp"
 #include "pool_builder_watch.hpp"
+#include "process_status.hpp"
 #include "server_group.hpp"
 #include "service_notify.hpp"
 #include "signal_source.hpp"
@@ -192,13 +197,17 @@ int main() {
       kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(), probe_sndbuf(cfg.sndbuf_kb));
   write_budget budget(budget_size.bytes, kernel_cap,
                       write_budget::cost(kLargestResponseBytes, kernel_cap));
+  // What /livez, /readyz and /metrics report. The pool's counters may be read only on the
+  // thread that built it: with one host (not multi mode) that thread runs every session.
+  process_status status(
+      cfg.hosts, cfg.hosts == 1 && cfg.mode != exec_mode::multi_thread && pool ? &*pool : nullptr);
   // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
   // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
   const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
   const host_resources shared{
-      cfg,   auto_options, pool ? &*pool : nullptr,     asio_threads ? &*asio_threads : nullptr,
-      limit, budget,       static_cast<int>(io_threads)};
+      cfg,   auto_options, pool ? &*pool : nullptr,      asio_threads ? &*asio_threads : nullptr,
+      limit, budget,       static_cast<int>(io_threads), &status};
 
   // 3. The event loops, and the control loop where the signals and the stop run.
   //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from
@@ -212,6 +221,7 @@ int main() {
   if (cfg.hosts == 1) {
     only_host.emplace(shared);
     servers.add(only_host->srv());
+    status.add(0, only_host->srv());
   } else {
     control_loop.emplace(1);
     hosts.emplace(shared, err);
@@ -244,6 +254,28 @@ int main() {
     err.write_line(std::string("knit-server: cannot take signals: ") + e.what());
     return kExitStartup;
   }
+  // The drain (drain_sequence.hpp): /readyz 503 at once, then after KNIT_DRAIN_DELAY_MS the
+  // stop protocol, bounded by KNIT_STOP_TIMEOUT_MS from there.
+  drain_sequence drain(stopper.executor(), status, cfg.drain_delay);
+  const auto begin_drain = [&](int signo) {
+    // The drain begins here: readiness is off from drain.begin() on, and systemd hears the
+    // unit is deactivating (service_notify.hpp).
+    notify_stopping();
+    if (cfg.drain_delay.count() > 0) {
+      err.write_line("knit-server: signal " + std::to_string(signo) + ": draining; /readyz " +
+                     "answers 503 for " + std::to_string(cfg.drain_delay.count()) +
+                     " ms, then the stop");
+    }
+    drain.begin([&, signo] {
+      err.write_line("knit-server: signal " + std::to_string(signo) +
+                     ": stopping; finishing the requests in progress");
+      stopper.begin([&] {
+        signals->cancel();
+        control.stop();
+        if (hosts) hosts->stop();
+      });
+    });
+  };
   int stop_requests = 0;
   signals->start([&](int signo) {
     if (signo == SIGUSR1) {
@@ -253,14 +285,7 @@ int main() {
       if (only_host) auto_json = only_host->placement().auto_json();
       out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
     } else if (++stop_requests == 1) {
-      notify_stopping();  // systemd: the unit is deactivating (service_notify.hpp)
-      err.write_line("knit-server: signal " + std::to_string(signo) +
-                     ": stopping; finishing the requests in progress");
-      stopper.begin([&] {
-        signals->cancel();
-        control.stop();
-        if (hosts) hosts->stop();
-      });
+      begin_drain(signo);
     } else {
       err.write_line("knit-server: second stop signal: exiting without draining");
       std::_Exit(1);
@@ -279,6 +304,7 @@ int main() {
       for (unsigned i = 0; i < cfg.hosts; ++i) {
         const tcp::endpoint got = hosts->start(port);
         servers.add(hosts->srv(i));
+        status.add(i, hosts->srv(i));
         if (i == 0) bound = got;
         port = got.port();
       }

@@ -1,4 +1,4 @@
-// Route matching: strip the query, compare the path exactly, then check the method.
+// Route matching: strip the query, compare the path exactly, then check the method; route names.
 #include "router.hpp"
 
 namespace knit_server {
@@ -14,7 +14,25 @@ route match_route(boost::beast::http::verb method, std::string_view target) noex
   }
   if (path == "/ssr") return method == verb::post ? route::ssr : route::not_found;
   if (path == "/jwt") return method == verb::post ? route::jwt : route::not_found;
+  // The operations endpoints, like /ping: GET, and HEAD answered by the GET route.
+  const bool get = method == verb::get || method == verb::head;
+  if (path == "/livez") return get ? route::livez : route::not_found;
+  if (path == "/readyz") return get ? route::readyz : route::not_found;
+  if (path == "/metrics") return get ? route::metrics : route::not_found;
   return route::not_found;
+}
+
+std::string_view to_string(route r) noexcept {
+  switch (r) {
+    case route::ping: return "ping";
+    case route::ssr: return "ssr";
+    case route::jwt: return "jwt";
+    case route::livez: return "livez";
+    case route::readyz: return "readyz";
+    case route::metrics: return "metrics";
+    case route::not_found: return "other";
+  }
+  return "other";
 }
 
 }  // namespace knit_server

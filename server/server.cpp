@@ -16,13 +16,14 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 server::server(net::io_context& io, const server_config& cfg, heavy_placement& placement,
-               connection_limit& limit, write_budget& budget)
+               connection_limit& limit, write_budget& budget, const process_status* status)
     : io_(io),
       cfg_(cfg),
       threading_(cfg.mode, cfg.hosts),
       placement_(placement),
       limit_(limit),
       budget_(budget),
+      status_(status),
       ping_cache_(threading_.multi()),
       listener_(io, *this),
       sweep_timer_(io),

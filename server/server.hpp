@@ -16,6 +16,7 @@
 
 #include "config.hpp"
 #include "connection_limit.hpp"
+#include "health_events.hpp"
 #include "heavy_placement.hpp"
 #include "io_threading.hpp"
 #include "listener.hpp"
@@ -25,6 +26,7 @@
 
 namespace knit_server {
 
+class process_status;
 class session;
 
 // One server per event loop: with KNIT_HOSTS=H there are H of them (server_group.hpp), each
@@ -52,7 +54,11 @@ class session;
 //   1. close the acceptor: no new connections;
 //   2. ask every session to stop: an idle keep-alive connection (no byte of a next request
 //      received) is closed at once; any other finishes its current request, sends the
-//      response with "Connection: close", and closes;
+//      response with "Connection: close", and closes. A request in progress is one the
+//      session had whole (handle_request ran) before the stop; one that only arrives whole
+//      after it (the rest of a half-sent request, a pipelined one, one that raced the
+//      stop on another thread) is answered 503 + Retry-After + Connection: close without
+//      being routed to a worker: it was not started, so the client may safely retry it;
 //   3. when the last session is gone, call `drained` (posted, never from inside stop()).
 // The caller then stops the io_context and shuts the pool down. Skipping 2 would keep idle
 // keep-alive clients' connections open until their idle timeout; calling `drained` before
@@ -68,9 +74,11 @@ class server {
   // `cfg`, `placement`, `limit` (KNIT_MAX_CONNECTIONS) and `budget` (KNIT_MEMORY_BUDGET_MB),
   // the last two shared by every host, must outlive the server; the server must outlive every
   // session, which the stop protocol guarantees when the io_context is stopped only from
-  // `drained`.
+  // `drained`. `status` (process_status.hpp, the whole process as /livez, /readyz and
+  // /metrics report it) must outlive the server too; a server built without one (the fuzz
+  // target) answers those paths 404, as any unknown path.
   server(boost::asio::io_context& io, const server_config& cfg, heavy_placement& placement,
-         connection_limit& limit, write_budget& budget);
+         connection_limit& limit, write_budget& budget, const process_status* status = nullptr);
 
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -117,6 +125,11 @@ class server {
   const request_counters& counters() const noexcept { return counters_; }
   rejection_counters& rejected() noexcept { return rejected_; }
   const rejection_counters& rejected() const noexcept { return rejected_; }
+  // Refusals and stuck calls with their times, for the readiness policy (health_events.hpp).
+  health_events& health() noexcept { return health_; }
+  const health_events& health() const noexcept { return health_; }
+  // Null when the operations endpoints are not served (see the constructor).
+  const process_status* status() const noexcept { return status_; }
   std::size_t connections() const;
 
   // The bytes every open connection holds in its buffers (see session::buffered_bytes):
@@ -152,6 +165,8 @@ class server {
   write_budget& budget_;
   request_counters counters_;
   rejection_counters rejected_;
+  health_events health_;
+  const process_status* status_;
   ping_cache ping_cache_;
   listener listener_;
   mutable std::mutex sessions_mutex_;      // multi mode, KNIT_HOSTS>1: guards the four below

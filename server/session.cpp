@@ -19,6 +19,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "process_status.hpp"
 #include "server.hpp"
 
 namespace knit_server {
@@ -260,6 +261,16 @@ void session::handle_request() {
   route_ = match_route(req.method(), req.target());
   server_.counters().count(route_);
 
+  // The stop has begun (after the drain delay) and this request arrived whole only now: it
+  // was not in progress, so it is not started. 503 + Retry-After tells the client to retry
+  // (elsewhere: the listener is closed), and the close after it lets the connection go;
+  // no worker is touched. The requests in progress when the stop began finish as usual.
+  if (server_.stopping()) {
+    keep_alive_ = false;
+    fill_overloaded(res_);
+    return send_response();
+  }
+
   if (is_heavy(route_)) {
     // Unfinished writes already park more than the budget: shed before spending the CPU and
     // the memory of another page. /ping and 404 are small and never shed.
@@ -278,11 +289,14 @@ void session::handle_request() {
     return;
   }
 
-  // /ping and 404 are cheap: answer them here, on the session's thread, without the pool.
+  // /ping, the operations endpoints and 404 are cheap: answer them here, on the session's
+  // thread, without the pool.
   try {
     if (route_ == route::ping) {
       fill_copy(res_, http::status::ok, content_type::json,
                 server_.ping_body(std::chrono::system_clock::now()));
+    } else if (is_ops_endpoint(route_) && server_.status()) {
+      answer_ops_endpoint(*server_.status());
     } else {
       fill_not_found(res_);
     }
@@ -292,6 +306,23 @@ void session::handle_request() {
   send_response();
 }
 
+void session::answer_ops_endpoint(const process_status& status) {
+  switch (route_) {
+    case route::livez:
+      // The process reads, routes and answers: it can serve. (Once the stop has begun, the
+      // stop's own answer comes first: handle_request.)
+      fill_copy(res_, http::status::ok, content_type::text, "ok\n");
+      break;
+    case route::readyz: {
+      const readiness r = status.assess(clock_type::now());
+      fill_copy(res_, static_cast<http::status>(readiness_status(r)), content_type::text,
+                readiness_body(r));
+      break;
+    }
+    default: fill_not_found(res_); break;
+  }
+}
+
 void session::on_heavy_done(heavy_output&& out) noexcept {
   // Back on the host thread with the route's result. It must not throw: in pooled mode we
   // are inside the pool's completion delivery.
@@ -299,6 +330,9 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
     if (out.status == http::status::internal_server_error) {
       fill_error(res_, out.status);  // what Hono's default error handler answers
     } else if (static_cast<unsigned>(out.status) >= 500) {
+      // A 504 is a call given up as stuck (pool_placement.cpp): its worker was replaced.
+      if (out.status == http::status::gateway_timeout)
+        server_.health().note_stuck(clock_type::now());
       // The server's own answer (a stuck task: 504; given up at the stop deadline: 503),
       // as text/plain like every other refusal; a 503 says when to come back.
       fill(res_, out.status, content_type::text, std::move(out.body));
@@ -331,6 +365,7 @@ void session::on_heavy_refused(const heavy_refusal& refusal) {
   // off; or 500 when the call could not even be handed over. The connection stays open.
   server_.rejected().count(refusal.reason);
   if (refusal.status == http::status::service_unavailable) {
+    server_.health().note_refusal(clock_type::now());  // /readyz: degraded for a while
     fill_overloaded(res_);
   } else {
     fill_error(res_, refusal.status);

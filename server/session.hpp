@@ -30,6 +30,7 @@
 
 namespace knit_server {
 
+class process_status;
 class server;
 
 // A TCP socket bound to the io_context's own executor type rather than the type-erased
@@ -42,7 +43,7 @@ using socket_type =
 //   do_read -> on_read_header --(header only)-----------------------------> handle_request
 //                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
 //
-//   handle_request --(/ping, 404: answered at once)--------------------> send_response
+//   handle_request --(/ping, /livez, /readyz, /metrics, 404: at once)-----> send_response
 //                  --(/ssr, /jwt: heavy_placement, inline or pool)-> on_heavy_done --^
 //                  --(/ssr, /jwt the placement refuses)-> on_heavy_refused (503) --^
 //                  --(/ssr, /jwt while the write budget is exceeded)-> (503) -------^
@@ -144,6 +145,7 @@ class session : public std::enable_shared_from_this<session> {
   void do_read_body();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void handle_request();
+  void answer_ops_endpoint(const process_status& status);
   void on_heavy_done(heavy_output&& out) noexcept;
   void on_heavy_refused(const heavy_refusal& refusal);
   void refuse(boost::beast::http::status status);

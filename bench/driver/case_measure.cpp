@@ -117,7 +117,7 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
       m.steal_cores = (mc1->steal_s - mc0->steal_s) / (mc1->wall_s - mc0->wall_s);
     }
     m.stats_after = srv.request_stats();
-    if (!is_peer_case(c) && (!m.stats_before || !m.stats_after))
+    if (!is_peer_case(c) && c.fleet == 0 && (!m.stats_before || !m.stats_after))
       m.notes.push_back("no knit-stats line after SIGUSR1; the row has no pool counters");
     if (m.stats_after && !m.stats_after->mode.empty() && m.stats_after->mode != c.server_mode)
       m.notes.push_back("knit-stats reports mode \"" + m.stats_after->mode +
@@ -140,6 +140,14 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
     throw case_error(what);
   }
   if (std::string note = srv.stop(); !note.empty()) m.notes.push_back(note);
+}
+
+// The command that runs a fleet of `instances` in the foreground until SIGTERM.
+std::string fleet_command(const run_options& cfg, int instances) {
+  std::string script = cfg.fleet_script.empty() ? std::string(KNIT_FLEET_SCRIPT) : cfg.fleet_script;
+  std::string quoted = "'";
+  for (char ch : script) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return "exec " + quoted + "' run " + std::to_string(instances);
 }
 
 // One case, start to stop: knit-server (port check, exec, identity, readiness, socket
@@ -165,6 +173,26 @@ case_measurement measure(const plan_case& c, const run_options& cfg, const fs::p
     po.name = c.tag;
     po.command = peer_command_text(c.peer_command, cfg.host, cfg.port);
     po.ready_timeout_s = cfg.peer_ready_timeout_s;
+    m.peer_command = po.command;
+    case_process srv(std::move(po));
+    measure_running<process_tree_cpu>(srv, c, cfg, logs, stem, bodies, m);
+    return m;
+  }
+  if (c.fleet > 0) {
+    // N instances behind HAProxy: deploy/fleet.sh in the foreground, measured as a process
+    // tree (the script, HAProxy, each instance and its supervisor shell), loaded through
+    // HAProxy's front port. The instances get the case's environment as it is.
+    po.kind = server_kind::peer;
+    po.name = c.tag + " (fleet of " + std::to_string(c.fleet) + ")";
+    po.command = fleet_command(cfg, c.fleet);
+    po.env["KNIT_FLEET_SERVER"] = cfg.server_exe;
+    po.env["KNIT_FLEET_FRONT_PORT"] = std::to_string(cfg.port);
+    po.env["KNIT_FLEET_BASE_PORT"] = std::to_string(cfg.port + 1);
+    po.env["KNIT_FLEET_DIR"] = (logs / (stem + ".fleet")).string();
+    // Checks every 500 ms (drain 1.5 s): every instance drains at once on the driver's
+    // SIGTERM, well inside its stop grace period.
+    po.env["KNIT_FLEET_CHECK_INTER_MS"] = "500";
+    po.ready_timeout_s = cfg.ready_timeout_s;
     m.peer_command = po.command;
     case_process srv(std::move(po));
     measure_running<process_tree_cpu>(srv, c, cfg, logs, stem, bodies, m);

@@ -24,6 +24,7 @@ result_row build_row(const plan_case& c, int rep, const case_measurement& m,
   if (!c.steal.empty()) r.steal = c.steal == "1";
   r.server_mode = c.server_mode;
   r.hosts = c.hosts;
+  r.fleet = c.fleet;
   r.cost_profile = c.cost_profile;
   r.extra_cost_us = c.extra_cost_us;
   r.env = c.env;
@@ -105,6 +106,10 @@ result_row build_row(const plan_case& c, int rep, const case_measurement& m,
   r.server_pid = m.server_pid;
   if (m.stats_after && !m.stats_after->mode.empty()) r.reported_mode = m.stats_after->mode;
   if (m.stats_after) r.reported_hosts = m.stats_after->hosts;
+  if (c.fleet > 0) {
+    r.peer_command = m.peer_command;
+    r.peer_processes = m.processes;
+  }
   if (peer) {
     r.peer_command = m.peer_command;
     r.peer_processes = m.processes;

@@ -32,7 +32,7 @@ std::string config_key(const result_row& r) {
   std::string k =
       r.cost_profile + "|" + (r.extra_cost_us ? std::to_string(*r.extra_cost_us) : "-") + "|" +
       r.mode + "|" + r.tag + "|" + r.server_mode + "|" + std::to_string(r.threads) + "|" +
-      std::to_string(r.hosts) + "|" + r.spin + "|" + r.park + "|" +
+      std::to_string(r.hosts) + "|" + std::to_string(r.fleet) + "|" + r.spin + "|" + r.park + "|" +
       (r.doorbell ? (*r.doorbell ? "1" : "0") : "") + "|" + (r.steal ? (*r.steal ? "1" : "0") : "");
   for (const auto& [n, v] : r.env) k += "|" + n + "=" + v;
   return k;
@@ -159,6 +159,8 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
     }
     c.hosts = r.hosts;
     if (c.hosts > 1) c.label += ", hosts: " + std::to_string(c.hosts);
+    c.fleet = r.fleet;
+    if (c.fleet > 0) c.label += ", fleet: " + std::to_string(c.fleet);
     c.stands_for_default = (c.threads == 1 && c.policy == config_kind::old_default) ||
                            (c.threads >= 2 && c.policy == config_kind::no_spin);
     switch (c.policy) {
@@ -193,7 +195,7 @@ std::vector<measured_config> group_configs(const std::vector<result_row>& rows) 
 
 bool in_scope(const measured_config& c, const config_scope& s) {
   return c.profile == s.profile && c.extra_cost_us == s.extra_cost_us && c.mode == s.mode &&
-         c.hosts == s.hosts;
+         c.hosts == s.hosts && c.fleet == s.fleet;
 }
 
 const measured_config* inline_config(const std::vector<measured_config>& cs,

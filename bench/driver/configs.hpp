@@ -50,8 +50,10 @@ struct measured_config {
   bool stands_for_default = false;
   int threads = 0;
   int hosts = 1;  // event loops (KNIT_HOSTS)
+  int fleet = 0;  // instances behind HAProxy; 0 = the server alone
   // "inline", "threads: N", "auto: N", "asio: N", "multi: N", "peer: NAME"; with more than
-  // one host, ", hosts: H" after it ("threads: 2, hosts: 4").
+  // one host, ", hosts: H" after it ("threads: 2, hosts: 4"); behind HAProxy, ", fleet: N"
+  // (N instances).
   std::string label;
   std::string policy_label;  // e.g. "old default (200us + park 1ms)"
   std::vector<const result_row*> reps;
@@ -75,6 +77,7 @@ struct config_scope {
   std::optional<int> extra_cost_us;
   std::string mode;
   int hosts = 1;
+  int fleet = 0;  // the tables that predate fleets are over the server alone
 };
 bool in_scope(const measured_config& c, const config_scope& s);
 const measured_config* inline_config(const std::vector<measured_config>& cs, const config_scope& s);

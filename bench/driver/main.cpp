@@ -26,9 +26,10 @@ using namespace knit::bench;
 
 const char* const kUsage = R"(usage:
   knit-bench run [--plan FILE.json | --default | --full | --cost-sweep | --hosts-sweep
-                  | --hosts-sweep-small] [options]
+                  | --hosts-sweep-small | --fleet] [options]
   knit-bench report DIR/rows.jsonl [--no-charts]
-  knit-bench plan (--default | --full | --cost-sweep | --hosts-sweep | --hosts-sweep-small)
+  knit-bench plan (--default | --full | --cost-sweep | --hosts-sweep | --hosts-sweep-small
+                  | --fleet)
                   [--profiles LIST]        print a built-in plan as JSON
 
 run options:
@@ -65,6 +66,8 @@ run options:
   --peer-routes NAME=LIST  the routes peer NAME serves, e.g. nginx=ping (default: all
                        three); it is loaded on those only
   --peer-timeout S     a peer must accept connections within S seconds (default 10)
+  --fleet-script PATH  what runs a case with "fleet": N (N instances behind HAProxy; default
+                       deploy/fleet.sh of the source tree knit-bench was built from)
 
 Plans are JSON arrays of cases (or objects with sizing and profiles, like bench/plans/full.json):
   {"tag":"t4","mode":"sat"|"rate","server_mode":"inline"|"pooled"|"asio"|"multi"|"auto","threads":4,
@@ -78,7 +81,8 @@ offer rate-fraction x the inline saturating total of the same profile / 3 per ro
 )";
 
 const char* const kChooseOne =
-    "choose one of --plan, --default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small";
+    "choose one of --plan, --default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small, "
+    "--fleet";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::cerr << "knit-bench: " << msg << "\n\n" << kUsage;
@@ -151,12 +155,14 @@ int cmd_plan(const std::vector<std::string>& args) {
     else if (args[i] == "--cost-sweep") which = "cost-sweep";
     else if (args[i] == "--hosts-sweep") which = "hosts-sweep";
     else if (args[i] == "--hosts-sweep-small") which = "hosts-sweep-small";
+    else if (args[i] == "--fleet") which = "fleet";
     else if (args[i] == "--profiles" && i + 1 < args.size()) profiles = split_list(args[++i]);
     else usage_error("plan: unknown argument " + args[i]);
   }
   if (which.empty())
     usage_error(
-        "plan: choose --default, --full, --cost-sweep, --hosts-sweep or --hosts-sweep-small");
+        "plan: choose --default, --full, --cost-sweep, --hosts-sweep, --hosts-sweep-small or "
+        "--fleet");
   builtin_plan p = builtin(which, profiles);
   std::cout << to_json_pretty(plan_to_json(p.cases));
   std::cerr << "knit-bench: " << p.name << " plan, " << p.cases.size() << " cases x " << p.repeat
@@ -216,6 +222,8 @@ int cmd_run(const std::vector<std::string>& args, const std::vector<std::string>
     else if (a == "--cost-sweep") choose("cost-sweep");
     else if (a == "--hosts-sweep") choose("hosts-sweep");
     else if (a == "--hosts-sweep-small") choose("hosts-sweep-small");
+    else if (a == "--fleet") choose("fleet");
+    else if (a == "--fleet-script") cfg.fleet_script = value();
     else if (a == "--out") cfg.out_dir = value();
     else if (a == "--repeat") repeat = int_arg(a, value(), 1, 1000);
     else if (a == "--idle") idle = seconds_arg(a, value());

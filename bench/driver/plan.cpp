@@ -131,12 +131,12 @@ plan_case parse_case(const json::value& v, size_t index) {
   static const std::set<std::string> known = {
       "tag",     "mode",   "server_mode",  "threads",       "spin",  "park",           "doorbell",
       "steal",   "env",    "cost_profile", "extra_cost_us", "conns", "rate_per_route", "note",
-      "command", "routes", "hosts"};
+      "command", "routes", "hosts",        "fleet"};
   for (const auto& kv : o) {
     if (!known.count(std::string(kv.key())))
       throw plan_error(
           ctx + ": unknown field \"" + std::string(kv.key()) +
-          "\" (known: tag, mode, server_mode, threads, hosts, spin, park, doorbell, steal, "
+          "\" (known: tag, mode, server_mode, threads, hosts, fleet, spin, park, doorbell, steal, "
           "env, cost_profile, extra_cost_us, conns, rate_per_route, command, routes, note)");
   }
 
@@ -160,6 +160,8 @@ plan_case parse_case(const json::value& v, size_t index) {
     c.threads = static_cast<int>(integer_field(*t, ctx, "threads", 0, 4096));
   if (auto* h = o.if_contains("hosts"))
     c.hosts = static_cast<int>(integer_field(*h, ctx, "hosts", 1, 1024));
+  if (auto* f = o.if_contains("fleet"))
+    c.fleet = static_cast<int>(integer_field(*f, ctx, "fleet", 0, 64));
 
   if (auto* s = o.if_contains("spin")) c.spin = setting_text(*s, ctx, "spin");
   if (!c.spin.empty() && !all_digits(c.spin))
@@ -235,6 +237,10 @@ plan_case parse_case(const json::value& v, size_t index) {
     if (c.hosts != 1)
       throw plan_error(ctx +
                        ": field \"hosts\" sets KNIT_HOSTS, which an external peer does not read");
+    if (c.fleet != 0)
+      throw plan_error(ctx +
+                       ": field \"fleet\" runs knit-server instances behind HAProxy; an "
+                       "external peer is a server of its own");
   } else {
     if (!c.peer_command.empty() || !c.peer_routes.empty())
       throw plan_error(ctx +
@@ -314,6 +320,7 @@ json::value case_to_json(const plan_case& c) {
   o["server_mode"] = c.server_mode;
   o["threads"] = c.threads;
   if (c.hosts != 1) o["hosts"] = c.hosts;
+  if (c.fleet != 0) o["fleet"] = c.fleet;
   o["spin"] = c.spin;
   o["park"] = c.park;
   o["doorbell"] = c.doorbell;

@@ -24,6 +24,10 @@ struct plan_case {
   // KNIT_HOSTS: event-loop threads, each with its own io_context and SO_REUSEPORT listener.
   // 1 (the server's default) leaves the variable unset, so older plans run as before.
   int hosts = 1;
+  // Instances of this knit-server configuration behind HAProxy (deploy/fleet.sh run N), all
+  // loaded through HAProxy's front port; their CPU and HAProxy's are summed as a process
+  // tree. 0 = the server alone, as every other case.
+  int fleet = 0;
   std::string spin;                        // KNIT_SPIN in us; "" = unset
   std::string park;                        // KNIT_PARK in ms; "" = unset
   std::string doorbell;                    // KNIT_DOORBELL "0"/"1"; "" = unset

@@ -18,6 +18,7 @@
 #include "driver/peer_report.hpp"
 #include "driver/report_cells.hpp"
 #include "driver/report_counters.hpp"
+#include "driver/report_fleet.hpp"
 #include "driver/report_hosts.hpp"
 #include "driver/report_reference_tables.hpp"
 #include "driver/report_sweep.hpp"
@@ -171,6 +172,7 @@ std::string render_markdown(const std::vector<result_row>& rows, const json::obj
       }
   }
   for (const auto& p : prof) md << hosts_section(cs, p, charts);
+  for (const auto& p : prof) md << fleet_section(cs, p);
   for (const auto& p : sweep_prof) sweep_section(md, cs, p, charts);
   return md.str();
 }

@@ -148,6 +148,7 @@ const std::set<std::string>& known_keys() {
                                           "routes",
                                           "server_mode",
                                           "hosts",
+                                          "fleet",
                                           "steal",
                                           "cost_profile",
                                           "extra_cost_us",
@@ -208,6 +209,7 @@ json::object row_to_json(const result_row& r) {
 
   o["server_mode"] = r.server_mode;
   o["hosts"] = r.hosts;
+  if (r.fleet != 0) o["fleet"] = r.fleet;
   o["steal"] = opt_value(r.steal);
   o["cost_profile"] = r.cost_profile;
   o["extra_cost_us"] = r.extra_cost_us ? json::value(*r.extra_cost_us) : json::value(nullptr);
@@ -269,6 +271,10 @@ result_row row_from_json(const json::value& v) {
   if (auto h = opt_num(o, "hosts")) {
     if (!(*h >= 1 && *h <= 1e6) || std::floor(*h) != *h) bad("hosts", "expected an integer >= 1");
     r.hosts = static_cast<int>(*h);
+  }
+  if (auto f = opt_num(o, "fleet")) {
+    if (!(*f >= 0 && *f <= 64) || std::floor(*f) != *f) bad("fleet", "expected an integer 0-64");
+    r.fleet = static_cast<int>(*f);
   }
   r.cost_profile = str(o, "cost_profile", false);
   if (auto x = opt_num(o, "extra_cost_us")) r.extra_cost_us = static_cast<int>(*x);

@@ -34,8 +34,9 @@ struct result_row {
   std::string park;  // reference: "default" = 1 ms;  ours: "" = unset
   std::optional<bool> doorbell;  // null = unset
   std::optional<bool> steal;
-  std::string server_mode;   // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
-  int hosts = 1;             // KNIT_HOSTS, event loops; rows from before it existed read as 1
+  std::string server_mode;  // "inline" | "pooled" | "asio" | "multi" | "auto" | "peer:NAME"
+  int hosts = 1;            // KNIT_HOSTS, event loops; rows from before it existed read as 1
+  int fleet = 0;  // instances behind HAProxy (plan_case::fleet); 0 (or absent) = the server alone
   std::string cost_profile;  // "" = not recorded (reference rows)
   std::optional<int> extra_cost_us;
   std::map<std::string, std::string> env;  // extra variables from the plan's "env"

@@ -27,6 +27,9 @@ struct run_options : plan_sizing {
   std::string lock_path = "/tmp/knit-bench.lock";
   double ready_timeout_s = 20, stop_grace_s = 5;
   double peer_ready_timeout_s = 10;  // an external peer must accept connections within this
+  // The script that runs a fleet case (plan_case::fleet): deploy/fleet.sh of this source tree
+  // unless --fleet-script says otherwise.
+  std::string fleet_script;
   bool charts = true;
   // Trustworthy windows on a shared machine: a window during which the machine spent more
   // than foreign_max cores outside the server, the generator and the driver is measured

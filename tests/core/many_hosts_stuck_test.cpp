@@ -34,7 +34,8 @@ knit::call_options stuck_after(std::chrono::milliseconds limit) {
   return c;
 }
 
-TEST(many_hosts_stuck, an_attached_hosts_stuck_call_fails_on_its_thread_and_its_worker_is_replaced) {
+TEST(many_hosts_stuck,
+     an_attached_hosts_stuck_call_fails_on_its_thread_and_its_worker_is_replaced) {
   knit::pool p(two_workers());
   static knit_test::gate g;  // static: a retired thread must never outlive what it reads
   g.open = false;
@@ -64,10 +65,11 @@ TEST(many_hosts_stuck, an_attached_hosts_stuck_call_fails_on_its_thread_and_its_
     // Later calls from this host run, on the surviving worker or the replacement.
     int done = 0;
     for (int i = 0; i < 20; ++i) {
-      EXPECT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int> r) {
-        EXPECT_TRUE(r.ok());
-        ++done;
-      }));
+      EXPECT_FALSE(h.submit([](int x) { return x; }, i,
+                            [&](knit::result<int> r) {
+                              EXPECT_TRUE(r.ok());
+                              ++done;
+                            }));
     }
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 20; }));
     while (!release) std::this_thread::sleep_for(1ms);
@@ -231,10 +233,11 @@ TEST(many_hosts_stuck, a_host_leaves_while_its_stuck_call_runs_and_its_index_is_
     EXPECT_EQ(h.index(), first_index);
     int done = 0;
     for (int i = 0; i < 50; ++i) {
-      EXPECT_FALSE(h.submit([](int x) { return x * 2; }, i, [&](knit::result<int> r) {
-        EXPECT_TRUE(r.ok());
-        ++done;
-      }));
+      EXPECT_FALSE(h.submit([](int x) { return x * 2; }, i,
+                            [&](knit::result<int> r) {
+                              EXPECT_TRUE(r.ok());
+                              ++done;
+                            }));
     }
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 50; }));
   });
@@ -275,7 +278,8 @@ TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thre
     EXPECT_EQ(h.pending(), 0u);
     // Still attached: a later call runs on the replacement.
     bool later = false;
-    ASSERT_FALSE(h.submit([](int x) { return x; }, 9, [&](knit::result<int> r) { later = r.ok(); }));
+    ASSERT_FALSE(
+        h.submit([](int x) { return x; }, 9, [&](knit::result<int> r) { later = r.ok(); }));
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return later; }));
   });
   // The builder replaces the worker while the host waits for its later call.

@@ -114,7 +114,7 @@ void expect_same(const builtin_plan& got, const builtin_plan& want) {
 }
 
 TEST(builtin_plans, each_embedded_plan_parses) {
-  ASSERT_EQ(embedded_plans().size(), 5u);
+  ASSERT_EQ(embedded_plans().size(), 6u);
   for (const auto& e : embedded_plans()) {
     builtin_plan p = load_builtin_plan(e.name);
     EXPECT_FALSE(p.cases.empty()) << e.name;

@@ -37,6 +37,21 @@ TEST(config, defaults) {
   EXPECT_EQ(cfg.jwt_cost_us, 0u);
   EXPECT_EQ(cfg.max_connections, 10000u);
   EXPECT_EQ(cfg.idle_timeout, std::chrono::milliseconds(30000));
+  EXPECT_EQ(cfg.drain_delay, std::chrono::milliseconds(0));
+}
+
+TEST(config, drain_delay) {
+  EXPECT_EQ(parse({{"KNIT_DRAIN_DELAY_MS", "5000"}}).drain_delay, std::chrono::milliseconds(5000));
+  EXPECT_EQ(parse({{"KNIT_DRAIN_DELAY_MS", "0"}}).drain_delay, std::chrono::milliseconds(0));
+  EXPECT_EQ(parse({{"KNIT_DRAIN_DELAY_MS", ""}}).drain_delay, std::chrono::milliseconds(0));
+  EXPECT_EQ(parse({{"KNIT_DRAIN_DELAY_MS", "600000"}}).drain_delay,
+            std::chrono::milliseconds(600000));
+  for (const char* value : {"-1", "1.5", "5s", "600001", " 10"}) {
+    EXPECT_EQ(
+        error_of({{"KNIT_DRAIN_DELAY_MS", value}}),
+        std::string("KNIT_DRAIN_DELAY_MS=\"") + value + "\": must be an integer from 0 to 600000")
+        << value;
+  }
 }
 
 TEST(config, unset_secret_is_random_and_flagged) {

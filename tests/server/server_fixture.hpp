@@ -150,6 +150,13 @@ inline void expect_answer_then_close(connection& c, std::string_view raw, int st
   EXPECT_TRUE(c.wait_closed()) << raw;
 }
 
+// The stop's answer to a request that arrived whole after the stop began (server.hpp): 503
+// with Retry-After and Connection: close, never routed to a worker.
+inline bool is_not_started_answer(const http_response& res) {
+  return res.status == 503 && res.header("retry-after") == "1" &&
+         res.header("connection") == "close";
+}
+
 // A load that SIGTERM cuts short: `clients` threads send request(t, i), client t's i-th
 // request, reconnecting after each close, until connecting fails (the server has stopped
 // listening) or a client has sent max_requests_per_client.

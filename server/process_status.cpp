@@ -1,0 +1,44 @@
+// Gathers every host's health events for the readiness policy.
+#include "process_status.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "server.hpp"
+
+namespace knit_server {
+
+using clock_type = std::chrono::steady_clock;
+
+process_status::process_status(unsigned hosts, const knit::pool* pool)
+    : hosts_(hosts), pool_(pool), servers_(std::make_unique<std::atomic<const server*>[]>(hosts)) {
+  for (unsigned i = 0; i < hosts_; ++i) servers_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+void process_status::add(unsigned index, const server& s) noexcept {
+  if (index < hosts_) servers_[index].store(&s, std::memory_order_release);
+}
+
+readiness process_status::assess(clock_type::time_point now) const {
+  readiness_signals signals;
+  signals.now = now;
+  signals.draining = draining();
+  std::vector<clock_type::time_point> stuck;
+  for (unsigned i = 0; i < hosts_; ++i) {
+    const server* s = servers_[i].load(std::memory_order_acquire);
+    if (!s) continue;
+    signals.last_refusal = std::max(signals.last_refusal, s->health().last_refusal());
+    s->health().append_stuck_times(stuck);
+  }
+  // The policy_.stuck_calls-th most recent stuck call, over every host.
+  const std::size_t n = policy_.stuck_calls;
+  if (n > 0 && stuck.size() >= n) {
+    std::nth_element(stuck.begin(), stuck.begin() + static_cast<std::ptrdiff_t>(n - 1), stuck.end(),
+                     std::greater<>());
+    signals.nth_last_stuck = stuck[n - 1];
+  }
+  return assess_readiness(signals, policy_);
+}
+
+}  // namespace knit_server
