@@ -5,8 +5,8 @@
 
 namespace knit_server {
 
-drain_sequence::drain_sequence(const boost::asio::any_io_executor& executor,
-                               process_status& status, std::chrono::milliseconds delay)
+drain_sequence::drain_sequence(const boost::asio::any_io_executor& executor, process_status& status,
+                               std::chrono::milliseconds delay)
     : status_(status), delay_(delay), timer_(executor) {}
 
 void drain_sequence::begin(std::function<void()> stop) {

@@ -22,6 +22,7 @@ server::server(net::io_context& io, const server_config& cfg, heavy_placement& p
       threading_(cfg.mode, cfg.hosts),
       placement_(placement),
       limit_(limit),
+      metrics_(threading_.multi()),
       status_(status),
       ping_cache_(threading_.multi()),
       listener_(io, *this),

@@ -170,6 +170,8 @@ class session : public std::enable_shared_from_this<session> {
   // on the SIGUSR1 thread.
   std::atomic<std::size_t> published_bytes_{0};
   phase phase_ = phase::reading;
+  // When the current request was read whole (handle_request, refuse): its latency's start.
+  std::chrono::steady_clock::time_point request_read_at_{};
   route route_ = route::not_found;  // the current request's route
   bool keep_alive_ = false;         // the client asked to keep the connection
   bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed
