@@ -109,7 +109,8 @@ void write_requests(page& p, const metrics_snapshot& s) {
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         cumulative += t.buckets[r][b];
-        const std::string_view le = b < kLatencyBoundLabels.size() ? kLatencyBoundLabels[b] : "+Inf";
+        const std::string_view le =
+            b < kLatencyBoundLabels.size() ? kLatencyBoundLabels[b] : "+Inf";
         p.sample("knit_http_request_duration_seconds_bucket", join(labels, quoted("le", le)),
                  cumulative);
       }
@@ -167,8 +168,8 @@ void write_pool(page& p, const knit::pool_stats& ps) {
       p.sample(name, quoted("host", std::to_string(h.index)), h.*field);
     }
   };
-  host_counter("knit_pool_calls_submitted_total", "Calls accepted by the pool.",
-               ps.calls_submitted, &knit::host_stats::calls_submitted);
+  host_counter("knit_pool_calls_submitted_total", "Calls accepted by the pool.", ps.calls_submitted,
+               &knit::host_stats::calls_submitted);
   host_counter("knit_pool_calls_completed_total", "Calls whose handler ran, any outcome.",
                ps.calls_completed, &knit::host_stats::calls_completed);
   host_counter("knit_pool_calls_rejected_total", "Calls the pool refused (full, shut down).",
@@ -196,11 +197,11 @@ void write_pool(page& p, const knit::pool_stats& ps) {
            "Retired workers whose stuck task has not returned yet.");
   p.sample("knit_pool_retired_running", "", ps.retired_running);
   // Every worker counter, from the one list of them, with its description as the help.
-#define KNIT_METRICS_WORKER_FAMILY(name, description)                                    \
-  p.family("knit_pool_worker_" #name "_total", "counter", description);                 \
-  for (std::size_t w = 0; w < ps.workers.size(); ++w) {                                  \
+#define KNIT_METRICS_WORKER_FAMILY(name, description)                                 \
+  p.family("knit_pool_worker_" #name "_total", "counter", description);               \
+  for (std::size_t w = 0; w < ps.workers.size(); ++w) {                               \
     p.sample("knit_pool_worker_" #name "_total", quoted("worker", std::to_string(w)), \
-             ps.workers[w].name);                                                        \
+             ps.workers[w].name);                                                     \
   }
   KNIT_WORKER_COUNTERS(KNIT_METRICS_WORKER_FAMILY)
 #undef KNIT_METRICS_WORKER_FAMILY

@@ -52,8 +52,8 @@ struct host_metrics {
 };
 
 struct metrics_snapshot {
-  std::vector<host_metrics> hosts;        // in host order; host="N" labels when more than one
-  readiness ready = readiness::ready;     // what /readyz would answer now
+  std::vector<host_metrics> hosts;         // in host order; host="N" labels when more than one
+  readiness ready = readiness::ready;      // what /readyz would answer now
   const knit::pool_stats* pool = nullptr;  // null without a knit pool
 };
 

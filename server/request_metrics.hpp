@@ -21,8 +21,8 @@ inline constexpr std::size_t kCodeSlots = kCountedCodes.size() + 1;  // + "other
 // seconds: 100 µs to 10 s, roughly 1-2.5-5 per decade; a last bucket (+Inf) takes the rest.
 // Fixed, so every instance's histograms add up in a fleet.
 inline constexpr std::array<std::uint64_t, 16> kLatencyBoundsNs = {
-    100'000,     250'000,     500'000,       1'000'000,     2'500'000,     5'000'000,
-    10'000'000,  25'000'000,  50'000'000,    100'000'000,   250'000'000,   500'000'000,
+    100'000,       250'000,       500'000,       1'000'000,     2'500'000,   5'000'000,
+    10'000'000,    25'000'000,    50'000'000,    100'000'000,   250'000'000, 500'000'000,
     1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
 inline constexpr std::array<std::string_view, 16> kLatencyBoundLabels = {
     "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",

@@ -25,9 +25,9 @@ std::string joined(const std::vector<std::string>& errors) {
 
 TEST(request_metrics, CountsByRouteCodeAndBucket) {
   request_metrics m(false);
-  m.record(route::ping, 200, 50'000);        // 50 µs: the first bucket
-  m.record(route::ping, 200, 100'000);       // on the bound: still the first (le)
-  m.record(route::ping, 200, 100'001);       // just over: the second
+  m.record(route::ping, 200, 50'000);         // 50 µs: the first bucket
+  m.record(route::ping, 200, 100'000);        // on the bound: still the first (le)
+  m.record(route::ping, 200, 100'001);        // just over: the second
   m.record(route::ssr, 503, 20'000'000'000);  // 20 s: +Inf
   m.record(route::not_found, 418, 1);         // an uncounted code: "other"
   request_totals t;

@@ -63,9 +63,11 @@ inline std::string prom_family(const prom_page& page, const std::string& name) {
 
 inline prom_page parse_prometheus_text(std::string_view text) {
   static const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*))");
-  static const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped))");
-  static const std::regex sample(
-      R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? ([-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|Inf|NaN)))");
+  static const std::regex type(
+      R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped))");
+  // name{labels} value: the value a float, +Inf, -Inf or NaN.
+  static const std::regex sample(std::string(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? )") +
+                                 R"(([-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|Inf|NaN)))");
   static const std::regex label(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
   prom_page page;
   if (text.empty() || text.back() != '\n') page.errors.push_back("the page must end with \\n");
