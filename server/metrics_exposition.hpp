@@ -37,6 +37,7 @@
 
 #include "readiness.hpp"
 #include "request_metrics.hpp"
+#include "responses.hpp"
 
 namespace knit_server {
 
@@ -57,8 +58,8 @@ struct metrics_snapshot {
   const knit::pool_stats* pool = nullptr;  // null without a knit pool
 };
 
-// The Content-Type of the page.
-inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+// The Content-Type of the page (the one the session sends).
+inline constexpr std::string_view kMetricsContentType = content_type::prometheus;
 
 // The whole page (see above).
 std::string format_metrics(const metrics_snapshot& snapshot);
