@@ -1,10 +1,14 @@
-// Gathers every host's health events for the readiness policy.
+// Gathers every host's health events for the readiness policy, and its figures for /metrics.
 #include "process_status.hpp"
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include <knit/knit.hpp>
+
+#include "metrics_exposition.hpp"
 #include "server.hpp"
 
 namespace knit_server {
@@ -39,6 +43,27 @@ readiness process_status::assess(clock_type::time_point now) const {
     signals.nth_last_stuck = stuck[n - 1];
   }
   return assess_readiness(signals, policy_);
+}
+
+std::string process_status::metrics_page(clock_type::time_point now) const {
+  metrics_snapshot snapshot;
+  snapshot.ready = assess(now);
+  for (unsigned i = 0; i < hosts_; ++i) {
+    const server* s = servers_[i].load(std::memory_order_acquire);
+    if (!s) continue;  // not started yet: counted from the next scrape
+    host_metrics& m = snapshot.hosts.emplace_back();
+    s->metrics().add_to(m.requests);
+    m.refused_queue_delay = s->rejected().queue_delay.load(std::memory_order_relaxed);
+    m.refused_queue_count = s->rejected().queue_count.load(std::memory_order_relaxed);
+    m.refused_pool_full = s->rejected().pool_full.load(std::memory_order_relaxed);
+    m.stuck_calls = s->health().stuck_total();
+    m.open_connections = s->connections();
+    m.buffered_bytes = s->buffered_bytes();
+  }
+  std::optional<knit::pool_stats> pool_stats;
+  if (pool_) pool_stats = pool_->stats();  // on its builder's thread: see the header
+  snapshot.pool = pool_stats ? &*pool_stats : nullptr;
+  return format_metrics(snapshot);
 }
 
 }  // namespace knit_server

@@ -50,6 +50,10 @@ class process_status {
   // The readiness policy (readiness.hpp) over every host's events at `now`.
   readiness assess(std::chrono::steady_clock::time_point now) const;
 
+  // The /metrics page (metrics_exposition.hpp): every host's figures, the readiness at `now`,
+  // and the pool's counters (when main gave the pool).
+  std::string metrics_page(std::chrono::steady_clock::time_point now) const;
+
   const readiness_policy& policy() const noexcept { return policy_; }
 
  private:

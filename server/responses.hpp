@@ -19,6 +19,8 @@ inline constexpr std::string_view json_utf8 = "application/json; charset=utf-8";
 inline constexpr std::string_view html = "text/html; charset=UTF-8";  // c.html (/ssr)
 // c.text and Hono's notFound.
 inline constexpr std::string_view text = "text/plain; charset=UTF-8";
+// GET /metrics: the Prometheus text exposition format, version 0.0.4.
+inline constexpr std::string_view prometheus = "text/plain; version=0.0.4; charset=utf-8";
 }  // namespace content_type
 
 // One response. The session keeps one and reuses it; a route's body string is moved in.

@@ -23,6 +23,7 @@ server::server(net::io_context& io, const server_config& cfg, heavy_placement& p
       placement_(placement),
       limit_(limit),
       budget_(budget),
+      metrics_(threading_.multi()),
       status_(status),
       ping_cache_(threading_.multi()),
       listener_(io, *this),

@@ -21,6 +21,7 @@
 #include "io_threading.hpp"
 #include "listener.hpp"
 #include "ping_cache.hpp"
+#include "request_metrics.hpp"
 #include "stats.hpp"
 #include "write_budget.hpp"
 
@@ -125,6 +126,9 @@ class server {
   const request_counters& counters() const noexcept { return counters_; }
   rejection_counters& rejected() noexcept { return rejected_; }
   const rejection_counters& rejected() const noexcept { return rejected_; }
+  // Responses by route and code, and their latency, for /metrics (request_metrics.hpp).
+  request_metrics& metrics() noexcept { return metrics_; }
+  const request_metrics& metrics() const noexcept { return metrics_; }
   // Refusals and stuck calls with their times, for the readiness policy (health_events.hpp).
   health_events& health() noexcept { return health_; }
   const health_events& health() const noexcept { return health_; }
@@ -166,6 +170,7 @@ class server {
   request_counters counters_;
   rejection_counters rejected_;
   health_events health_;
+  request_metrics metrics_;
   const process_status* status_;
   ping_cache ping_cache_;
   listener listener_;

@@ -251,6 +251,7 @@ void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
 
 void session::handle_request() {
   phase_ = phase::handling;
+  request_read_at_ = clock_type::now();  // the latency metric's start
   set_deadline(clock_type::time_point::max());
   auto& req = parser_->get();
 
@@ -319,6 +320,10 @@ void session::answer_ops_endpoint(const process_status& status) {
                 readiness_body(r));
       break;
     }
+    case route::metrics:
+      fill(res_, http::status::ok, content_type::prometheus,
+           status.metrics_page(clock_type::now()));
+      break;
     default: fill_not_found(res_); break;
   }
 }
@@ -376,6 +381,8 @@ void session::on_heavy_refused(const heavy_refusal& refusal) {
 void session::refuse(http::status status) {
   // The request could not be parsed: answer it, then close.
   server_.counters().count(route::not_found);
+  route_ = route::not_found;
+  request_read_at_ = clock_type::now();
   phase_ = phase::handling;
   keep_alive_ = false;
   http10_ = false;
@@ -413,6 +420,11 @@ void session::send_response() {
 }
 
 void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
+  // The response is out (or the client is gone): one response, timed from the request.
+  const auto took = clock_type::now() - request_read_at_;
+  server_.metrics().record(route_, static_cast<unsigned>(res_.status),
+                           static_cast<std::uint64_t>(
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
   // Written, or given up: either way the strings are about to be freed or reused.
   parked_.release();
   // The client is gone, or it stopped reading until the deadline passed.

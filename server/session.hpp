@@ -192,6 +192,8 @@ class session : public std::enable_shared_from_this<session> {
   // to a client that has.
   std::chrono::steady_clock::time_point closing_until_{};
   phase phase_ = phase::reading;
+  // When the current request was read whole (handle_request, refuse): its latency's start.
+  std::chrono::steady_clock::time_point request_read_at_{};
   route route_ = route::not_found;  // the current request's route
   bool keep_alive_ = false;         // the client asked to keep the connection
   bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed

@@ -33,9 +33,16 @@ export KNIT_FLEET_DIR=$work/run KNIT_FLEET_SERVER=$server
 # Fast checks, so the test is short: DOWN within 2 x 200 ms, drain 600 ms (fleet.sh's rule).
 export KNIT_FLEET_CHECK_INTER_MS=200 KNIT_FLEET_CHECK_FALL=2 KNIT_FLEET_CHECK_RISE=2
 export KNIT_FLEET_TIMEOUT_S=20
-# Somewhere in 20000-44999, so that parallel runs rarely probe the same ports (fleet.sh
+# Below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 by default): a test
+# running beside this one that binds port 0, or connects anywhere, gets its port from that
+# range, and could take an instance's port between fleet.sh's probe and the bind, or while the
+# instance restarts (seen: "Address already in use" under ctest -j). A random hundred in
+# 20000 up to that range keeps parallel fleet runs from probing the same ports (fleet.sh
 # still skips any port in use).
-export KNIT_FLEET_BASE_PORT=$((20000 + (RANDOM % 250) * 100))
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+slots=$(( (ephemeral_low - 20000 - 200) / 100 ))
+[ "$slots" -ge 1 ] || slots=1
+export KNIT_FLEET_BASE_PORT=$((20000 + (RANDOM % slots) * 100))
 export KNIT_MODE=pooled KNIT_THREADS=1 JWT_SECRET=fleet-test-secret
 inter_ms=$KNIT_FLEET_CHECK_INTER_MS fall=$KNIT_FLEET_CHECK_FALL
 

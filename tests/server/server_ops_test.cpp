@@ -17,6 +17,7 @@
 #include <boost/json.hpp>
 
 #include "http_client.hpp"
+#include "prometheus_text.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
 
@@ -126,11 +127,13 @@ TEST_P(server_ops, DuringTheDrainDelayEverythingButReadyzIsServedThenTheStopRuns
 TEST_P(server_ops, ARequestThatArrivesAfterTheStopBeganGets503AndClose) {
   // Drain delay 0: the stop begins at the signal.
   ASSERT_NO_FATAL_FAILURE(start());
-  // A request half sent before the stop (the connection is not idle, so the stop keeps it)...
+  // A request half sent before the stop (the connection is not idle, so the stop keeps it):
+  // the 100 Continue shows that the server has read its header, on whichever host.
   auto late_connection = std::make_unique<connection>(port());
   connection& late = *late_connection;
-  ASSERT_TRUE(late.send("POST /ssr HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n"));
-  ASSERT_NO_FATAL_FAILURE(expect_status(connection(port()).request("GET", "/ping"), 200));
+  ASSERT_TRUE(late.send(
+      "POST /ssr HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_EQ(late.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
   server_->signal(SIGTERM);
   ASSERT_TRUE(wait_not_listening(port()));
   // ...and completed after it: not started, refused, closed.
@@ -179,6 +182,55 @@ TEST(ops_drain, ASecondSigtermDuringTheDelayExitsAtOnce) {
   EXPECT_EQ(server.wait_exit(std::chrono::seconds(10)), 1) << server.stderr_text();
   EXPECT_NE(server.stderr_text().find("second stop signal"), std::string::npos)
       << server.stderr_text();
+}
+
+TEST_P(server_ops, MetricsParseAndCountTheRequestsMade) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  constexpr int kPings = 7;
+  for (int i = 0; i < kPings; ++i) {
+    ASSERT_NO_FATAL_FAILURE(expect_status(connection(port()).request("GET", "/ping"), 200));
+  }
+  connection c(port());
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.request("POST", "/ssr", kSsrBody), 200));
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.request("POST", "/ssr", kSsrBody), 200));
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.request("GET", "/nope"), 404));
+  ASSERT_NO_FATAL_FAILURE(expect_status(c.request("GET", "/metrics"), 200));  // counted below
+
+  auto res = c.request("GET", "/metrics");
+  ASSERT_NO_FATAL_FAILURE(expect_status(res, 200));
+  EXPECT_EQ(res->header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  const prom_page page = parse_prometheus_text(res->body);
+  std::string errors;
+  for (const std::string& e : page.errors) errors += e + '\n';
+  for (const std::string& e : histogram_errors(page)) errors += e + '\n';
+  ASSERT_EQ(errors, "") << res->body;
+  for (const auto& [family, type] : page.types) EXPECT_TRUE(page.helped.count(family)) << family;
+
+  // Every host's counts together are the requests made (each was answered before the next).
+  EXPECT_EQ(page.sum("knit_http_requests_total", {{"route", "ping"}, {"code", "200"}}), kPings);
+  EXPECT_EQ(page.sum("knit_http_requests_total", {{"route", "ssr"}, {"code", "200"}}), 2);
+  EXPECT_EQ(page.sum("knit_http_requests_total", {{"route", "other"}, {"code", "404"}}), 1);
+  EXPECT_EQ(page.sum("knit_http_requests_total", {{"route", "metrics"}}), 1);
+  EXPECT_EQ(page.sum("knit_http_requests_total"), kPings + 2 + 1 + 1);
+  EXPECT_EQ(page.sum("knit_http_request_duration_seconds_count", {{"route", "ping"}}), kPings);
+  EXPECT_EQ(page.sum("knit_http_request_duration_seconds_count", {{"route", "ssr"}}), 2);
+  EXPECT_GT(page.sum("knit_http_request_duration_seconds_sum", {{"route", "ssr"}}), 0);
+  EXPECT_GE(page.sum("knit_open_connections"), 1);  // this one
+  EXPECT_GT(page.sum("knit_buffered_bytes"), 0);
+  EXPECT_EQ(page.sum("knit_ready"), 1);
+  EXPECT_EQ(page.sum("knit_draining"), 0);
+  EXPECT_EQ(page.sum("knit_admission_refusals_total"), 0);
+  EXPECT_TRUE(page.has("knit_stuck_calls_total"));
+  // A host label exactly when there are several event loops.
+  EXPECT_EQ(res->body.find("host=\"") != std::string::npos, hosts() > 1);
+  if (pooled()) {
+    EXPECT_EQ(page.sum("knit_pool_calls_submitted_total"), 2);
+    EXPECT_EQ(page.sum("knit_pool_worker_calls_run_total"), 2);
+  } else if (mode() == "auto") {  // a pool, which the cheap /ssr may not have used
+    EXPECT_TRUE(page.has("knit_pool_calls_submitted_total"));
+  } else {
+    EXPECT_FALSE(page.has("knit_pool_calls_submitted_total"));
+  }
 }
 
 TEST(ops_readiness, ReadyzIsAnsweredWhileTheOnlyWorkerIsBusyAndDegradesOnRefusals) {
