@@ -6,7 +6,9 @@
 // runtimes of hosts_runtimes.hpp: knit (two attached hosts, workers taking turns between
 // their rings), asio_pool (the flooder posts into the same asio::thread_pool, one FIFO)
 // and tbb_arena (the same task_arena). Counters: the victim's p50_us, p99_us and
-// calls_per_s, the flood's flood_calls_per_s over the same time, and victim_calls (at most
+// calls_per_s; wait_p99_us, the p99 of the victim's queue wait alone (submit to its task
+// starting on a worker: the rest of a round trip is the task, the reply and the victim's
+// wake-up); the flood's flood_calls_per_s over the same time; and victim_calls (at most
 // kVictimCalls, fewer when a row reaches kVictimTime first, so a row behind a FIFO flood
 // still ends in about a second and a half). Not pinned: run it under taskset.
 #include <benchmark/benchmark.h>
@@ -46,6 +48,24 @@ std::uint64_t spin_task(std::uint64_t salt) {
   return h;
 }
 
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// How long the victim's call waited before a worker started it, written by that worker and
+// read by the victim in its reply (one victim call at a time, so one slot is enough; the
+// runtime's hand-back of the result orders the store before the reply).
+std::atomic<std::int64_t> victim_queue_wait_ns{0};
+
+// The victim's task: spin_task, after noting how long it waited since `sent_at_ns`.
+std::uint64_t victim_task(std::uint64_t sent_at_ns) {
+  victim_queue_wait_ns.store(steady_ns() - static_cast<std::int64_t>(sent_at_ns),
+                             std::memory_order_release);
+  return spin_task(sent_at_ns);
+}
+
 double percentile_us(std::vector<double>& ns, double q) {
   if (ns.empty()) return 0;
   const auto k = static_cast<std::size_t>(q * static_cast<double>(ns.size() - 1));
@@ -78,8 +98,9 @@ template <class Shared>
 void victim_round_trips(benchmark::State& state, bool flooded) {
   const auto workers = static_cast<unsigned>(state.range(0));
   Shared shared(workers);
-  std::vector<double> round_trip_ns;
-  round_trip_ns.reserve(static_cast<std::size_t>(kVictimCalls) * 4);
+  std::vector<double> round_trip_ns, queue_wait_ns;
+  round_trip_ns.reserve(kVictimCalls);
+  queue_wait_ns.reserve(kVictimCalls);
   std::uint64_t flood_calls = 0;
   double seconds = 0;
   for (auto _ : state) {
@@ -88,8 +109,8 @@ void victim_round_trips(benchmark::State& state, bool flooded) {
     std::thread flooder;
     if (flooded) {
       flooder = std::thread([&] {
-        flood_until_stopped(shared, kFloodPerWorker * static_cast<int>(workers), flood_full,
-                            stop, flood_done);
+        flood_until_stopped(shared, kFloodPerWorker * static_cast<int>(workers), flood_full, stop,
+                            flood_done);
       });
     }
     std::thread victim([&] {
@@ -101,17 +122,17 @@ void victim_round_trips(benchmark::State& state, bool flooded) {
       for (int i = 0; i < kVictimCalls && std::chrono::steady_clock::now() < end; ++i) {
         bool back = false;
         const auto sent_at = std::chrono::steady_clock::now();
-        host.submit(spin_task, static_cast<std::uint64_t>(i), [&] {
+        host.submit(victim_task, static_cast<std::uint64_t>(steady_ns()), [&] {
+          queue_wait_ns.push_back(
+              static_cast<double>(victim_queue_wait_ns.load(std::memory_order_acquire)));
           round_trip_ns.push_back(
-              std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() -
-                                                       sent_at)
+              std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - sent_at)
                   .count());
           back = true;
         });
         while (!back) host.wait();
       }
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       state.SetIterationTime(s);
       seconds += s;
       flood_calls += flood_done.load(std::memory_order_relaxed) - flood0;
@@ -126,6 +147,7 @@ void victim_round_trips(benchmark::State& state, bool flooded) {
   state.counters["flood_calls_per_s"] = static_cast<double>(flood_calls) / seconds;
   state.counters["p50_us"] = percentile_us(round_trip_ns, 0.5);
   state.counters["p99_us"] = percentile_us(round_trip_ns, 0.99);
+  state.counters["wait_p99_us"] = percentile_us(queue_wait_ns, 0.99);
 }
 
 template <class... Shared>
