@@ -10,7 +10,7 @@
 // starting on a worker: the rest of a round trip is the task, the reply and the victim's
 // wake-up); the flood's flood_calls_per_s over the same time; and victim_calls (at most
 // kVictimCalls, fewer when a row reaches kVictimTime first, so a row behind a FIFO flood
-// still ends in about a second and a half). Not pinned: run it under taskset.
+// still ends in about two seconds). Not pinned: run it under taskset.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -32,10 +32,12 @@ using knit_bench::tbb_hosts;
 
 constexpr double kTaskUs = 20.0;
 constexpr int kVictimCalls = 2'000;
-constexpr auto kVictimTime = std::chrono::milliseconds(1'500);
-// Enough queued that every worker always has a next flood task, far more than W: a FIFO
-// queue puts the victim's call behind all of them (64 x 20 µs = 1.3 ms per worker).
-constexpr int kFloodPerWorker = 64;
+constexpr auto kVictimTime = std::chrono::milliseconds(2'000);
+// Queued flood work: 256 x 20 µs = 5 ms per worker, so the queue stays full through the
+// flooder's own scheduling gaps (with 64 a worker, 1.3 ms, a flooder preempted on a loaded
+// 2-CPU machine let the queue run dry and the victim's calls slip through, bunched in those
+// gaps); well inside knit's ring (1024 slots). A FIFO queue puts the victim behind it all.
+constexpr int kFloodPerWorker = 256;
 
 // Burns kTaskUs of the worker's own CPU (not wall time: a preempted task still does its
 // whole share of work, as a real one would).
