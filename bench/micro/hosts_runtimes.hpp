@@ -12,12 +12,14 @@
 #include <oneapi/tbb/task_arena.h>
 #include <poll.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
@@ -53,6 +55,38 @@ struct knit_hosts {
   knit::pool pool;
 };
 
+// A host's own io_context for the peers' replies. A worker posts the reply and is still
+// inside post() (signalling the io_context's condition variable) when the reply may already
+// have run, so the host must not destroy the io_context until every worker has returned
+// from post(): `posting` counts them, and the destructor waits for zero (a use after free
+// that ThreadSanitizer reported on the host's last reply).
+struct reply_loop {
+  reply_loop() = default;
+  reply_loop(const reply_loop&) = delete;
+  reply_loop& operator=(const reply_loop&) = delete;
+  ~reply_loop() {
+    while (posting.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+  // On a worker: runs reply() on the host's thread, in its wait().
+  template <class Reply>
+  void post_back(Reply reply, std::uint64_t v) {
+    posting.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(io, [reply, v]() mutable {
+      benchmark::DoNotOptimize(v);
+      reply();
+    });
+    // The worker's last touch of this host (partner: the destructor's acquire load).
+    posting.fetch_sub(1, std::memory_order_release);
+  }
+  void wait() {
+    if (io.poll() > 0) return;
+    io.run_one_for(std::chrono::milliseconds(1));
+  }
+  std::atomic<unsigned> posting{0};
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
+};
+
 // One asio::thread_pool; each host thread runs its own io_context.
 struct asio_hosts {
   static constexpr const char* name = "asio_pool";
@@ -61,22 +95,12 @@ struct asio_hosts {
     explicit host(asio_hosts& s) : shared(s) {}
     template <class Reply>
     void submit(host_task task, std::uint64_t arg, Reply reply) {
-      boost::asio::post(shared.pool, [this, task, arg, reply] {
-        const std::uint64_t v = task(arg);
-        boost::asio::post(io, [reply, v]() mutable {
-          benchmark::DoNotOptimize(v);
-          reply();
-        });
-      });
+      boost::asio::post(shared.pool,
+                        [this, task, arg, reply] { loop.post_back(reply, task(arg)); });
     }
-    void wait() {
-      if (io.poll() > 0) return;
-      io.run_one_for(std::chrono::milliseconds(1));
-    }
+    void wait() { loop.wait(); }
     asio_hosts& shared;
-    boost::asio::io_context io;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-        io.get_executor()};
+    reply_loop loop;
   };
   boost::asio::thread_pool pool;
 };
@@ -91,22 +115,11 @@ struct tbb_hosts {
     explicit host(tbb_hosts& s) : shared(s) {}
     template <class Reply>
     void submit(host_task task, std::uint64_t arg, Reply reply) {
-      shared.arena.enqueue([this, task, arg, reply] {
-        const std::uint64_t v = task(arg);
-        boost::asio::post(io, [reply, v]() mutable {
-          benchmark::DoNotOptimize(v);
-          reply();
-        });
-      });
+      shared.arena.enqueue([this, task, arg, reply] { loop.post_back(reply, task(arg)); });
     }
-    void wait() {
-      if (io.poll() > 0) return;
-      io.run_one_for(std::chrono::milliseconds(1));
-    }
+    void wait() { loop.wait(); }
     tbb_hosts& shared;
-    boost::asio::io_context io;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-        io.get_executor()};
+    reply_loop loop;
   };
   // TBB caps its workers at the CPUs it may use minus one (one worker under a 2-CPU mask,
   // with a warning); this lets the arena have all W, as the other runtimes do.
