@@ -1,20 +1,12 @@
 // Many hosts at once: H host threads, each its own event loop, submitting empty calls to
 // one shared set of W workers, 64 in flight per host, each host blocking in its runtime's
-// wait while its window is full. Rows hosts/<H>x<W>/<runtime> for knit (H attached
-// knit::pool_host on one pool), asio_pool (H io_contexts sharing one asio::thread_pool,
-// each reply posted back to the loop that asked) and tbb_arena (one task_arena, replies
-// posted back the same way). Counters: calls_per_s (all hosts together) and
-// host_cpu_ns_per_call (the host threads' own CPU per call). Not pinned: whatever cores
-// the machine has.
+// wait while its window is full. Rows hosts/<H>x<W>/<runtime> for the runtimes of
+// hosts_runtimes.hpp (knit, asio_pool, tbb_arena). Counters: calls_per_s (all hosts
+// together) and host_cpu_ns_per_call (the host threads' own CPU per call). Not pinned:
+// whatever cores the machine has.
 #include <benchmark/benchmark.h>
-#include <oneapi/tbb/task_arena.h>
-#include <poll.h>
 
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -22,98 +14,18 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "knit/pool.hpp"
-#include "knit/pool_host.hpp"
+#include "hosts_runtimes.hpp"
 
 namespace {
+
+using knit_bench::asio_hosts;
+using knit_bench::knit_hosts;
+using knit_bench::tbb_hosts;
 
 constexpr int kCallsPerHost = 20'000;
 constexpr int kWindow = 64;
 
 std::uint64_t empty_task(std::uint64_t x) { return x; }
-
-// One knit pool; each host thread attaches its own pool_host.
-struct knit_hosts {
-  static constexpr const char* name = "knit";
-  explicit knit_hosts(unsigned workers) : pool(options(workers)) {}
-  static knit::pool_options options(unsigned workers) {
-    knit::pool_options o;
-    o.threads = workers;
-    return o;
-  }
-  struct host {
-    explicit host(knit_hosts& s) : h(s.pool) {}
-    template <class Reply>
-    void submit(Reply reply) {
-      (void)h.submit(empty_task, std::uint64_t{1},
-                     [reply](knit::result<std::uint64_t>) mutable { reply(); });
-    }
-    void wait() {
-      if (h.poll() > 0) return;
-      pollfd fd{h.completion_fd(), POLLIN, 0};
-      ::poll(&fd, 1, 1);
-      h.drain();
-    }
-    knit::pool_host h;
-  };
-  knit::pool pool;
-};
-
-// One asio::thread_pool; each host thread runs its own io_context.
-struct asio_hosts {
-  static constexpr const char* name = "asio_pool";
-  explicit asio_hosts(unsigned workers) : pool(workers) {}
-  struct host {
-    explicit host(asio_hosts& s) : shared(s) {}
-    template <class Reply>
-    void submit(Reply reply) {
-      boost::asio::post(shared.pool, [this, reply] {
-        const std::uint64_t v = empty_task(1);
-        boost::asio::post(io, [reply, v]() mutable {
-          benchmark::DoNotOptimize(v);
-          reply();
-        });
-      });
-    }
-    void wait() {
-      if (io.poll() > 0) return;
-      io.run_one_for(std::chrono::milliseconds(1));
-    }
-    asio_hosts& shared;
-    boost::asio::io_context io;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-        io.get_executor()};
-  };
-  boost::asio::thread_pool pool;
-};
-
-// One tbb::task_arena; each host thread runs its own io_context for the replies.
-struct tbb_hosts {
-  static constexpr const char* name = "tbb_arena";
-  explicit tbb_hosts(unsigned workers) : arena(static_cast<int>(workers), 0) {}
-  struct host {
-    explicit host(tbb_hosts& s) : shared(s) {}
-    template <class Reply>
-    void submit(Reply reply) {
-      shared.arena.enqueue([this, reply] {
-        const std::uint64_t v = empty_task(1);
-        boost::asio::post(io, [reply, v]() mutable {
-          benchmark::DoNotOptimize(v);
-          reply();
-        });
-      });
-    }
-    void wait() {
-      if (io.poll() > 0) return;
-      io.run_one_for(std::chrono::milliseconds(1));
-    }
-    tbb_hosts& shared;
-    boost::asio::io_context io;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-        io.get_executor()};
-  };
-  tbb::task_arena arena;
-};
 
 template <class Shared>
 void hosts_submitting_at_once(benchmark::State& state) {
@@ -136,7 +48,7 @@ void hosts_submitting_at_once(benchmark::State& state) {
         int sent = 0, done = 0;
         while (done < kCallsPerHost) {
           while (sent < kCallsPerHost && sent - done < kWindow) {
-            host.submit([&done] { ++done; });
+            host.submit(empty_task, 1, [&done] { ++done; });
             ++sent;
           }
           host.wait();
