@@ -5,14 +5,14 @@ set datafile missing "?"
 set key inside left top opaque
 set grid
 $s0 << EOD
-1 13.5
+1 21.5
 EOD
 $s1 << EOD
-1 14
+1 20.5
 EOD
 $s2 << EOD
-1 57.5
-1 57.5
+1 58.5
+1 58.5
 EOD
 set title "CPU-us per request vs pool size (saturating)"
 set xlabel "pool size N"

@@ -6,13 +6,13 @@ set key inside left top opaque
 set grid
 $heavy << EOD
 # label "inline" "knit W=1" "asio W=1"
-"1" 9936.335 6509.75 6511.665
-"2" 10186.5 ? 4344.25
+"1" 8216.335 6803.915 6230.5
+"2" 8995.25 5665.335 6427.25
 EOD
 $p99 << EOD
 # label "inline" "knit W=1" "asio W=1"
-"1" 10.32 4.234999999999999 5.49
-"2" 11.205 ? 6.75
+"1" 18.48 9.96 10.575
+"2" 16.925 12.125 9.73
 EOD
 set key outside right top
 set multiplot layout 2,1

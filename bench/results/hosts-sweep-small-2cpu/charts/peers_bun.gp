@@ -6,9 +6,9 @@ set key inside left top opaque
 set grid
 $rps << EOD
 # label "total rps"
-"inline" 17386
-"threads: 1" 73131
-"asio: 1" 72015.5
+"inline" 14324
+"threads: 1" 44292.5
+"asio: 1" 44849.5
 EOD
 set multiplot layout 1,1
 set style fill solid 0.6

@@ -6,9 +6,9 @@ set key inside left top opaque
 set grid
 $sat << EOD
 # label "/ping p99"
-"h1-inline" 10.32
-"h1-t1" 4.234999999999999
-"h1-a1" 5.49
+"h1-inline" 18.48
+"h1-t1" 9.96
+"h1-a1" 10.575
 EOD
 set multiplot layout 1,1
 set style fill solid 0.6

@@ -6,8 +6,8 @@ set key inside left top opaque
 set grid
 $d << EOD
 # label "/ping" "/ssr" "/jwt"
-"inline" 7449.75 4970.835 4965.5
-"1" 66621.66500000001 3258.33 3251.42
+"inline" 6107.75 4139.335 4077
+"1" 37488.75 3405.915 3398
 EOD
 set title "Saturating load: rps per route vs pool size (default policy)"
 set xlabel "pool size"
