@@ -189,10 +189,13 @@ case_measurement measure(const plan_case& c, const run_options& cfg, const fs::p
     po.env["KNIT_FLEET_FRONT_PORT"] = std::to_string(cfg.port);
     po.env["KNIT_FLEET_BASE_PORT"] = std::to_string(cfg.port + 1);
     po.env["KNIT_FLEET_DIR"] = (logs / (stem + ".fleet")).string();
-    // Checks every 500 ms (drain 1.5 s): every instance drains at once on the driver's
-    // SIGTERM, well inside its stop grace period.
+    // Checks every 500 ms (drain 1.5 s): the instances drain one after the other when
+    // fleet.sh gets the driver's SIGTERM, inside the stop grace period below.
     po.env["KNIT_FLEET_CHECK_INTER_MS"] = "500";
     po.ready_timeout_s = cfg.ready_timeout_s;
+    // fleet.sh stops HAProxy, then each instance with one SIGTERM (its drain, 1.5 s here).
+    po.root_stops_tree = true;
+    po.stop_grace_s = std::max(po.stop_grace_s, 15.0);
     m.peer_command = po.command;
     case_process srv(std::move(po));
     measure_running<process_tree_cpu>(srv, c, cfg, logs, stem, bodies, m);

@@ -266,8 +266,13 @@ std::string case_process::stop_tree() {
     return true;
   };
   std::string note;
-  signal_all(SIGTERM);
-  if (!wait_gone(opts_.stop_grace_s)) {
+  bool gone = false;
+  if (opts_.root_stops_tree && root > 0) {
+    ::kill(root, SIGTERM);
+    gone = wait_gone(opts_.stop_grace_s);
+  }
+  if (!gone) signal_all(SIGTERM);
+  if (!gone && !wait_gone(opts_.stop_grace_s)) {
     note = who() + " ignored SIGTERM for " + seconds_text(opts_.stop_grace_s) + " s; sent SIGKILL";
     signal_all(SIGKILL);
     if (!wait_gone(10.0))

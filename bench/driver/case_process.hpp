@@ -51,6 +51,11 @@ struct process_options {
   double ready_timeout_s = 20;
   double stop_grace_s = 5;
   double port_free_timeout_s = 10;
+  // peer: stop it by a SIGTERM to the root alone, and the rest of the tree only if that has
+  // not ended it within stop_grace_s. For a root that stops its own children in order (a
+  // fleet: HAProxy first, then each knit-server with its drain): a SIGTERM to the whole tree
+  // would reach each knit-server twice, and a second SIGTERM means "exit now" (code 1).
+  bool root_stops_tree = false;
 };
 
 class case_process {

@@ -1,11 +1,11 @@
 # CPU-us per request vs pool size (saturating)
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/wt-fleet/bench/results/fleet-2cpu/charts/cpu_per_req_by_n_bun.png"
+set output "/work/main/bench/results/fleet-2cpu/charts/cpu_per_req_by_n_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $s0 << EOD
-1 31
+1 22
 EOD
 set title "CPU-us per request vs pool size (saturating)"
 set xlabel "pool size N"

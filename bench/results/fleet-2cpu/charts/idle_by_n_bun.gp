@@ -1,6 +1,6 @@
 # Idle cores vs pool size, per timer policy
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/wt-fleet/bench/results/fleet-2cpu/charts/idle_by_n_bun.png"
+set output "/work/main/bench/results/fleet-2cpu/charts/idle_by_n_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid

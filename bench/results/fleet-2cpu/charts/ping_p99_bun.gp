@@ -1,16 +1,16 @@
 # /ping p99 per configuration
 set terminal pngcairo size 960,540 noenhanced
-set output "/work/wt-fleet/bench/results/fleet-2cpu/charts/ping_p99_bun.png"
+set output "/work/main/bench/results/fleet-2cpu/charts/ping_p99_bun.png"
 set datafile missing "?"
 set key inside left top opaque
 set grid
 $sat << EOD
 # label "/ping p99"
-"t1" 48.445
+"t1" 9.215
 EOD
 $rate << EOD
 # label "/ping p99"
-"t1" 5.8
+"t1" 3.795
 EOD
 set multiplot layout 2,1
 set style fill solid 0.6
