@@ -133,6 +133,8 @@ void write_loop_figures(page& p, const metrics_snapshot& s) {
              m.refused_queue_count);
     p.sample("knit_admission_refusals_total", join(host, "reason=\"pool_full\""),
              m.refused_pool_full);
+    p.sample("knit_admission_refusals_total", join(host, "reason=\"write_budget\""),
+             m.refused_write_budget);
   }
   const auto per_host = [&](std::string_view name, std::string_view type, std::string_view help,
                             std::uint64_t host_metrics::*field) {
@@ -149,6 +151,13 @@ void write_loop_figures(page& p, const metrics_snapshot& s) {
   per_host("knit_buffered_bytes", "gauge",
            "Bytes the open connections hold in their buffers (capacity).",
            &host_metrics::buffered_bytes);
+  p.family("knit_parked_bytes", "gauge",
+           "Bytes counted against KNIT_MEMORY_BUDGET_MB for unfinished writes (user space and "
+           "kernel send queues), every event loop together.");
+  p.sample("knit_parked_bytes", "", s.parked_bytes);
+  p.family("knit_memory_budget_bytes", "gauge",
+           "KNIT_MEMORY_BUDGET_MB in bytes: above it, new /ssr and /jwt get 503.");
+  p.sample("knit_memory_budget_bytes", "", s.budget_bytes);
   p.family("knit_ready", "gauge", "1 while /readyz answers 200, else 0.");
   p.sample("knit_ready", "", std::uint64_t{s.ready == readiness::ready ? 1U : 0U});
   p.family("knit_draining", "gauge", "1 once SIGTERM has begun the drain, else 0.");

@@ -47,14 +47,19 @@ struct host_metrics {
   std::uint64_t refused_queue_delay = 0;
   std::uint64_t refused_queue_count = 0;
   std::uint64_t refused_pool_full = 0;
+  std::uint64_t refused_write_budget = 0;
   std::uint64_t stuck_calls = 0;
   std::uint64_t open_connections = 0;
   std::uint64_t buffered_bytes = 0;
 };
 
 struct metrics_snapshot {
-  std::vector<host_metrics> hosts;         // in host order; host="N" labels when more than one
-  readiness ready = readiness::ready;      // what /readyz would answer now
+  std::vector<host_metrics> hosts;     // in host order; host="N" labels when more than one
+  readiness ready = readiness::ready;  // what /readyz would answer now
+  // The write budget (write_budget.hpp), one for every host: what unfinished writes count,
+  // and the limit. Both 0 in a server built without one.
+  std::uint64_t parked_bytes = 0;
+  std::uint64_t budget_bytes = 0;
   const knit::pool_stats* pool = nullptr;  // null without a knit pool
 };
 

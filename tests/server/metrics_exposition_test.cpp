@@ -70,8 +70,11 @@ metrics_snapshot two_hosts_and_a_pool(knit::pool_stats& pool) {
     hm.open_connections = 3;
     hm.buffered_bytes = 4096;
     hm.stuck_calls = 1;
+    hm.refused_write_budget = h == 0 ? 3 : 0;
   }
   s.ready = readiness::refusing_work;
+  s.parked_bytes = 4096;
+  s.budget_bytes = 1 << 20;
   pool.threads = 2;
   pool.calls_submitted = 11;
   pool.workers.resize(2);
@@ -109,6 +112,9 @@ TEST(metrics_exposition, ThePageParsesAndCarriesTheSnapshot) {
   EXPECT_EQ(page.sum("knit_stuck_calls_total"), 2);
   EXPECT_EQ(page.sum("knit_open_connections", {{"host", "1"}}), 3);
   EXPECT_EQ(page.sum("knit_buffered_bytes"), 8192);
+  EXPECT_EQ(page.sum("knit_parked_bytes"), 4096);
+  EXPECT_EQ(page.sum("knit_memory_budget_bytes"), 1 << 20);
+  EXPECT_EQ(page.sum("knit_admission_refusals_total", {{"reason", "write_budget"}}), 3);
   EXPECT_EQ(page.sum("knit_ready"), 0);
   EXPECT_EQ(page.sum("knit_draining"), 0);
   EXPECT_EQ(page.sum("knit_pool_threads"), 2);

@@ -217,6 +217,8 @@ TEST_P(server_ops, MetricsParseAndCountTheRequestsMade) {
   EXPECT_GT(page.sum("knit_http_request_duration_seconds_sum", {{"route", "ssr"}}), 0);
   EXPECT_GE(page.sum("knit_open_connections"), 1);  // this one
   EXPECT_GT(page.sum("knit_buffered_bytes"), 0);
+  EXPECT_GT(page.sum("knit_memory_budget_bytes"), 0);  // the default budget
+  EXPECT_TRUE(page.has("knit_parked_bytes"));
   EXPECT_EQ(page.sum("knit_ready"), 1);
   EXPECT_EQ(page.sum("knit_draining"), 0);
   EXPECT_EQ(page.sum("knit_admission_refusals_total"), 0);
