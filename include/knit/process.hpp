@@ -147,9 +147,8 @@ inline std::string failure_message(const result<std::string>& r) {
 /// Returns what submit returns (queue_full, shut_down: the handler is then not called).
 /// @throws std::invalid_argument for an unregistered task name (before anything is queued).
 template <class Host, class Handler>
-std::error_code submit_process(Host& host, std::string task, std::string bytes,
-                               Handler&& handler, call_options options = {},
-                               call_id* id = nullptr) {
+std::error_code submit_process(Host& host, std::string task, std::string bytes, Handler&& handler,
+                               call_options options = {}, call_id* id = nullptr) {
   if (!has_process_task(task)) {
     throw std::invalid_argument("knit::submit_process: no process task named '" + task + "'");
   }

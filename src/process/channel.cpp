@@ -50,8 +50,8 @@ std::string hex(std::uint64_t v) {
 process_channel::process_channel(unsigned number, process_options options)
     : number_(number),
       options_(std::move(options)),
-      crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window,
-                  options_.backoff_initial, options_.backoff_max) {}
+      crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
+                  options_.backoff_max) {}
 
 process_channel::~process_channel() {
   if (child_) end_child(/*kill=*/true);
@@ -119,8 +119,8 @@ void process_channel::start_child(std::string_view name) {
   if (w == woke::death) {
     failure = who(name) + ": the worker " + end_child(false) + " before its handshake";
   } else if (w == woke::timeout) {
-    failure = who(name) + ": the worker did not finish its handshake within " +
-              std::to_string(ms) + " ms; killed";
+    failure = who(name) + ": the worker did not finish its handshake within " + std::to_string(ms) +
+              " ms; killed";
     end_child(true);
   } else {
     region_header& h = child_->region.header();
@@ -130,9 +130,8 @@ void process_channel::start_child(std::string_view name) {
     if (ready != 1 || count != registry.count() || hash != registry.hash()) {
       failure = who(name) + ": task registry mismatch: the host has " +
                 std::to_string(registry.count()) + " tasks (hash " + hex(registry.hash()) +
-                "), the worker " + options_.worker_executable + " has " +
-                std::to_string(count) + " (hash " + hex(hash) +
-                "); both must register the same tasks in the same order";
+                "), the worker " + options_.worker_executable + " has " + std::to_string(count) +
+                " (hash " + hex(hash) + "); both must register the same tasks in the same order";
       end_child(true);
     }
   }
@@ -220,8 +219,8 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     case answer_status::ok: return std::string(c.region.answer_arena(), answer_bytes);
     case answer_status::task_threw:
       throw process_error(errc::task_failed,
-                          "knit: process task '" + std::string(name) + "' threw: " +
-                              std::string(c.region.answer_arena(), answer_bytes));
+                          "knit: process task '" + std::string(name) +
+                              "' threw: " + std::string(c.region.answer_arena(), answer_bytes));
     case answer_status::too_large:
       throw process_error(errc::payload_too_large,
                           "knit: process task '" + std::string(name) + "': answer of " +

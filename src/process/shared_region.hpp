@@ -100,9 +100,7 @@ class shared_region {
 
   region_header& header() const noexcept { return *reinterpret_cast<region_header*>(base_); }
   char* request_arena() const noexcept { return base_ + region_page; }
-  char* answer_arena() const noexcept {
-    return base_ + region_page + round_to_page(arena_bytes_);
-  }
+  char* answer_arena() const noexcept { return base_ + region_page + round_to_page(arena_bytes_); }
   std::size_t arena_bytes() const noexcept { return arena_bytes_; }
   explicit operator bool() const noexcept { return base_ != nullptr; }
 

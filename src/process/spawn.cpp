@@ -42,8 +42,7 @@ struct spawn_setup {
 
 }  // namespace
 
-child_process spawn_child(const std::string& executable, unsigned number,
-                          std::size_t arena_bytes) {
+child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes) {
   child_process c;
   unique_fd memfd;
   try {

@@ -32,7 +32,6 @@ struct child_process {
 };
 
 // Spawns knit-worker-`number`. Throws process_error(worker_start_failed).
-child_process spawn_child(const std::string& executable, unsigned number,
-                          std::size_t arena_bytes);
+child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes);
 
 }  // namespace knit::detail

@@ -1,8 +1,8 @@
 // The host killed with SIGKILL leaves no worker process behind after 1 s: a helper host
 // (this binary, --host-helper) starts two children, one idle (its pipe's EOF ends it) and
 // one inside a long task (PDEATHSIG ends it), and is killed.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>

@@ -23,7 +23,8 @@ TEST(process_leak_test, hundred_crash_cycles_leak_no_fd_zombie_or_mapping) {
   const char* kinds[] = {"segv", "abort", "exit3", "scribble_answer"};
   for (int i = 0; i < 100; ++i) {
     const char* kind = kinds[i % 4];
-    auto crash = knit_test::run_one(pool, kind, kind == std::string("scribble_answer") ? "seq" : "");
+    auto crash =
+        knit_test::run_one(pool, kind, kind == std::string("scribble_answer") ? "seq" : "");
     ASSERT_EQ(crash.error(), knit::errc::worker_crashed) << i << ": " << kind;
     auto good = knit_test::run_one(pool, "echo", std::to_string(i));
     ASSERT_TRUE(good.ok()) << i << ": " << knit::failure_message(good);

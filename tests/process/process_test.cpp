@@ -171,8 +171,7 @@ TEST_F(process_test, a_task_that_throws_fails_with_its_message) {
   knit::pool pool(knit_test::threads(1));
   auto r = run_one(pool, "throw", "");
   EXPECT_EQ(r.error(), knit::errc::task_failed);
-  EXPECT_NE(knit::failure_message(r).find("'throw' threw: boom from the child"),
-            std::string::npos)
+  EXPECT_NE(knit::failure_message(r).find("'throw' threw: boom from the child"), std::string::npos)
       << knit::failure_message(r);
   EXPECT_EQ(crashes(), 0u);
 }

@@ -50,15 +50,13 @@ void register_test_tasks() {
     std::this_thread::sleep_for(std::chrono::milliseconds(parse_size(in)));
     return std::to_string(::getpid());
   });
-  knit::register_process_task("repeat", [](std::string_view in) {
-    return std::string(parse_size(in), 'x');
-  });
+  knit::register_process_task("repeat",
+                              [](std::string_view in) { return std::string(parse_size(in), 'x'); });
   knit::register_process_task("throw", [](std::string_view) -> std::string {
     throw std::runtime_error("boom from the child");
   });
-  knit::register_process_task("segv", [](std::string_view) -> std::string {
-    write_through_null();
-  });
+  knit::register_process_task("segv",
+                              [](std::string_view) -> std::string { write_through_null(); });
   knit::register_process_task("abort", [](std::string_view) -> std::string { std::abort(); });
   knit::register_process_task("exit3", [](std::string_view) -> std::string { ::_exit(3); });
   knit::register_process_task("stack_overflow", [](std::string_view) -> std::string {
