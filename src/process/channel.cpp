@@ -117,7 +117,10 @@ void process_channel::start_child(std::string_view name) {
   const woke w = wait_for(*child_, ms);
   std::string failure;
   if (w == woke::death) {
-    failure = who(name) + ": the worker " + end_child(false) + " before its handshake";
+    failure = who(name);  // before end_child, which forgets the pid
+    // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
+    // reported an error rather than the death.
+    failure += ": the worker " + end_child(true) + " before its handshake";
   } else if (w == woke::timeout) {
     failure = who(name) + ": the worker did not finish its handshake within " + std::to_string(ms) +
               " ms; killed";
@@ -192,7 +195,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   }
   if (wait_for(c, -1) == woke::death) {
     std::string who_it_was = who(name);
-    throw crashed(who_it_was + ": the worker " + end_child(false) + " during the call");
+    throw crashed(who_it_was + ": the worker " + end_child(true) + " during the call");
   }
   // Every word read once, then checked: the child may have scribbled on any of them.
   const std::uint64_t answer_seq = load(h.answer_seq, std::memory_order_acquire);

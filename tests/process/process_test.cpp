@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct crash_case {
   const char* bytes;
   const char* expected;  // in the message
 };
+
+// Names the case in gtest's output (not as bytes).
+void PrintTo(const crash_case& c, std::ostream* os) { *os << c.task << "(" << c.bytes << ")"; }
 
 class process_crash_test : public testing::TestWithParam<crash_case> {};
 
