@@ -46,13 +46,18 @@ int host_helper() {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Under ASan or TSan the children would turn a SIGSEGV into a report and an exit or
+  // abort; the tests check the signal itself, so the children (which inherit the
+  // environment) leave SEGV and abort to the kernel. Set before any thread exists.
 #if defined(__SANITIZE_ADDRESS__)
-  // Under ASan the children would turn a SIGSEGV into a report and an abort; the tests
-  // check the signal itself, so the children (which inherit the environment) leave SEGV to
-  // the kernel. Set before any thread exists.
+  const char* variable = "ASAN_OPTIONS";
+#else
+  const char* variable = "TSAN_OPTIONS";
+#endif
   if (argc < 2 || std::string_view(argv[1]) != "--knit-process-worker") {
-    std::string options = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    ::setenv("ASAN_OPTIONS", (options + ":handle_segv=0:handle_abort=0").c_str(), 1);
+    std::string options = std::getenv(variable) ? std::getenv(variable) : "";
+    ::setenv(variable, (options + ":handle_segv=0:handle_abort=0").c_str(), 1);
   }
 #endif
   knit_test::register_test_tasks();
