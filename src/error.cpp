@@ -19,6 +19,11 @@ class category_impl final : public std::error_category {
       case errc::stuck:
         return "knit: the call ran past stuck_after; its worker was replaced and a late result is "
                "discarded";
+      case errc::worker_crashed:
+        return "knit: the process worker running the call died or broke the protocol";
+      case errc::payload_too_large:
+        return "knit: the process task's request or answer is over the arena bound";
+      case errc::worker_start_failed: return "knit: the process worker could not be started";
     }
     return "knit: unknown error " + std::to_string(value);
   }

@@ -20,6 +20,13 @@ enum class errc {
   task_failed,     ///< The task threw; the exception travels in the result.
   stuck,           ///< The call ran past stuck_after (its deadline had not passed: that is
                    ///< timed_out); its worker was retired and replaced, a late result is discarded.
+  worker_crashed,  ///< A process task's child died (signal or exit) or broke the shared-memory
+                   ///< protocol during the call; the result's knit::process_error names the
+                   ///< task, the pid and the signal or exit code (knit/process.hpp).
+  payload_too_large,    ///< A process task's request or answer is over process_options::
+                        ///< arena_bytes; nothing was sent (request) or the answer was dropped.
+  worker_start_failed,  ///< A process worker could not be started: spawn failed, the child died
+                        ///< or timed out before its handshake, or its task registry differs.
 };
 
 /// The std::error_category of knit::errc (name "knit"); message() describes each value.

@@ -11,6 +11,7 @@ namespace knit {}
 #include "knit/job_ring.hpp"   // host -> worker ring: one producer, CAS-claiming consumers
 #include "knit/options.hpp"    // pool_options, from_env(): pool shape and idle policy
 #include "knit/pool.hpp"       // knit::pool: submit, drain, cancel, shutdown, stats
+#include "knit/process.hpp"    // process workers: tasks by name in child processes
 #include "knit/result.hpp"     // result<R>: value or error (+ exception)
 #include "knit/spsc_ring.hpp"  // worker -> host ring: single producer, single consumer
 #include "knit/stats.hpp"      // pool_stats and to_json

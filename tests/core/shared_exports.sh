@@ -7,7 +7,10 @@
 set -euo pipefail
 lib=$1
 public='knit::(pool|pool_host|pool_options|shutdown_report|pool_stats|config_error)(::|$)'
+public+='|knit::(process_options|process_error)(::|$)'
 public+='|knit::(error_category|parse_cpu_list|to_json)(\[abi:cxx11\])?\('
+public+='|knit::(register_process_task|has_process_task|run_process_task|worker_main)(\[abi:cxx11\])?\('
+public+='|knit::(set_process_options|current_process_options|current_process_stats)\('
 public+='|knit::detail::allocation_countdown$'
 symbols=$(nm -D --defined-only -C "$lib" | cut -d' ' -f3-)
 [ -n "$symbols" ] || { echo "no exported symbol in $lib" >&2; exit 1; }
@@ -17,10 +20,12 @@ if [ -n "$leaked" ]; then
   echo "$leaked" >&2
   exit 1
 fi
-# What pool::submit's inline code calls, and what a catch of config_error needs.
+# What pool::submit's and submit_process's inline code calls, and what a catch of
+# config_error or process_error needs.
 for needed in 'knit::pool::admit(' 'knit::pool::enqueue(' 'knit::pool::allocate_call(' \
               'knit::pool_host::pool_host(' 'typeinfo for knit::config_error' \
-              'knit::error_category()'; do
+              'knit::error_category()' 'knit::has_process_task(' 'knit::run_process_task' \
+              'typeinfo for knit::process_error'; do
   grep -qF "$needed" <<<"$symbols" || { echo "not exported: $needed" >&2; exit 1; }
 done
 # The soname carries the version (libknit.so.MAJOR.MINOR before 1.0).

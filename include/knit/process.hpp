@@ -1,0 +1,164 @@
+// knit/process.hpp: process workers (first slice). Tasks registered by name (bytes in, bytes
+// out) run in child processes, so a task that crashes (null write, abort, stack overflow, heap
+// corruption) fails its own call with errc::worker_crashed and the host lives on.
+//
+// Design ("proxy"): each pool worker thread fronts one child process of its own. A process task
+// is an ordinary knit call (deadlines, cancellation, admission, stats and shutdown keep their
+// meaning) whose function, on the worker thread, hands the bytes to that thread's child
+// through shared memory and waits for its answer or its death. The protocol, what it protects
+// against and what not: docs/process-workers.md.
+//
+// Use:
+//   int main(int argc, char** argv) {
+//     knit::register_process_task("render", [](std::string_view in) { return render(in); });
+//     if (knit::worker_main(argc, argv)) return 0;  // never returns in a child
+//     ...  // the host: a knit::pool, then knit::submit_process(pool, "render", body, handler)
+//   }
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "knit/call.hpp"
+#include "knit/error.hpp"
+#include "knit/export.hpp"
+#include "knit/pool.hpp"
+#include "knit/result.hpp"
+
+namespace knit {
+
+/// A process task: runs in a child process; gets the request bytes, returns the answer bytes.
+/// An exception it throws fails its call with errc::task_failed (the message travels back).
+using process_task = std::function<std::string(std::string_view)>;
+
+/// @brief Registers a process task under `name`. Host and child must register the same tasks
+/// in the same order (the same binary running the same code before worker_main does): the
+/// start-up handshake compares the child's count and hash of the names with the host's and
+/// fails with errc::worker_start_failed if they differ.
+/// @throws std::logic_error after the registry was frozen (by the first child started, or
+/// by worker_main in a child), or for a name already registered.
+KNIT_API void register_process_task(std::string name, process_task fn);
+
+/// @brief The policy of every process worker: arena bound, crash-loop detection, backoff.
+struct KNIT_API process_options {
+  /// Bytes of each of a child's two arenas (request, answer). A request over it fails with
+  /// errc::payload_too_large before anything is sent; an answer over it fails the same way.
+  std::size_t arena_bytes = std::size_t{1} << 20;
+  /// Crash loop: this many crashes of one worker's children within crash_loop_window make
+  /// it degraded, and each respawn then waits (backoff).
+  unsigned crash_loop_crashes = 5;
+  /// The window of the crash-loop count (T).
+  std::chrono::milliseconds crash_loop_window{10'000};
+  /// The first wait of a degraded worker before its respawn; doubled at each further crash
+  /// within the window, up to backoff_max.
+  std::chrono::milliseconds backoff_initial{100};
+  /// The longest wait before a respawn.
+  std::chrono::milliseconds backoff_max{5'000};
+  /// How long a new child has to finish its handshake.
+  std::chrono::milliseconds start_timeout{5'000};
+  /// The program a child runs: this same binary by default; it must call worker_main.
+  std::string worker_executable = "/proc/self/exe";
+
+  /// @throws config_error naming the first bad field.
+  void validate() const;
+};
+
+/// Sets the process options. A worker thread reads them when it starts its first child;
+/// a worker already running keeps the options it started with.
+/// @throws config_error when `options.validate()` does.
+KNIT_API void set_process_options(const process_options& options);
+/// The options set_process_options() set last (the defaults before that).
+KNIT_API process_options current_process_options();
+
+/// @brief Counters over every process worker of this process (a snapshot).
+struct KNIT_API process_stats {
+  std::uint64_t children_started = 0;  ///< Children that finished their handshake.
+  std::uint64_t children_live = 0;     ///< Children started and not yet reaped.
+  std::uint64_t crashes = 0;           ///< Children that died or broke the protocol.
+  std::uint64_t degraded_workers = 0;  ///< Worker threads now in a crash loop (backing off).
+  std::uint64_t calls = 0;             ///< Calls that reached a child.
+};
+/// A snapshot of the counters.
+KNIT_API process_stats current_process_stats() noexcept;
+
+/// @brief The error of a failed process task: code() is an errc (worker_crashed,
+/// payload_too_large, worker_start_failed, task_failed), what() names the task and, for a
+/// crash, the child's pid and signal or exit code.
+class KNIT_API process_error : public std::system_error {
+ public:
+  /// `what` becomes the start of what().
+  process_error(errc code, const std::string& what);
+};
+
+/// @brief The child side. Call it first in main, after registering the process tasks: in the
+/// host it returns false at once; in a child started by knit (marked by its argv) it serves
+/// calls and never returns (the child exits when the host goes away).
+KNIT_API bool worker_main(int argc, char** argv);
+
+/// @brief Runs process task `name` on the calling thread's own child (started on first use,
+/// restarted after a crash) and returns its answer. This is the function a process call runs
+/// on a pool worker thread; a host never calls it on its own thread (it blocks).
+/// @throws process_error (see its codes); std::invalid_argument for an unregistered name.
+KNIT_API std::string run_process_task(std::string_view name, std::string_view bytes);
+
+/// True when `name` is a registered process task.
+KNIT_API bool has_process_task(std::string_view name);
+
+/// @brief A pool's result for a process call, with the process error's code in front: a
+/// process_error thrown by run_process_task reaches the pool as errc::task_failed; this
+/// gives the result its own code (worker_crashed, ...), the process_error staying in
+/// exception() for its what().
+inline result<std::string> process_result(result<std::string> r) {
+  if (r.ok() || r.error() != errc::task_failed || !r.exception()) return r;
+  try {
+    std::rethrow_exception(r.exception());
+  } catch (const process_error& e) {
+    return result<std::string>(e.code(), r.exception());
+  } catch (...) {
+  }
+  return r;
+}
+
+/// What a failed result says: its exception's what() when it has one (for a process call,
+/// the task, the pid and the signal or exit code), else error().message().
+inline std::string failure_message(const result<std::string>& r) {
+  if (r.exception()) {
+    try {
+      std::rethrow_exception(r.exception());
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+    }
+  }
+  return r.error().message();
+}
+
+/// @brief Submits process task `task` with `bytes` through `host` (a knit::pool, pool_host or
+/// asio_host: anything with pool's submit). `handler(knit::result<std::string>)` runs on the
+/// host's thread as for any call; a crash gives it errc::worker_crashed, with
+/// failure_message() naming the task, the pid and the signal or exit code.
+/// Returns what submit returns (queue_full, shut_down: the handler is then not called).
+/// @throws std::invalid_argument for an unregistered task name (before anything is queued).
+template <class Host, class Handler>
+std::error_code submit_process(Host& host, std::string task, std::string bytes, Handler&& handler,
+                               call_options options = {}, call_id* id = nullptr) {
+  if (!has_process_task(task)) {
+    throw std::invalid_argument("knit::submit_process: no process task named '" + task + "'");
+  }
+  return host.submit(
+      [task = std::move(task)](std::string in) { return run_process_task(task, in); },
+      std::move(bytes),
+      [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
+        h(process_result(std::move(r)));
+      },
+      options, id);
+}
+
+}  // namespace knit

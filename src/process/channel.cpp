@@ -1,0 +1,246 @@
+// process_channel: the host side of the protocol in shared_region.hpp, with death
+// detection, reaping, respawn and the crash-loop backoff (channel.hpp).
+#include "process/channel.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "process/counters.hpp"
+#include "process/exit_status.hpp"
+#include "process/pidfd.hpp"
+#include "process/task_registry.hpp"
+
+namespace knit::detail {
+namespace {
+
+enum class woke { answer, death, timeout };
+
+// Waits until the answer eventfd or the pidfd is readable; the answer wins a tie (an answer
+// written before a death is still good). timeout_ms < 0: no limit.
+woke wait_for(const child_process& c, int timeout_ms) {
+  for (;;) {
+    pollfd fds[2] = {{c.answer.get(), POLLIN, 0}, {c.pidfd.get(), POLLIN, 0}};
+    const int n = ::poll(fds, 2, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;  // a bounded wait restarts whole: start-up only
+    if (n == 0) return woke::timeout;
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      std::uint64_t count = 0;
+      if (::read(c.answer.get(), &count, sizeof count) == sizeof count) return woke::answer;
+      continue;
+    }
+    return woke::death;  // pidfd readable, or poll failed: treat the child as gone
+  }
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+process_channel::process_channel(unsigned number, process_options options)
+    : number_(number),
+      options_(std::move(options)),
+      crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
+                  options_.backoff_max) {}
+
+process_channel::~process_channel() {
+  if (child_) end_child(/*kill=*/true);
+  if (degraded_) counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::string process_channel::who(std::string_view name) const {
+  std::string s = "knit: process task '" + std::string(name) + "'";
+  if (child_) {
+    s += " (pid " + std::to_string(child_->pid) + ", knit-worker-" + std::to_string(number_) + ")";
+  }
+  return s;
+}
+
+std::string process_channel::end_child(bool kill) {
+  child_process& c = *child_;
+  if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
+  siginfo_t info{};
+  int r;
+  do {
+    r = ::waitid(p_pidfd, static_cast<id_t>(c.pidfd.get()), &info, WEXITED);
+  } while (r < 0 && errno == EINTR);
+  std::string how = r == 0 ? describe_exit(info)
+                           : std::string("ended (its status was not available: ") +
+                                 std::strerror(errno) + "; reaped elsewhere?)";
+  child_.reset();  // closes the fds, unmaps the region
+  if (started_) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
+  started_ = false;
+  return how;
+}
+
+void process_channel::note_crash() {
+  const auto now = crash_loop::clock::now();
+  crash_loop_.record_crash(now);
+  counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  const bool degraded = crash_loop_.degraded(now);
+  if (degraded != degraded_) {
+    if (degraded) {
+      counters().degraded_workers.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+    }
+    degraded_ = degraded;
+  }
+}
+
+process_error process_channel::crashed(std::string message) {
+  note_crash();
+  if (degraded_) message += "; crash loop: respawns back off";
+  return process_error(errc::worker_crashed, message);
+}
+
+void process_channel::start_child(std::string_view name) {
+  task_registry& registry = task_registry::instance();
+  registry.freeze();
+  try {
+    child_ = spawn_child(options_.worker_executable, number_, options_.arena_bytes);
+  } catch (const process_error&) {
+    note_crash();
+    throw;
+  }
+  const auto ms = static_cast<int>(options_.start_timeout.count());
+  const woke w = wait_for(*child_, ms);
+  std::string failure;
+  if (w == woke::death) {
+    failure = who(name);  // before end_child, which forgets the pid
+    // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
+    // reported an error rather than the death.
+    failure += ": the worker " + end_child(true) + " before its handshake";
+  } else if (w == woke::timeout) {
+    failure = who(name) + ": the worker did not finish its handshake within " + std::to_string(ms) +
+              " ms; killed";
+    end_child(true);
+  } else {
+    region_header& h = child_->region.header();
+    const std::uint32_t ready = load(h.ready, std::memory_order_acquire);
+    const std::uint32_t count = load(h.registry_count);
+    const std::uint64_t hash = load(h.registry_hash);
+    if (ready != 1 || count != registry.count() || hash != registry.hash()) {
+      failure = who(name) + ": task registry mismatch: the host has " +
+                std::to_string(registry.count()) + " tasks (hash " + hex(registry.hash()) +
+                "), the worker " + options_.worker_executable + " has " + std::to_string(count) +
+                " (hash " + hex(hash) + "); both must register the same tasks in the same order";
+      end_child(true);
+    }
+  }
+  if (!failure.empty()) {
+    note_crash();
+    throw process_error(errc::worker_start_failed, failure);
+  }
+  started_ = true;
+  counters().children_started.fetch_add(1, std::memory_order_relaxed);
+  counters().children_live.fetch_add(1, std::memory_order_relaxed);
+}
+
+void process_channel::ensure_child(std::string_view name) {
+  if (child_) return;
+  const auto now = crash_loop::clock::now();
+  const auto at = crash_loop_.respawn_at(now);
+  // Degraded: this worker thread waits, like a slow task; its calls' deadlines still hold
+  // on the host, which gives up on them at their time.
+  if (at > now) std::this_thread::sleep_until(at);
+  start_child(name);
+}
+
+void process_channel::reap_if_died_between_calls() {
+  if (!child_) return;
+  pollfd fd{child_->pidfd.get(), POLLIN, 0};
+  if (::poll(&fd, 1, 0) == 1) {
+    // It died while idle (killed from outside, OOM): no call was running, none fails.
+    end_child(false);
+    note_crash();
+  }
+}
+
+std::string process_channel::call(std::uint32_t index, std::string_view name,
+                                  std::string_view bytes) {
+  if (bytes.size() > options_.arena_bytes) {
+    throw process_error(errc::payload_too_large,
+                        "knit: process task '" + std::string(name) + "': request of " +
+                            std::to_string(bytes.size()) + " bytes is over the arena of " +
+                            std::to_string(options_.arena_bytes) +
+                            " bytes (process_options::arena_bytes); not sent");
+  }
+  reap_if_died_between_calls();
+  ensure_child(name);
+  child_process& c = *child_;
+  region_header& h = c.region.header();
+  std::memcpy(c.region.request_arena(), bytes.data(), bytes.size());
+  store(h.task_index, index);
+  store(h.request_bytes, static_cast<std::uint64_t>(bytes.size()));
+  const std::uint64_t seq = ++seq_;
+  store(h.request_seq, seq, std::memory_order_release);
+  const std::uint64_t one = 1;
+  counters().calls.fetch_add(1, std::memory_order_relaxed);
+  if (::write(c.request.get(), &one, sizeof one) != sizeof one) {
+    const std::string why = std::strerror(errno);
+    std::string who_it_was = who(name);
+    throw crashed(who_it_was + ": its request could not be signalled (" + why +
+                  "); the worker was killed: " + end_child(true));
+  }
+  if (wait_for(c, -1) == woke::death) {
+    std::string who_it_was = who(name);
+    throw crashed(who_it_was + ": the worker " + end_child(true) + " during the call");
+  }
+  // Every word read once, then checked: the child may have scribbled on any of them.
+  const std::uint64_t answer_seq = load(h.answer_seq, std::memory_order_acquire);
+  const std::uint32_t status = load(h.answer_status);
+  const std::uint64_t answer_bytes = load(h.answer_bytes);
+  const std::size_t arena = c.region.arena_bytes();
+  std::string broken;
+  if (answer_seq != seq) {
+    broken = "answer_seq " + std::to_string(answer_seq) + " for request " + std::to_string(seq);
+  } else if (status == 0 || status > answer_status_max) {
+    broken = "answer_status " + std::to_string(status) + " out of range";
+  } else if (answer_bytes > arena &&
+             static_cast<answer_status>(status) != answer_status::too_large) {
+    broken = "answer_bytes " + std::to_string(answer_bytes) + " over the arena of " +
+             std::to_string(arena);
+  }
+  if (!broken.empty()) {
+    std::string who_it_was = who(name);
+    throw crashed(who_it_was + " broke the protocol (" + broken +
+                  "); the worker was killed: " + end_child(true));
+  }
+  if (degraded_) note_recovery();
+  switch (static_cast<answer_status>(status)) {
+    case answer_status::ok: return std::string(c.region.answer_arena(), answer_bytes);
+    case answer_status::task_threw:
+      throw process_error(errc::task_failed,
+                          "knit: process task '" + std::string(name) +
+                              "' threw: " + std::string(c.region.answer_arena(), answer_bytes));
+    case answer_status::too_large:
+      throw process_error(errc::payload_too_large,
+                          "knit: process task '" + std::string(name) + "': answer of " +
+                              std::to_string(answer_bytes) + " bytes is over the arena of " +
+                              std::to_string(arena) + " bytes (process_options::arena_bytes)");
+    case answer_status::bad_request: break;
+  }
+  // The child refused what the host sent: a host bug or a child built differently.
+  throw process_error(errc::worker_crashed, who(name) + " refused the request as malformed");
+}
+
+void process_channel::note_recovery() {
+  const bool degraded = crash_loop_.degraded(crash_loop::clock::now());
+  if (!degraded) {
+    counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+    degraded_ = false;
+  }
+}
+
+}  // namespace knit::detail

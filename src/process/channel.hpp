@@ -1,0 +1,52 @@
+// process_channel: one worker thread's link to its own child process (the "proxy" design of
+// docs/process-workers.md). call() sends one request and waits for the answer or the death
+// of the child, whichever comes first (poll on the answer eventfd and the pidfd); a death or
+// a broken protocol fails that call alone, the child is reaped, and the next call starts a
+// replacement, after a backoff when the worker is in a crash loop (crash_loop.hpp).
+// Owned by its thread (thread_local in process_api.cpp): never shared, so no lock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "knit/process.hpp"
+#include "process/crash_loop.hpp"
+#include "process/spawn.hpp"
+
+namespace knit::detail {
+
+class process_channel {
+ public:
+  process_channel(unsigned number, process_options options);
+  ~process_channel();
+  process_channel(const process_channel&) = delete;
+  process_channel& operator=(const process_channel&) = delete;
+
+  // Runs task `index` (named `name`, for messages) on the child. Throws process_error.
+  std::string call(std::uint32_t index, std::string_view name, std::string_view bytes);
+
+ private:
+  void ensure_child(std::string_view name);
+  void start_child(std::string_view name);
+  void reap_if_died_between_calls();
+  // Kills (when `kill`) and reaps the child; returns how it ended, in words.
+  std::string end_child(bool kill);
+  // Counts the crash and makes its error (the message gains the crash-loop state).
+  process_error crashed(std::string message);
+  void note_crash();
+  void note_recovery();
+  std::string who(std::string_view name) const;
+
+  unsigned number_;
+  process_options options_;
+  crash_loop crash_loop_;
+  bool degraded_ = false;
+  bool started_ = false;  // the child finished its handshake (counted in children_live)
+  std::optional<child_process> child_;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace knit::detail

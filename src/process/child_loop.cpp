@@ -1,0 +1,167 @@
+// worker_main: the child's side of the protocol in shared_region.hpp. Parses the argv that
+// spawn_child wrote, ties its life to the host (PDEATHSIG as a belt, the alive pipe as the
+// guarantee), closes every fd it was not given, names itself knit-worker-N, does the
+// handshake, then serves one request at a time until the host goes away.
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "knit/process.hpp"
+#include "process/child_slot.hpp"
+#include "process/shared_region.hpp"
+#include "process/spawn.hpp"
+#include "process/task_registry.hpp"
+
+namespace knit::detail {
+namespace {
+
+// Exit codes of a child that could not start (the host reports them).
+constexpr int exit_bad_args = 120;
+constexpr int exit_bad_region = 121;
+constexpr int exit_host_gone = 0;
+
+child_slot slot;
+
+template <class T>
+bool parse(const char* s, T& out) {
+  const char* end = s + std::strlen(s);
+  auto [p, ec] = std::from_chars(s, end, out);
+  return ec == std::errc() && p == end;
+}
+
+[[noreturn]] void die(int code, const char* why) {
+  std::fprintf(stderr, "knit worker %d: %s\n", static_cast<int>(::getpid()), why);
+  ::_exit(code);
+}
+
+void signal_answer(int fd) {
+  const std::uint64_t one = 1;
+  while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+// Closes every fd above stderr but `keep`: the child must not hold a listening socket, or
+// another child's pipe end, that the host opened without CLOEXEC.
+void close_other_fds(std::array<int, 4> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+void serve_one(const shared_region& region, const task_registry& registry, int answer_fd) {
+  region_header& h = region.header();
+  const std::uint64_t seq = load(h.request_seq, std::memory_order_acquire);
+  const std::uint32_t index = load(h.task_index);
+  const std::uint64_t bytes = load(h.request_bytes);
+  const std::size_t arena = region.arena_bytes();
+  answer_status status = answer_status::ok;
+  std::uint64_t answer_bytes = 0;
+  if (index >= registry.count() || bytes > arena) {
+    status = answer_status::bad_request;
+  } else {
+    try {
+      std::string out = registry.task(index)(std::string_view(region.request_arena(), bytes));
+      answer_bytes = out.size();
+      if (out.size() > arena) {
+        status = answer_status::too_large;
+      } else {
+        std::memcpy(region.answer_arena(), out.data(), out.size());
+      }
+    } catch (const std::exception& e) {
+      status = answer_status::task_threw;
+      answer_bytes = std::min(std::strlen(e.what()), arena);
+      std::memcpy(region.answer_arena(), e.what(), answer_bytes);
+    } catch (...) {
+      static constexpr std::string_view unknown = "an exception not derived from std::exception";
+      status = answer_status::task_threw;
+      answer_bytes = std::min(unknown.size(), arena);
+      std::memcpy(region.answer_arena(), unknown.data(), answer_bytes);
+    }
+  }
+  store(h.answer_status, static_cast<std::uint32_t>(status));
+  store(h.answer_bytes, answer_bytes);
+  store(h.answer_seq, seq, std::memory_order_release);
+  signal_answer(answer_fd);
+}
+
+[[noreturn]] void serve(int argc, char** argv) {
+  unsigned number = 0;
+  pid_t host = 0;
+  int memfd = -1, request_fd = -1, answer_fd = -1, alive_fd = -1;
+  std::size_t arena = 0;
+  if (argc != worker_argc || !parse(argv[2], number) || !parse(argv[3], host) ||
+      !parse(argv[4], memfd) || !parse(argv[5], request_fd) || !parse(argv[6], answer_fd) ||
+      !parse(argv[7], alive_fd) || !parse(argv[8], arena)) {
+    die(exit_bad_args, "bad worker arguments");
+  }
+  // A belt: PDEATHSIG follows the thread that spawned us, not the process, and a host that
+  // died before this line is caught by the getppid check. The alive pipe is the guarantee.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != host) ::_exit(exit_host_gone);
+  close_other_fds({memfd, request_fd, answer_fd, alive_fd});
+
+  char name[16];
+  std::snprintf(name, sizeof name, "knit-worker-%u", number);
+  ::prctl(PR_SET_NAME, name);
+
+  task_registry& registry = task_registry::instance();
+  registry.freeze();
+  shared_region region = map_region(memfd, arena);
+  if (!region) die(exit_bad_region, "the shared region is not what the host said");
+  ::close(memfd);  // the mapping stays
+  slot = {&region.header(), region.answer_arena(), arena, answer_fd};
+
+  region_header& h = region.header();
+  store(h.registry_count, registry.count());
+  store(h.registry_hash, registry.hash());
+  store(h.ready, std::uint32_t{1}, std::memory_order_release);
+  signal_answer(answer_fd);
+
+  for (;;) {
+    pollfd fds[2] = {{request_fd, POLLIN, 0}, {alive_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      die(exit_bad_args, "poll failed");
+    }
+    // EOF (POLLHUP) or anything else on the alive pipe: the host is gone.
+    if (fds[1].revents != 0) ::_exit(exit_host_gone);
+    if (fds[0].revents & POLLIN) {
+      std::uint64_t count = 0;
+      if (::read(request_fd, &count, sizeof count) != sizeof count) continue;
+      serve_one(region, registry, answer_fd);
+    } else if (fds[0].revents != 0) {
+      die(exit_bad_args, "the request eventfd failed");
+    }
+  }
+}
+
+}  // namespace
+
+child_slot current_child_slot() noexcept { return slot; }
+
+}  // namespace knit::detail
+
+namespace knit {
+
+bool worker_main(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != detail::worker_marker) return false;
+  detail::serve(argc, argv);
+}
+
+}  // namespace knit

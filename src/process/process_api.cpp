@@ -1,0 +1,94 @@
+// The public face of the process workers (knit/process.hpp): options, counters,
+// process_error, and run_process_task with its thread_local channel (created lazily the
+// first time a thread runs a process task; destroyed, its child killed and reaped, when
+// that thread exits, as a pool's workers do at shutdown).
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "knit/process.hpp"
+#include "process/channel.hpp"
+#include "process/counters.hpp"
+#include "process/task_registry.hpp"
+
+namespace knit {
+namespace {
+
+std::mutex options_mutex;
+process_options& stored_options() {
+  static process_options options;
+  return options;
+}
+std::atomic<unsigned> next_worker_number{1};
+
+}  // namespace
+
+namespace detail {
+process_counters& counters() noexcept {
+  static process_counters c;
+  return c;
+}
+}  // namespace detail
+
+process_error::process_error(errc code, const std::string& what)
+    : std::system_error(make_error_code(code), what) {}
+
+void process_options::validate() const {
+  auto bad = [](const std::string& what) { throw config_error("knit::process_options: " + what); };
+  if (arena_bytes == 0 || arena_bytes > (std::size_t{1} << 30)) {
+    bad("arena_bytes must be 1 .. 1 GiB, not " + std::to_string(arena_bytes));
+  }
+  if (crash_loop_crashes == 0 || crash_loop_crashes > 1000) {
+    bad("crash_loop_crashes must be 1 .. 1000, not " + std::to_string(crash_loop_crashes));
+  }
+  if (crash_loop_window.count() <= 0) bad("crash_loop_window must be positive");
+  if (backoff_initial.count() < 0 || backoff_max < backoff_initial) {
+    bad("backoff_initial must be >= 0 and <= backoff_max");
+  }
+  if (start_timeout.count() <= 0 || start_timeout.count() > 600'000) {
+    bad("start_timeout must be 1 ms .. 600 s");
+  }
+  if (worker_executable.empty()) bad("worker_executable is empty");
+}
+
+void set_process_options(const process_options& options) {
+  options.validate();
+  std::lock_guard lock(options_mutex);
+  stored_options() = options;
+}
+
+process_options current_process_options() {
+  std::lock_guard lock(options_mutex);
+  return stored_options();
+}
+
+process_stats current_process_stats() noexcept {
+  const detail::process_counters& c = detail::counters();
+  process_stats s;
+  s.children_started = c.children_started.load(std::memory_order_relaxed);
+  s.children_live = c.children_live.load(std::memory_order_relaxed);
+  s.crashes = c.crashes.load(std::memory_order_relaxed);
+  s.degraded_workers = c.degraded_workers.load(std::memory_order_relaxed);
+  s.calls = c.calls.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string run_process_task(std::string_view name, std::string_view bytes) {
+  detail::task_registry& registry = detail::task_registry::instance();
+  registry.freeze();
+  const auto index = registry.find(name);
+  if (!index) {
+    throw std::invalid_argument("knit::run_process_task: no process task named '" +
+                                std::string(name) + "'");
+  }
+  thread_local std::unique_ptr<detail::process_channel> channel;
+  if (!channel) {
+    channel = std::make_unique<detail::process_channel>(
+        next_worker_number.fetch_add(1, std::memory_order_relaxed), current_process_options());
+  }
+  return channel->call(*index, name, bytes);
+}
+
+}  // namespace knit

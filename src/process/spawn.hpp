@@ -1,0 +1,37 @@
+// Spawning one process worker: the region, the eventfds and the host-alive pipe, then
+// posix_spawn of the worker executable (never fork(): the host has threads, and a forked
+// child of a threaded process may call only async-signal-safe functions until exec).
+// The child's argv (worker_main reads it; the fds are the host's numbers, dup2'd onto
+// themselves by posix_spawn so exactly these lose CLOEXEC in the child):
+//   exe --knit-process-worker NUMBER HOST_PID MEMFD REQUEST_FD ANSWER_FD ALIVE_FD ARENA_BYTES
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "process/shared_region.hpp"
+#include "process/unique_fd.hpp"
+
+namespace knit::detail {
+
+inline constexpr std::string_view worker_marker = "--knit-process-worker";
+inline constexpr int worker_argc = 9;
+
+// A started child as its host holds it. Destroying it does not stop the child: the channel
+// kills and reaps it (process_channel::forget_child).
+struct child_process {
+  pid_t pid = -1;
+  unique_fd pidfd;    // readable once the child has ended; waitid(P_PIDFD) reaps it
+  unique_fd request;  // host -> child eventfd
+  unique_fd answer;   // child -> host eventfd
+  unique_fd alive;    // the pipe's write end: closing it (or the host's death) ends the child
+  shared_region region;
+};
+
+// Spawns knit-worker-`number`. Throws process_error(worker_start_failed).
+child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes);
+
+}  // namespace knit::detail

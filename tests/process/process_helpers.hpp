@@ -1,0 +1,126 @@
+// Helpers of the process tests: run process calls through a pool and wait for them, and
+// read /proc (fds, memfd mappings, children and their state).
+#pragma once
+
+#include <dirent.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "knit/pool.hpp"
+#include "knit/process.hpp"
+
+namespace knit_test {
+
+// Pool options with `n` worker threads, the rest default.
+inline knit::pool_options threads(unsigned n) {
+  knit::pool_options o;
+  o.threads = n;
+  return o;
+}
+
+struct process_call {
+  std::string task;
+  std::string bytes;
+  std::optional<knit::result<std::string>> result;
+};
+
+// Submits every call at once and drains until all are delivered (30 s at most).
+// Returns false on a timeout or a refused submit.
+inline bool run_calls(knit::pool& pool, std::vector<process_call>& calls) {
+  std::size_t done = 0;
+  for (process_call& c : calls) {
+    auto ec = knit::submit_process(pool, c.task, c.bytes, [&c, &done](knit::result<std::string> r) {
+      c.result.emplace(std::move(r));
+      ++done;
+    });
+    if (ec) return false;
+  }
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (done < calls.size()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    pollfd fd{pool.completion_fd(), POLLIN, 0};
+    ::poll(&fd, 1, 10);
+    pool.drain();
+  }
+  return true;
+}
+
+// One call, waited for.
+inline knit::result<std::string> run_one(knit::pool& pool, std::string task, std::string bytes) {
+  std::vector<process_call> calls{{std::move(task), std::move(bytes), std::nullopt}};
+  if (!run_calls(pool, calls)) return knit::result<std::string>(knit::errc::timed_out);
+  return std::move(*calls[0].result);
+}
+
+inline std::size_t open_fd_count() {
+  std::size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+  }
+  return n - 1;  // the directory's own fd
+}
+
+inline std::size_t memfd_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::size_t n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/memfd:knit-worker") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+struct child_info {
+  int pid;
+  char state;
+};
+
+// The processes whose parent is this one, with their state ('Z' = zombie).
+inline std::vector<child_info> children_of_this_process() {
+  std::vector<child_info> out;
+  const int self = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == self) out.push_back({std::stoi(e->d_name), state});
+  }
+  ::closedir(d);
+  return out;
+}
+
+// The state letter of `pid` from /proc/PID/stat, or 0 when it is gone.
+inline char process_state(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return 0;
+  return text[close + 2];
+}
+
+inline std::string process_comm(int pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+}  // namespace knit_test
