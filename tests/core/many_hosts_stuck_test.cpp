@@ -28,6 +28,17 @@ knit::pool_options two_workers() {
   return o;
 }
 
+// The gate the tests' blocked tasks wait on. At namespace scope: a retired thread must never
+// outlive what it reads (its task may return after the test that started it).
+knit_test::gate g;
+
+// Closes `g` and zeroes its counts, at the start of each test.
+void close_gate() {
+  g.open = false;
+  g.waiting = 0;
+  g.returned = 0;
+}
+
 knit::call_options stuck_after(std::chrono::milliseconds limit) {
   knit::call_options c;
   c.stuck_after = limit;
@@ -37,10 +48,7 @@ knit::call_options stuck_after(std::chrono::milliseconds limit) {
 TEST(many_hosts_stuck,
      an_attached_hosts_stuck_call_fails_on_its_thread_and_its_worker_is_replaced) {
   knit::pool p(two_workers());
-  static knit_test::gate g;  // static: a retired thread must never outlive what it reads
-  g.open = false;
-  g.returned = 0;
-  g.waiting = 0;
+  close_gate();
   std::atomic<bool> declared{false}, release{false};
   std::thread::id handler_thread;
   std::error_code ec;
@@ -99,10 +107,7 @@ TEST(many_hosts_stuck, the_pools_stuck_after_covers_attached_hosts_and_a_past_de
   knit::pool_options o = two_workers();
   o.stuck_after = 40ms;
   knit::pool p(o);
-  static knit_test::gate g;
-  g.open = false;
-  g.returned = 0;
-  g.waiting = 0;
+  close_gate();
   std::error_code plain, with_deadline;
   int handled = 0;
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
@@ -146,10 +151,7 @@ TEST(many_hosts_stuck, the_pools_stuck_after_covers_attached_hosts_and_a_past_de
 // worker sets handoff first; the builder, taking the seat later, frees the record at once.
 TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
   knit::pool p(two_workers());
-  static knit_test::gate g;
-  g.open = false;
-  g.returned = 0;
-  g.waiting = 0;
+  close_gate();
   std::error_code ec;
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
     ASSERT_FALSE(h.submit(
@@ -182,10 +184,7 @@ TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
 // leaves the still-running task to its thread instead of joining it forever.
 TEST(many_hosts_stuck, retire_request_waits_until_the_builders_shutdown) {
   auto p = std::make_unique<knit::pool>(two_workers());
-  static knit_test::gate g;
-  g.open = false;
-  g.returned = 0;
-  g.waiting = 0;
+  close_gate();
   std::error_code ec;
   knit_test::host_thread t(*p, [&](knit::pool_host& h) {
     ASSERT_FALSE(h.submit(
@@ -211,9 +210,7 @@ TEST(many_hosts_stuck, retire_request_waits_until_the_builders_shutdown) {
 // is taken again by another thread; the old worker never touches the new host's calls.
 TEST(many_hosts_stuck, a_host_leaves_while_its_stuck_call_runs_and_its_index_is_reused) {
   knit::pool p(two_workers());
-  static knit_test::gate g;
-  g.open = false;
-  g.returned = 0;
+  close_gate();
   unsigned first_index = 0;
   {
     knit_test::host_thread t(p, [&](knit::pool_host& h) {
@@ -254,10 +251,7 @@ TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thre
   knit::pool_options o = two_workers();
   o.threads = 1;
   knit::pool p(o);
-  static knit_test::gate g;
-  g.open = false;
-  g.returned = 0;
-  g.waiting = 0;
+  close_gate();
   knit::shutdown_report report;
   int cancelled = 0, on_other_thread = 0;
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
