@@ -54,16 +54,9 @@ bool host_state::accepting() const noexcept {
 }
 
 std::error_code host_state::admit() {
-  if (!accepting()) {
-    counters_.calls_rejected.bump();
-    return make_error_code(errc::shut_down);
-  }
-  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
-      !shared_.total_allows_one_more()) {
-    counters_.calls_rejected.bump();
-    return make_error_code(errc::queue_full);
-  }
-  return {};
+  const std::error_code refused = shared_.admission_refusal(accepting(), pending_);
+  if (refused) counters_.calls_rejected.bump();
+  return refused;
 }
 
 void* host_state::allocate(std::size_t size, std::size_t align, std::uint32_t& block) {

@@ -95,16 +95,9 @@ void pool_impl::check_host(const char* what) const {
 
 std::error_code pool_impl::admit() {
   check_host("submit");
-  if (!accepting_) {
-    ++stats_.calls_rejected;
-    return make_error_code(errc::shut_down);
-  }
-  if ((shared_.options.max_pending != 0 && pending_ >= shared_.options.max_pending) ||
-      !shared_.total_allows_one_more()) {
-    ++stats_.calls_rejected;
-    return make_error_code(errc::queue_full);
-  }
-  return {};
+  const std::error_code refused = shared_.admission_refusal(accepting_, pending_);
+  if (refused) ++stats_.calls_rejected;
+  return refused;
 }
 
 void* pool_impl::allocate(std::size_t size, std::size_t align, std::uint32_t& block) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "idle_policy.hpp"
 #include "knit/call.hpp"
 #include "knit/detail/cache_line.hpp"
+#include "knit/error.hpp"
 #include "knit/job_ring.hpp"
 #include "knit/options.hpp"
 #include "knit/spsc_ring.hpp"
@@ -185,6 +187,15 @@ struct pool_shared {
   // The pool-wide bound: false when a host may not admit one more call.
   bool total_allows_one_more() const noexcept {
     return options.max_pending_total == 0 || pending_total() < options.max_pending_total;
+  }
+  // Admission, the same for every host: why a host that is `accepting` (or not) with
+  // `pending` calls of its own may not take one more (shut_down, queue_full), or nothing.
+  std::error_code admission_refusal(bool accepting, std::size_t pending) const noexcept {
+    if (!accepting) return make_error_code(errc::shut_down);
+    if ((options.max_pending != 0 && pending >= options.max_pending) || !total_allows_one_more()) {
+      return make_error_code(errc::queue_full);
+    }
+    return {};
   }
   void publish_pending(unsigned h, std::size_t pending) noexcept {
     if (options.max_pending_total != 0) {
