@@ -84,6 +84,12 @@ struct KNIT_API process_stats {
   std::uint64_t crashes = 0;           ///< Children that died or broke the protocol.
   std::uint64_t degraded_workers = 0;  ///< Worker threads now in a crash loop (backing off).
   std::uint64_t calls = 0;             ///< Calls that reached a child.
+  /// Children killed by their host because a call ran past its deadline or its stuck limit
+  /// (process_call_limits); not crashes, so they do not count towards a crash loop.
+  std::uint64_t killed = 0;
+  /// Children started in place of one that crashed or was killed (on whichever worker
+  /// thread starts one next: a stuck call's thread may have been retired).
+  std::uint64_t respawned = 0;
 };
 /// A snapshot of the counters.
 KNIT_API process_stats current_process_stats() noexcept;
@@ -102,11 +108,26 @@ class KNIT_API process_error : public std::system_error {
 /// calls and never returns (the child exits when the host goes away).
 KNIT_API bool worker_main(int argc, char** argv);
 
+/// @brief When the host kills the child running a call: at the call's deadline, or once the
+/// child has had it for stuck_after, whichever comes first. A thread can only be abandoned
+/// when its task runs too long; a child can be killed, so a looping task costs its CPU only
+/// until then.
+struct process_call_limits {
+  /// The call's deadline (call_options::timeout from submit); max() = none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The call's stuck limit (call_options::stuck_after, else pool_options::stuck_after),
+  /// counted from the moment the request reaches the child. Zero = none.
+  std::chrono::steady_clock::duration stuck_after{0};
+};
+
 /// @brief Runs process task `name` on the calling thread's own child (started on first use,
 /// restarted after a crash) and returns its answer. This is the function a process call runs
-/// on a pool worker thread; a host never calls it on its own thread (it blocks).
+/// on a pool worker thread; a host never calls it on its own thread (it blocks). Past a
+/// limit in `limits` the child is killed and reaped (the next call starts a replacement) and
+/// the call fails with errc::timed_out (the deadline) or errc::stuck (the stuck limit).
 /// @throws process_error (see its codes); std::invalid_argument for an unregistered name.
-KNIT_API std::string run_process_task(std::string_view name, std::string_view bytes);
+KNIT_API std::string run_process_task(std::string_view name, std::string_view bytes,
+                                      const process_call_limits& limits = {});
 
 /// True when `name` is a registered process task.
 KNIT_API bool has_process_task(std::string_view name);
@@ -140,10 +161,39 @@ inline std::string failure_message(const result<std::string>& r) {
   return r.error().message();
 }
 
+namespace detail {
+// The pool behind `host` (a knit::pool, or a pool_host / asio_host attached to one).
+template <class Host>
+const pool& pool_of(Host& host) {
+  if constexpr (requires { host.get_pool(); }) {
+    return host.get_pool();
+  } else {
+    return host;
+  }
+}
+}  // namespace detail
+
+/// @brief The limits past which a process call submitted now with `options` through `host`
+/// has its child killed: the call's deadline, and its stuck limit (the call's own, else the
+/// pool's). submit_process uses it.
+template <class Host>
+process_call_limits process_limits_for(Host& host, const call_options& options) {
+  process_call_limits limits;
+  if (options.timeout.count() > 0)
+    limits.deadline = std::chrono::steady_clock::now() + options.timeout;
+  limits.stuck_after =
+      options.stuck_after.count() > 0
+          ? options.stuck_after
+          : std::chrono::steady_clock::duration(detail::pool_of(host).options().stuck_after);
+  return limits;
+}
+
 /// @brief Submits process task `task` with `bytes` through `host` (a knit::pool, pool_host or
 /// asio_host: anything with pool's submit). `handler(knit::result<std::string>)` runs on the
 /// host's thread as for any call; a crash gives it errc::worker_crashed, with
-/// failure_message() naming the task, the pid and the signal or exit code.
+/// failure_message() naming the task, the pid and the signal or exit code. A call that runs
+/// past its deadline or its stuck limit gets errc::timed_out or errc::stuck as any call
+/// does, and its child is killed and replaced (process_call_limits).
 /// Returns what submit returns (queue_full, shut_down: the handler is then not called).
 /// @throws std::invalid_argument for an unregistered task name (before anything is queued).
 template <class Host, class Handler>
@@ -152,13 +202,14 @@ std::error_code submit_process(Host& host, std::string task, std::string bytes, 
   if (!has_process_task(task)) {
     throw std::invalid_argument("knit::submit_process: no process task named '" + task + "'");
   }
-  return host.submit(
-      [task = std::move(task)](std::string in) { return run_process_task(task, in); },
-      std::move(bytes),
-      [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
-        h(process_result(std::move(r)));
-      },
-      options, id);
+  const process_call_limits limits = process_limits_for(host, options);
+  return host.submit([task = std::move(task),
+                      limits](std::string in) { return run_process_task(task, in, limits); },
+                     std::move(bytes),
+                     [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
+                       h(process_result(std::move(r)));
+                     },
+                     options, id);
 }
 
 }  // namespace knit

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -22,14 +24,24 @@ namespace {
 
 enum class woke { answer, death, timeout };
 
-// Waits until the answer eventfd or the pidfd is readable; the answer wins a tie (an answer
-// written before a death is still good). timeout_ms < 0: no limit.
-woke wait_for(const child_process& c, int timeout_ms) {
+using steady = std::chrono::steady_clock;
+
+// Waits until the answer eventfd or the pidfd is readable, or `until` passes; the answer
+// wins a tie (an answer written before a death is still good). until = max(): no limit.
+woke wait_for(const child_process& c, steady::time_point until) {
   for (;;) {
+    int timeout_ms = -1;
+    if (until != steady::time_point::max()) {
+      const auto left = until - steady::now();
+      if (left <= steady::duration::zero()) return woke::timeout;
+      // Rounded up: poll's milliseconds must not wake us before `until`, only after.
+      timeout_ms = static_cast<int>(std::min<std::int64_t>(
+          std::chrono::ceil<std::chrono::milliseconds>(left).count(), 1'000'000));
+    }
     pollfd fds[2] = {{c.answer.get(), POLLIN, 0}, {c.pidfd.get(), POLLIN, 0}};
     const int n = ::poll(fds, 2, timeout_ms);
-    if (n < 0 && errno == EINTR) continue;  // a bounded wait restarts whole: start-up only
-    if (n == 0) return woke::timeout;
+    if (n < 0 && errno == EINTR) continue;  // the time left is measured again
+    if (n == 0) continue;                   // the loop's check decides: timeout or not yet
     if (n > 0 && (fds[0].revents & POLLIN)) {
       std::uint64_t count = 0;
       if (::read(c.answer.get(), &count, sizeof count) == sizeof count) return woke::answer;
@@ -87,6 +99,7 @@ void process_channel::note_crash() {
   const auto now = crash_loop::clock::now();
   crash_loop_.record_crash(now);
   counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
   const bool degraded = crash_loop_.degraded(now);
   if (degraded != degraded_) {
     if (degraded) {
@@ -114,7 +127,7 @@ void process_channel::start_child(std::string_view name) {
     throw;
   }
   const auto ms = static_cast<int>(options_.start_timeout.count());
-  const woke w = wait_for(*child_, ms);
+  const woke w = wait_for(*child_, steady::now() + options_.start_timeout);
   std::string failure;
   if (w == woke::death) {
     failure = who(name);  // before end_child, which forgets the pid
@@ -143,6 +156,11 @@ void process_channel::start_child(std::string_view name) {
     throw process_error(errc::worker_start_failed, failure);
   }
   started_ = true;
+  std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
+  while (lost > 0 &&
+         !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
+  }
+  if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
   counters().children_started.fetch_add(1, std::memory_order_relaxed);
   counters().children_live.fetch_add(1, std::memory_order_relaxed);
 }
@@ -168,7 +186,7 @@ void process_channel::reap_if_died_between_calls() {
 }
 
 std::string process_channel::call(std::uint32_t index, std::string_view name,
-                                  std::string_view bytes) {
+                                  std::string_view bytes, const process_call_limits& limits) {
   if (bytes.size() > options_.arena_bytes) {
     throw process_error(errc::payload_too_large,
                         "knit: process task '" + std::string(name) + "': request of " +
@@ -176,6 +194,9 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
                             std::to_string(options_.arena_bytes) +
                             " bytes (process_options::arena_bytes); not sent");
   }
+  // Claimed by this worker just as its deadline passed (the host fails it at that time):
+  // sending it would only start work nobody waits for.
+  if (steady::now() >= limits.deadline) throw past_deadline(name, "before it was sent");
   reap_if_died_between_calls();
   ensure_child(name);
   child_process& c = *child_;
@@ -193,10 +214,16 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     throw crashed(who_it_was + ": its request could not be signalled (" + why +
                   "); the worker was killed: " + end_child(true));
   }
-  if (wait_for(c, -1) == woke::death) {
+  // The stuck limit counts from here, the moment the child has the request.
+  const bool stuck_limited = limits.stuck_after > steady::duration::zero();
+  const steady::time_point stuck_at =
+      stuck_limited ? steady::now() + limits.stuck_after : steady::time_point::max();
+  const woke w = wait_for(c, std::min(limits.deadline, stuck_at));
+  if (w == woke::death) {
     std::string who_it_was = who(name);
     throw crashed(who_it_was + ": the worker " + end_child(true) + " during the call");
   }
+  if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
   const std::uint64_t answer_seq = load(h.answer_seq, std::memory_order_acquire);
   const std::uint32_t status = load(h.answer_status);
@@ -233,6 +260,24 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   }
   // The child refused what the host sent: a host bug or a child built differently.
   throw process_error(errc::worker_crashed, who(name) + " refused the request as malformed");
+}
+
+process_error process_channel::past_deadline(std::string_view name, std::string_view when) {
+  return process_error(errc::timed_out, "knit: process task '" + std::string(name) +
+                                            "' ran past its deadline " + std::string(when));
+}
+
+process_error process_channel::killed_past_limit(std::string_view name, bool stuck) {
+  // Not a crash: the task did nothing wrong the kernel saw, and a slow task must not put
+  // its worker into a crash loop. The next call starts a replacement, counted as a respawn.
+  std::string message =
+      who(name) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");
+  // Counted before the reap: whoever sees the child gone (a test, the next call on another
+  // worker thread) sees it counted.
+  counters().killed.fetch_add(1, std::memory_order_relaxed);
+  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  message += "; the worker was killed: " + end_child(true);
+  return process_error(stuck ? errc::stuck : errc::timed_out, message);
 }
 
 void process_channel::note_recovery() {

@@ -25,8 +25,11 @@ class process_channel {
   process_channel(const process_channel&) = delete;
   process_channel& operator=(const process_channel&) = delete;
 
-  // Runs task `index` (named `name`, for messages) on the child. Throws process_error.
-  std::string call(std::uint32_t index, std::string_view name, std::string_view bytes);
+  // Runs task `index` (named `name`, for messages) on the child. Past a limit in `limits`
+  // the child is killed and reaped, and the call fails with timed_out or stuck. Throws
+  // process_error.
+  std::string call(std::uint32_t index, std::string_view name, std::string_view bytes,
+                   const process_call_limits& limits);
 
  private:
   void ensure_child(std::string_view name);
@@ -37,6 +40,10 @@ class process_channel {
   // Counts the crash and makes its error (the message gains the crash-loop state).
   process_error crashed(std::string message);
   void note_crash();
+  // A call refused because its deadline passed before it could be sent.
+  static process_error past_deadline(std::string_view name, std::string_view when);
+  // Kills and reaps the child of a call past its deadline (or its stuck limit, `stuck`).
+  process_error killed_past_limit(std::string_view name, bool stuck);
   void note_recovery();
   std::string who(std::string_view name) const;
 

@@ -13,6 +13,12 @@ struct process_counters {
   std::atomic<std::uint64_t> crashes{0};
   std::atomic<std::uint64_t> degraded_workers{0};
   std::atomic<std::uint64_t> calls{0};
+  std::atomic<std::uint64_t> killed{0};
+  std::atomic<std::uint64_t> respawned{0};
+  // Children that crashed or were killed and are not replaced yet. Writers: a channel that
+  // loses its child (+1) and any channel that starts one (-1, counting a respawn); the
+  // replacement may start on another worker thread (a stuck call's thread is retired).
+  std::atomic<std::uint64_t> to_replace{0};
 };
 
 process_counters& counters() noexcept;

@@ -72,10 +72,13 @@ process_stats current_process_stats() noexcept {
   s.crashes = c.crashes.load(std::memory_order_relaxed);
   s.degraded_workers = c.degraded_workers.load(std::memory_order_relaxed);
   s.calls = c.calls.load(std::memory_order_relaxed);
+  s.killed = c.killed.load(std::memory_order_relaxed);
+  s.respawned = c.respawned.load(std::memory_order_relaxed);
   return s;
 }
 
-std::string run_process_task(std::string_view name, std::string_view bytes) {
+std::string run_process_task(std::string_view name, std::string_view bytes,
+                             const process_call_limits& limits) {
   detail::task_registry& registry = detail::task_registry::instance();
   registry.freeze();
   const auto index = registry.find(name);
@@ -88,7 +91,7 @@ std::string run_process_task(std::string_view name, std::string_view bytes) {
     channel = std::make_unique<detail::process_channel>(
         next_worker_number.fetch_add(1, std::memory_order_relaxed), current_process_options());
   }
-  return channel->call(*index, name, bytes);
+  return channel->call(*index, name, bytes, limits);
 }
 
 }  // namespace knit

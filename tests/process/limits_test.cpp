@@ -1,0 +1,172 @@
+// Process calls past their limits: a call past its deadline or its stuck limit gets
+// errc::timed_out / errc::stuck as any call does, and its child is killed and reaped (a
+// thread can only be abandoned; a process can be stopped), so a looping task costs its CPU
+// only until then. The kill is not a crash: no crash loop, the next call gets a new child.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "knit/pool.hpp"
+#include "knit/process.hpp"
+#include "process/process_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using knit_test::process_state;
+using knit_test::run_one;
+
+constexpr const char* kHang = "600000";  // sleep_pid's milliseconds: never ends by itself
+
+// Waits (10 s at most) until `pid` is gone (reaped: not even a zombie).
+bool gone_within_10s(int pid) {
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (process_state(pid) != 0) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+class process_limits : public testing::Test {
+ protected:
+  void SetUp() override {
+    knit::process_options options;
+    options.crash_loop_crashes = 1;  // a kill counted as a crash would show as degraded
+    knit::set_process_options(options);
+    base_ = knit::current_process_stats();
+  }
+  knit::process_stats delta() const {
+    knit::process_stats now = knit::current_process_stats();
+    now.killed -= base_.killed;
+    now.respawned -= base_.respawned;
+    now.crashes -= base_.crashes;
+    now.children_started -= base_.children_started;
+    return now;
+  }
+  knit::process_stats base_;
+};
+
+// One call through `pool` with `options`, waited for (30 s at most).
+knit::result<std::string> run_with(knit::pool& pool, const std::string& task,
+                                   const std::string& bytes, knit::call_options options) {
+  std::optional<knit::result<std::string>> out;
+  const auto ec = knit::submit_process(
+      pool, task, bytes, [&](knit::result<std::string> r) { out.emplace(std::move(r)); },
+      options);
+  if (ec) return knit::result<std::string>(ec);
+  const auto limit = std::chrono::steady_clock::now() + 30s;
+  while (!out && std::chrono::steady_clock::now() < limit) {
+    pollfd fd{pool.completion_fd(), POLLIN, 0};
+    ::poll(&fd, 1, 10);
+    pool.drain();
+  }
+  if (!out) return knit::result<std::string>(knit::errc::cancelled);
+  return std::move(*out);
+}
+
+TEST_F(process_limits, a_call_past_its_deadline_kills_its_child_and_the_next_call_gets_a_new_one) {
+  knit::pool pool(knit_test::threads(1));  // one worker thread: one child
+  auto first = run_one(pool, "pid", "");
+  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
+  const int pid = std::stoi(first.value());
+
+  knit::call_options options;
+  options.timeout = 200ms;
+  const auto late = run_with(pool, "sleep_pid", kHang, options);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error(), knit::errc::timed_out);
+  EXPECT_TRUE(gone_within_10s(pid)) << "the child of the timed-out call still runs";
+
+  auto next = run_one(pool, "pid", "");
+  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
+  EXPECT_NE(std::stoi(next.value()), pid);
+  const knit::process_stats d = delta();
+  EXPECT_EQ(d.killed, 1U);
+  EXPECT_EQ(d.respawned, 1U);
+  EXPECT_EQ(d.crashes, 0U);
+  EXPECT_EQ(d.degraded_workers, 0U);
+}
+
+// Whoever comes first, the pool's stuck scan (which retires the worker thread) or the
+// channel's own limit (which kills the child and fails the call), the call gets errc::stuck,
+// the child is killed, and the next call is served by a new child.
+TEST_F(process_limits, a_stuck_call_kills_its_child_whoever_declares_it_first) {
+  knit::pool_options o = knit_test::threads(1);
+  o.stuck_after = 200ms;
+  knit::pool pool(o);
+  auto first = run_one(pool, "pid", "");
+  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
+  const int pid = std::stoi(first.value());
+
+  const auto stuck = run_with(pool, "sleep_pid", kHang, {});
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_EQ(stuck.error(), knit::errc::stuck);
+  EXPECT_TRUE(gone_within_10s(pid)) << "the child of the stuck call still runs";
+
+  auto next = run_one(pool, "pid", "");
+  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
+  EXPECT_NE(std::stoi(next.value()), pid);
+  const knit::process_stats d = delta();
+  EXPECT_EQ(d.killed, 1U);
+  EXPECT_EQ(d.respawned, 1U);
+  EXPECT_EQ(d.crashes, 0U);
+}
+
+// On the calling thread: the stuck limit counts from the moment the child has the request;
+// the error names the task, the pid and how the child ended.
+TEST_F(process_limits, run_process_task_past_its_stuck_limit_throws_stuck_and_kills) {
+  const int pid = std::stoi(knit::run_process_task("pid", ""));
+  knit::process_call_limits limits;
+  limits.stuck_after = 100ms;
+  try {
+    knit::run_process_task("sleep_pid", kHang, limits);
+    FAIL() << "a hanging task returned";
+  } catch (const knit::process_error& e) {
+    EXPECT_EQ(e.code(), knit::errc::stuck);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'sleep_pid'"), std::string::npos) << what;
+    EXPECT_NE(what.find("pid " + std::to_string(pid)), std::string::npos) << what;
+    EXPECT_NE(what.find("stuck"), std::string::npos) << what;
+    EXPECT_NE(what.find("signal 9 (SIGKILL)"), std::string::npos) << what;
+  }
+  EXPECT_EQ(process_state(pid), 0) << "killed and reaped before the call failed";
+  EXPECT_NE(std::stoi(knit::run_process_task("pid", "")), pid);
+  EXPECT_EQ(delta().killed, 1U);
+  EXPECT_EQ(delta().respawned, 1U);
+}
+
+// A call whose deadline has passed when its worker takes it is not sent at all.
+TEST_F(process_limits, a_call_already_past_its_deadline_is_not_sent) {
+  knit::process_call_limits limits;
+  limits.deadline = std::chrono::steady_clock::now() - 1ms;
+  try {
+    knit::run_process_task("echo", "x", limits);
+    FAIL() << "a call past its deadline ran";
+  } catch (const knit::process_error& e) {
+    EXPECT_EQ(e.code(), knit::errc::timed_out);
+  }
+  EXPECT_EQ(delta().children_started, 0U) << "no child was started for it";
+  EXPECT_EQ(knit::current_process_stats().calls, base_.calls);
+}
+
+// Kills are not crashes: three in a row with a crash loop of one crash leave the worker
+// healthy and its respawns without backoff.
+TEST_F(process_limits, kills_do_not_make_a_crash_loop) {
+  knit::process_call_limits limits;
+  limits.stuck_after = 20ms;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THROW(knit::run_process_task("sleep_pid", kHang, limits), knit::process_error);
+  }
+  EXPECT_EQ(knit::run_process_task("echo", "fine"), "fine");
+  const knit::process_stats d = delta();
+  EXPECT_EQ(d.killed, 3U);
+  EXPECT_EQ(d.crashes, 0U);
+  EXPECT_EQ(d.degraded_workers, 0U);
+  EXPECT_EQ(d.respawned, 3U);
+}
+
+}  // namespace
