@@ -60,6 +60,11 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
     out.write_line("mode: auto (/ssr and /jwt each inline while its average cost is under " +
                    std::to_string(auto_options.inline_below_us) +
                    " us, else on knit workers) pool: " + pool->describe());
+  } else if (pool && cfg.worker_isolation == isolation::process) {
+    out.write_line(
+        "mode: pooled, isolation process (/ssr and /jwt in worker processes knit-worker-N, one "
+        "per knit worker; a crash fails its own call) pool: " +
+        pool->describe());
   } else if (pool) {
     out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
   } else if (cfg.mode == exec_mode::asio_pool) {

@@ -77,6 +77,10 @@ std::string_view to_string(exec_mode mode) noexcept {
   return "?";
 }
 
+std::string_view to_string(isolation i) noexcept {
+  return i == isolation::process ? "process" : "thread";
+}
+
 server_config config_from_env(const env_lookup& getenv) {
   server_config cfg;
 
@@ -100,6 +104,19 @@ server_config config_from_env(const env_lookup& getenv) {
       }
     }
     if (!known) fail("KNIT_MODE", *mode, "must be inline, pooled, asio, multi or auto");
+  }
+
+  if (auto text = lookup(getenv, "KNIT_ISOLATION")) {
+    if (*text == "process") {
+      cfg.worker_isolation = isolation::process;
+    } else if (*text != "thread") {
+      fail("KNIT_ISOLATION", *text, "must be thread or process");
+    }
+    if (cfg.worker_isolation == isolation::process && cfg.mode != exec_mode::pooled) {
+      fail("KNIT_ISOLATION", *text,
+           "needs KNIT_MODE=pooled (KNIT_MODE=" + std::string(to_string(cfg.mode)) +
+               " runs /ssr and /jwt on threads that are not knit workers)");
+    }
   }
 
   read_uint(getenv, "KNIT_HOSTS", cfg.hosts, 1, server_config::kMaxHosts);

@@ -27,6 +27,16 @@ enum class exec_mode {
   auto_offload,  // "auto": per route, inline while its measured cost is small, else the pool
 };
 
+// What a pool worker runs /ssr and /jwt in (KNIT_ISOLATION; pooled mode only).
+enum class isolation {
+  thread,   // "thread": on the pool's worker thread, in the server's own address space
+  process,  // "process": in a child process fronted by that thread (server/process_isolation.hpp):
+            //   a task that crashes fails its own call (500) and the server lives
+};
+
+// "thread" or "process": the spelling of KNIT_ISOLATION and of the knit-stats field.
+std::string_view to_string(isolation i) noexcept;
+
 // "inline", "pooled", "asio", "multi" or "auto": the spelling of KNIT_MODE and of the
 // knit-stats "mode" field.
 std::string_view to_string(exec_mode mode) noexcept;
@@ -40,6 +50,9 @@ struct server_config {
   std::string host = "127.0.0.1";      // HOST: an IPv4/IPv6 literal, or "localhost"
   std::uint16_t port = 3000;           // PORT: 0 asks the kernel for a free port
   exec_mode mode = exec_mode::pooled;  // KNIT_MODE
+  // KNIT_ISOLATION: thread (default) or process; process needs KNIT_MODE=pooled (the other
+  // modes run the routes on the loop's thread or on threads knit does not own).
+  isolation worker_isolation = isolation::thread;
 
   // KNIT_HOSTS: event loops, each with its own thread, io_context and SO_REUSEPORT listener
   // on the same port (docs/server-hosts.md). 1 is the single event loop on the main thread.

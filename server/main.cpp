@@ -21,7 +21,10 @@
 // KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
 // running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
 // 10000: the most a stop may take, from the end of the drain delay; 0 = no bound)
-// KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins).
+// KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins)
+// KNIT_ISOLATION=thread|process (pooled mode: process runs /ssr and /jwt in worker processes,
+// children named knit-worker-N; a task that crashes gets 500 and the server lives on;
+// docs/process-workers.md).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
@@ -81,6 +84,7 @@
 #include "memory_budget.hpp"
 #include "offload_policy.hpp"
 #include "pool_builder_watch.hpp"
+#include "process_isolation.hpp"
 #include "process_status.hpp"
 #include "server_group.hpp"
 #include "service_notify.hpp"
@@ -121,7 +125,13 @@ void raise_fd_limit(std::size_t max_connections, unsigned hosts, log_writer& err
 }  // namespace
 
 
-int main() {
+int main(int argc, char** argv) {
+  // KNIT_ISOLATION=process runs /ssr and /jwt in this same binary, re-executed by knit as a
+  // worker process: there knit::worker_main serves the calls and never returns. The task is
+  // registered in every mode and before anything else, so host and worker agree on it.
+  register_heavy_process_task();
+  if (knit::worker_main(argc, argv)) return 0;
+
   // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
   // server: first thing, before anything can write.
   std::signal(SIGPIPE, SIG_IGN);
@@ -148,6 +158,9 @@ int main() {
     cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
     // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
     if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
+    // Each pool worker thread starts its own worker process on its first heavy call.
+    if (cfg.worker_isolation == isolation::process)
+      knit::set_process_options(heavy_process_options());
   } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitConfig;

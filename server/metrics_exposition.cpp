@@ -216,6 +216,23 @@ void write_pool(page& p, const knit::pool_stats& ps) {
 #undef KNIT_METRICS_WORKER_FAMILY
 }
 
+void write_worker_processes(page& p, const worker_process_figures& w) {
+  p.family("knit_worker_process_crashes_total", "counter",
+           "Worker processes that died during a call or broke the protocol (the call got 500).");
+  p.sample("knit_worker_process_crashes_total", "", w.crashed);
+  p.family("knit_worker_process_respawns_total", "counter",
+           "Worker processes started in place of one that crashed or was killed.");
+  p.sample("knit_worker_process_respawns_total", "", w.respawned);
+  p.family("knit_worker_process_kills_total", "counter",
+           "Worker processes killed because their call ran past its deadline or stuck limit.");
+  p.sample("knit_worker_process_kills_total", "", w.killed);
+  p.family("knit_worker_processes", "gauge", "Worker processes running now.");
+  p.sample("knit_worker_processes", "", w.live);
+  p.family("knit_worker_processes_crash_looping", "gauge",
+           "Pool workers whose processes crash in a loop (their respawns back off).");
+  p.sample("knit_worker_processes_crash_looping", "", w.degraded);
+}
+
 }  // namespace
 
 std::string format_metrics(const metrics_snapshot& snapshot) {
@@ -223,6 +240,7 @@ std::string format_metrics(const metrics_snapshot& snapshot) {
   write_requests(p, snapshot);
   write_loop_figures(p, snapshot);
   if (snapshot.pool) write_pool(p, *snapshot.pool);
+  if (snapshot.workers) write_worker_processes(p, *snapshot.workers);
   return p.take();
 }
 

@@ -24,11 +24,14 @@
 //                                                   per pool host (host="N") when several
 //   knit_pool_calls_stuck_total, knit_pool_workers_replaced_total           counter
 //   knit_pool_worker_<counter>_total{worker="N"}    counter  every KNIT_WORKER_COUNTERS entry
+//   knit_worker_process_crashes_total, _respawns_total, _kills_total   counter  (KNIT_ISOLATION=
+//   knit_worker_processes, knit_worker_processes_crash_looping  gauge     process only)
 // A requests_total sample is written only for a (route, code) seen at least once; every
 // other sample is always written, zero included, so a series exists from the first scrape.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +41,7 @@
 #include "readiness.hpp"
 #include "request_metrics.hpp"
 #include "responses.hpp"
+#include "stats.hpp"
 
 namespace knit_server {
 
@@ -60,7 +64,8 @@ struct metrics_snapshot {
   // and the limit. Both 0 in a server built without one.
   std::uint64_t parked_bytes = 0;
   std::uint64_t budget_bytes = 0;
-  const knit::pool_stats* pool = nullptr;  // null without a knit pool
+  const knit::pool_stats* pool = nullptr;         // null without a knit pool
+  std::optional<worker_process_figures> workers;  // KNIT_ISOLATION=process only
 };
 
 // The Content-Type of the page (the one the session sends).

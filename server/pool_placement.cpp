@@ -24,8 +24,17 @@ void pool_placement::on_completion() noexcept {
   meter_.on_completion(service_meter::clock::now(), pool.pending(), pool.options().threads);
 }
 
+knit::result<heavy_output> pool_placement::heavy_result_of(knit::result<std::string>&& r) {
+  if (!r.ok()) return knit::result<heavy_output>(r.error(), r.exception());
+  if (std::optional<heavy_output> out = decode_heavy_output(r.value())) {
+    return knit::result<heavy_output>(std::move(*out));
+  }
+  return knit::result<heavy_output>(knit::make_error_code(knit::errc::worker_crashed));
+}
+
 heavy_output pool_placement::from_error(std::error_code ec) {
   using boost::beast::http::status;
+  if (std::optional<heavy_output> answer = process_answer(ec)) return std::move(*answer);
   // A stuck call gets 504, not 503. 503 tells a client the server is overloaded or going
   // away and to retry later (the admission refusals, with Retry-After); a stuck call is
   // neither: the server took the request and its worker, the "upstream" that was to

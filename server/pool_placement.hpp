@@ -13,7 +13,9 @@
 #include "admission.hpp"
 #include "config.hpp"
 #include "heavy_refusal.hpp"
+#include "heavy_wire.hpp"
 #include "held_handler_block.hpp"
+#include "process_isolation.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
 
@@ -24,7 +26,9 @@ namespace knit_server {
 // than queued to answer late: admission.hpp), then submitted; the pool itself may refuse it
 // too (its max_pending reached, or shutting down). The body string moves into the call
 // record and from there into the job; the rendered body comes back by move inside the
-// result. Nothing is copied either way.
+// result. Nothing is copied either way. KNIT_ISOLATION=process: the same call through
+// knit::submit_process, the job and the body as bytes to a worker process and back
+// (process_isolation.hpp).
 //
 // Host thread only: every member is touched from the thread that created the pool (knit
 // checks it), and the completions run there too, from the io_context.
@@ -69,7 +73,12 @@ class pool_placement {
   //   errc::stuck, errc::timed_out  504, the task ran too long and was abandoned;
   //   errc::cancelled               503 (+ Retry-After), the server gave up at its stop deadline;
   //   anything else (task_failed)   500, as failed_output().
+  //   the process workers' own errors    500, as process_answer() (process_isolation.hpp).
   static heavy_output from_error(std::error_code ec);
+
+  // A process call's result as a heavy call's: the answer bytes decoded, or the error (an
+  // answer that does not decode counts as errc::worker_crashed: the worker wrote garbage).
+  static knit::result<heavy_output> heavy_result_of(knit::result<std::string>&& r);
 
   // Feeds one completion to meter_ (from the completion handler).
   void on_completion() noexcept;
@@ -85,22 +94,31 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
                                                     Done&& done, OnValue on_value) {
   // `this` outlives every handler: main() shuts the pool down (every handler called) before
   // the placement goes out of scope, which the sessions' handlers need of the server too.
+  // One completion for both isolations: the call's result, as a heavy_output or an error.
+  auto complete = [this, on_value, block = held_handler_block(),
+                   done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
+    block.release();  // for the response's write (held_handler_block.hpp)
+    on_completion();
+    if (!result.ok()) return done(from_error(result.error()));
+    on_value(result.value());
+    done(std::move(result.value()));
+  };
   std::error_code ec;
   try {
-    // The job only borrows the body; this wrapper owns it, so the worker frees it when the
-    // job returns (as in asio mode), not the host when it destroys the call record.
-    auto owning_job = [job](std::string owned) { return job(std::move(owned)); };
-    ec = host_.submit(
-        owning_job, std::move(body),
-        [this, on_value, block = held_handler_block(),
-         done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
-          block.release();  // for the response's write (held_handler_block.hpp)
-          on_completion();
-          if (!result.ok()) return done(from_error(result.error()));
-          on_value(result.value());
-          done(std::move(result.value()));
-        },
-        knit::call_options{});
+    if (cfg_.worker_isolation == isolation::process) {
+      // The job and the body cross to the worker process as bytes (heavy_wire.hpp), and the
+      // answer comes back the same way: two copies each way that thread mode does not make.
+      ec = knit::submit_process(
+          host_, std::string(kHeavyProcessTask), encode_heavy_request(job, body),
+          [complete = std::move(complete)](knit::result<std::string> r) mutable {
+            complete(heavy_result_of(std::move(r)));
+          });
+    } else {
+      // The job only borrows the body; this wrapper owns it, so the worker frees it when the
+      // job returns (as in asio mode), not the host when it destroys the call record.
+      auto owning_job = [job](std::string owned) { return job(std::move(owned)); };
+      ec = host_.submit(owning_job, std::move(body), std::move(complete), knit::call_options{});
+    }
   } catch (const std::exception&) {
     // submit() could not allocate the call: the session answers 500, the server carries on.
     return refuse_for(refusal_reason::internal_error);

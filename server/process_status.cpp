@@ -7,8 +7,10 @@
 #include <vector>
 
 #include <knit/knit.hpp>
+#include <knit/process.hpp>
 
 #include "metrics_exposition.hpp"
+#include "process_isolation.hpp"
 #include "server.hpp"
 
 namespace knit_server {
@@ -42,6 +44,8 @@ readiness process_status::assess(clock_type::time_point now) const {
                      std::greater<>());
     signals.nth_last_stuck = stuck[n - 1];
   }
+  // Process-wide atomics: any thread may read them (0 with thread isolation).
+  signals.crash_looping_workers = knit::current_process_stats().degraded_workers;
   return assess_readiness(signals, policy_);
 }
 
@@ -62,6 +66,7 @@ std::string process_status::metrics_page(clock_type::time_point now) const {
     m.stuck_calls = s->health().stuck_total();
     m.open_connections = s->connections();
     m.buffered_bytes = s->buffered_bytes();
+    if (s->config().worker_isolation == isolation::process) snapshot.workers = worker_figures();
   }
   std::optional<knit::pool_stats> pool_stats;
   if (pool_) pool_stats = pool_->stats();  // on its builder's thread: see the header

@@ -22,6 +22,7 @@ readiness assess_readiness(const readiness_signals& signals, const readiness_pol
   if (policy.stuck_calls > 0 && within(signals.nth_last_stuck, signals.now, policy.stuck_window)) {
     return readiness::workers_stuck;
   }
+  if (signals.crash_looping_workers > 0) return readiness::workers_crash_looping;
   return readiness::ready;
 }
 
@@ -31,6 +32,7 @@ std::string_view readiness_body(readiness r) noexcept {
     case readiness::draining: return "draining\n";
     case readiness::refusing_work: return "degraded: refusing work\n";
     case readiness::workers_stuck: return "degraded: workers stuck\n";
+    case readiness::workers_crash_looping: return "degraded: workers crash-looping\n";
   }
   return "degraded\n";
 }

@@ -7,8 +7,11 @@
 //      refusal_window (1 s)                                              -> refusing_work
 //   3. workers stuck: stuck_calls (3) heavy calls were given up as stuck (504, each one a
 //      worker retired and replaced) within the last stuck_window (60 s)   -> workers_stuck
-//   4. otherwise                                                          -> ready
-// 2 and 3 are "degraded": the process is alive (/livez stays 200) but another instance would
+//   4. workers crash-looping: a pool worker's processes crashed crash_loop_crashes times
+//      within crash_loop_window (KNIT_ISOLATION=process; knit::process_options), so its
+//      respawns back off                                                  -> workers_crash_looping
+//   5. otherwise                                                          -> ready
+// 2, 3 and 4 are "degraded": the process is alive (/livez stays 200) but another instance would
 // serve the next request better. Each clears by itself once its window has passed without a
 // new event, so a load balancer puts the instance back without anyone restarting it. One
 // stuck call is not a crash loop (a client sent a pathological body); three in a minute
@@ -20,15 +23,17 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace knit_server {
 
 enum class readiness {
-  ready,          // 200 "ok\n"
-  draining,       // 503 "draining\n"
-  refusing_work,  // 503 "degraded: refusing work\n"
-  workers_stuck,  // 503 "degraded: workers stuck\n"
+  ready,                  // 200 "ok\n"
+  draining,               // 503 "draining\n"
+  refusing_work,          // 503 "degraded: refusing work\n"
+  workers_stuck,          // 503 "degraded: workers stuck\n"
+  workers_crash_looping,  // 503 "degraded: workers crash-looping\n"
 };
 
 struct readiness_policy {
@@ -46,6 +51,8 @@ struct readiness_signals {
   // The stuck_calls-th most recent stuck call (min() when there have been fewer).
   std::chrono::steady_clock::time_point nth_last_stuck =
       std::chrono::steady_clock::time_point::min();
+  // Pool workers whose worker processes are in a crash loop now (knit::process_stats).
+  std::uint64_t crash_looping_workers = 0;
 };
 
 readiness assess_readiness(const readiness_signals& signals, const readiness_policy& policy = {});
@@ -56,7 +63,7 @@ constexpr unsigned readiness_status(readiness r) noexcept {
 }
 
 // The response body: "ok\n", "draining\n", "degraded: refusing work\n", "degraded: workers
-// stuck\n".
+// stuck\n", "degraded: workers crash-looping\n".
 std::string_view readiness_body(readiness r) noexcept;
 
 }  // namespace knit_server

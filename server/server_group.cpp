@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "process_isolation.hpp"
+
 namespace knit_server {
 
 void server_group::stop(std::function<void()> drained) {
@@ -52,7 +54,11 @@ std::string server_group::stats_line(std::uint64_t log_dropped,
   // One budget for every host (write_budget.hpp): read it once, not once per host.
   if (!servers_.empty()) gauges.parked_bytes = servers_.front()->budget().parked();
   const exec_mode mode = servers_.empty() ? exec_mode::pooled : servers_.front()->config().mode;
-  return format_stats_line(mode, total, rejected, gauges, pool_json, auto_json, hosts);
+  std::optional<worker_process_figures> workers;
+  if (!servers_.empty() && servers_.front()->config().worker_isolation == isolation::process) {
+    workers = worker_figures();
+  }
+  return format_stats_line(mode, total, rejected, gauges, pool_json, auto_json, hosts, workers);
 }
 
 }  // namespace knit_server

@@ -332,14 +332,15 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
   // Back on the host thread with the route's result. It must not throw: in pooled mode we
   // are inside the pool's completion delivery.
   try {
-    if (out.status == http::status::internal_server_error) {
+    if (out.status == http::status::internal_server_error && out.body == failed_output().body) {
       fill_error(res_, out.status);  // what Hono's default error handler answers
     } else if (static_cast<unsigned>(out.status) >= 500) {
       // A 504 is a call given up as stuck (pool_placement.cpp): its worker was replaced.
       if (out.status == http::status::gateway_timeout)
         server_.health().note_stuck(clock_type::now());
-      // The server's own answer (a stuck task: 504; given up at the stop deadline: 503),
-      // as text/plain like every other refusal; a 503 says when to come back.
+      // The server's own answer (a stuck task: 504; given up at the stop deadline: 503; a
+      // worker process that crashed: 500, process_isolation.hpp), as text/plain like every
+      // other refusal; a 503 says when to come back.
       fill(res_, out.status, content_type::text, std::move(out.body));
       res_.retry_after = out.status == http::status::service_unavailable;
     } else {

@@ -7,7 +7,8 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json,
                               std::optional<std::string_view> auto_json,
-                              std::span<const host_figures> hosts) {
+                              std::span<const host_figures> hosts,
+                              std::optional<worker_process_figures> workers) {
   std::string line = "knit-stats {\"mode\":\"";
   line += to_string(mode);
   line += "\",\"requests\":{\"ping\":";
@@ -39,6 +40,21 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   if (auto_json) {
     line += ",\"auto\":";
     line += *auto_json;
+  }
+  line += ",\"isolation\":";
+  line += workers ? "\"process\"" : "\"thread\"";
+  if (workers) {
+    line += ",\"workers\":{\"crashed\":";
+    line += std::to_string(workers->crashed);
+    line += ",\"respawned\":";
+    line += std::to_string(workers->respawned);
+    line += ",\"killed\":";
+    line += std::to_string(workers->killed);
+    line += ",\"live\":";
+    line += std::to_string(workers->live);
+    line += ",\"degraded\":";
+    line += std::to_string(workers->degraded);
+    line += '}';
   }
   if (!hosts.empty()) {
     line += ",\"hosts\":[";

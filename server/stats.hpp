@@ -104,22 +104,34 @@ struct server_gauges {
   std::uint64_t parked_bytes = 0;    // write_budget::parked(): what unfinished writes count
 };
 
+// KNIT_ISOLATION=process: the worker processes' counters (knit::process_stats), process-wide.
+struct worker_process_figures {
+  std::uint64_t crashed = 0;    // worker processes that died during a call or broke the protocol
+  std::uint64_t respawned = 0;  // started in place of one that crashed or was killed
+  std::uint64_t killed = 0;     // killed by the server: a call past its deadline or stuck limit
+  std::uint64_t live = 0;       // running now
+  std::uint64_t degraded = 0;   // pool workers in a crash loop, their respawns backing off
+};
+
 // The whole line, without the newline:
 //   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N,"write_budget":N},
 //               "connections":N,"buffered_bytes":N,"log_dropped":N,"parked_bytes":N,
-//               "pool":{...}[,"auto":{...}]
+//               "pool":{...}[,"auto":{...}],"isolation":"thread"|"process"
+//               [,"workers":{"crashed":N,"respawned":N,"killed":N,"live":N,"degraded":N}]
 //               [,"hosts":[{"requests":N,"connections":N},...]]}
 // (one line). `pool_json` is knit::to_json(pool.stats()), or nullopt in inline and asio mode
 // ("pool":null). `auto_json` (heavy_placement::auto_json, auto mode only) adds the "auto"
 // field, absent otherwise. `hosts`, one entry per event loop (KNIT_HOSTS; the server always
 // passes them), adds "hosts" when not empty; `counters`, `rejected` and `gauges` are then the
-// totals over them. The benchmark driver parses this line: change it only together with the
-// driver (it reads "requests" by name, so fields may be added).
+// totals over them. `workers` (process isolation only) says "isolation":"process" and adds
+// "workers"; without it the line says "isolation":"thread". The benchmark driver parses this line:
+// change it only together with the driver (it reads "requests" by name, so fields may be added).
 std::string format_stats_line(exec_mode mode, const request_counters& counters,
                               const rejection_counters& rejected, const server_gauges& gauges,
                               std::optional<std::string_view> pool_json,
                               std::optional<std::string_view> auto_json = std::nullopt,
-                              std::span<const host_figures> hosts = {});
+                              std::span<const host_figures> hosts = {},
+                              std::optional<worker_process_figures> workers = std::nullopt);
 
 }  // namespace knit_server

@@ -55,8 +55,7 @@ knit::result<std::string> run_with(knit::pool& pool, const std::string& task,
                                    const std::string& bytes, knit::call_options options) {
   std::optional<knit::result<std::string>> out;
   const auto ec = knit::submit_process(
-      pool, task, bytes, [&](knit::result<std::string> r) { out.emplace(std::move(r)); },
-      options);
+      pool, task, bytes, [&](knit::result<std::string> r) { out.emplace(std::move(r)); }, options);
   if (ec) return knit::result<std::string>(ec);
   const auto limit = std::chrono::steady_clock::now() + 30s;
   while (!out && std::chrono::steady_clock::now() < limit) {

@@ -238,5 +238,24 @@ TEST(config, bad_memory_budget_and_sndbuf_name_the_variable_and_the_value) {
             R"(KNIT_SNDBUF_KB="65537": must be an integer from 0 to 65536)");
 }
 
+TEST(config, isolation_is_thread_by_default_and_process_needs_pooled_mode) {
+  EXPECT_EQ(parse({}).worker_isolation, isolation::thread);
+  EXPECT_EQ(parse({{"KNIT_ISOLATION", ""}}).worker_isolation, isolation::thread);
+  EXPECT_EQ(parse({{"KNIT_ISOLATION", "thread"}, {"KNIT_MODE", "inline"}}).worker_isolation,
+            isolation::thread);
+  EXPECT_EQ(parse({{"KNIT_ISOLATION", "process"}}).worker_isolation, isolation::process);
+  EXPECT_EQ(parse({{"KNIT_ISOLATION", "process"}, {"KNIT_HOSTS", "2"}}).hosts, 2u);
+  EXPECT_EQ(error_of({{"KNIT_ISOLATION", "processes"}}),
+            R"(KNIT_ISOLATION="processes": must be thread or process)");
+  for (const char* mode : {"inline", "asio", "multi", "auto"}) {
+    const std::string message = error_of({{"KNIT_ISOLATION", "process"}, {"KNIT_MODE", mode}});
+    EXPECT_NE(message.find(R"(KNIT_ISOLATION="process": needs KNIT_MODE=pooled)"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(to_string(isolation::process), "process");
+  EXPECT_EQ(to_string(isolation::thread), "thread");
+}
+
 }  // namespace
 }  // namespace knit_server

@@ -139,5 +139,20 @@ TEST(metrics_exposition, OneHostHasNoHostLabelAndNoPoolWithout) {
   EXPECT_EQ(kMetricsContentType, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+TEST(metrics_exposition, WorkerProcessesOnlyWithProcessIsolation) {
+  metrics_snapshot s;
+  s.hosts.emplace_back();
+  EXPECT_EQ(format_metrics(s).find("knit_worker_process"), std::string::npos);
+  s.workers = worker_process_figures{3, 2, 1, 4, 1};
+  const std::string text = format_metrics(s);
+  const auto page = parse_prometheus_text(text);
+  ASSERT_TRUE(page.errors.empty()) << joined(page.errors) << text;
+  EXPECT_EQ(page.sum("knit_worker_process_crashes_total"), 3);
+  EXPECT_EQ(page.sum("knit_worker_process_respawns_total"), 2);
+  EXPECT_EQ(page.sum("knit_worker_process_kills_total"), 1);
+  EXPECT_EQ(page.sum("knit_worker_processes"), 4);
+  EXPECT_EQ(page.sum("knit_worker_processes_crash_looping"), 1);
+}
+
 }  // namespace
 }  // namespace knit_server

@@ -73,5 +73,19 @@ TEST(readiness, RefusingIsReportedBeforeStuck) {
   EXPECT_EQ(assess_readiness(s), readiness::refusing_work);
 }
 
+TEST(readiness, CrashLoopingWorkersDegradeUntilTheyRecover) {
+  readiness_signals s = at(kNow);
+  s.crash_looping_workers = 1;
+  EXPECT_EQ(assess_readiness(s), readiness::workers_crash_looping);
+  EXPECT_EQ(readiness_status(readiness::workers_crash_looping), 503U);
+  EXPECT_EQ(readiness_body(readiness::workers_crash_looping), "degraded: workers crash-looping\n");
+  s.crash_looping_workers = 0;
+  EXPECT_EQ(assess_readiness(s), readiness::ready);
+  // After the stuck rule in the order: both hold, stuck is reported.
+  s.crash_looping_workers = 2;
+  s.nth_last_stuck = kNow;
+  EXPECT_EQ(assess_readiness(s), readiness::workers_stuck);
+}
+
 }  // namespace
 }  // namespace knit_server

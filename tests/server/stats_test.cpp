@@ -25,7 +25,7 @@ TEST(stats, inline_line) {
             R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
-            R"("pool":null})");
+            R"("pool":null,"isolation":"thread"})");
 }
 
 TEST(stats, pooled_line_embeds_the_pool_json) {
@@ -34,7 +34,7 @@ TEST(stats, pooled_line_embeds_the_pool_json) {
             R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
-            R"("pool":{"threads":1}})");
+            R"("pool":{"threads":1},"isolation":"thread"})");
 }
 
 TEST(stats, rejections_and_gauges) {
@@ -54,7 +54,7 @@ TEST(stats, hosts_list_each_loops_part) {
   const host_figures hosts[] = {{5, 2}, {0, 0}, {7, 1}};
   const std::string line =
       format_stats_line(exec_mode::inline_host, {}, {}, {}, std::nullopt, std::nullopt, hosts);
-  EXPECT_NE(line.find(R"("pool":null,"hosts":[{"requests":5,"connections":2},)"
+  EXPECT_NE(line.find(R"("pool":null,"isolation":"thread","hosts":[{"requests":5,"connections":2},)"
                       R"({"requests":0,"connections":0},{"requests":7,"connections":1}]})"),
             std::string::npos)
       << line;
@@ -73,4 +73,14 @@ TEST(stats, counters_add_up) {
 }
 
 }  // namespace
+TEST(stats, process_isolation_adds_the_worker_processes) {
+  const worker_process_figures workers{3, 2, 1, 4, 1};
+  const std::string line = format_stats_line(exec_mode::pooled, {}, {}, {}, std::string_view("{}"),
+                                             std::nullopt, {}, workers);
+  EXPECT_NE(line.find(R"("pool":{},"isolation":"process","workers":{"crashed":3,"respawned":2,)"
+                      R"("killed":1,"live":4,"degraded":1}})"),
+            std::string::npos)
+      << line;
+}
+
 }  // namespace knit_server

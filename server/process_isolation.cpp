@@ -1,0 +1,56 @@
+// The heavy call as a process task, the process options, and the answers for a process call
+// that failed (process_isolation.hpp).
+#include "process_isolation.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "config.hpp"
+#include "heavy_wire.hpp"
+
+namespace knit_server {
+
+void register_heavy_process_task() {
+  knit::register_process_task(std::string(kHeavyProcessTask), [](std::string_view bytes) {
+    std::optional<heavy_request> request = decode_heavy_request(bytes);
+    // Only the host encodes requests; a malformed one is a bug, answered as a failed task.
+    if (!request) throw std::invalid_argument("knit-server: malformed heavy request");
+    // The job takes its body by value; this copy is the one the thread mode's move saves.
+    return encode_heavy_output(run_heavy_job(request->job, std::string(request->body)));
+  });
+}
+
+knit::process_options heavy_process_options() {
+  knit::process_options options;
+  // /ssr writes the name twice (title, h1) and the bio once, each byte escaped to at most 6
+  // bytes ("&quot;", "&#x27;"), around a 2 KiB page: under 6 x kBodyLimit x 2 + 64 KiB.
+  constexpr std::size_t kLargestAnswer = 12 * server_config::kBodyLimit + 64 * 1024;
+  options.arena_bytes = std::max<std::size_t>(options.arena_bytes, kLargestAnswer);
+  return options;
+}
+
+std::optional<heavy_output> process_answer(std::error_code ec) {
+  using boost::beast::http::status;
+  if (ec == knit::errc::worker_crashed) {
+    return heavy_output{status::internal_server_error,
+                        "Internal Server Error: the worker process running the task crashed"};
+  }
+  if (ec == knit::errc::worker_start_failed) {
+    return heavy_output{status::internal_server_error,
+                        "Internal Server Error: no worker process could be started"};
+  }
+  if (ec == knit::errc::payload_too_large) {
+    return heavy_output{status::internal_server_error,
+                        "Internal Server Error: the answer was over the worker's arena"};
+  }
+  return std::nullopt;
+}
+
+worker_process_figures worker_figures() noexcept {
+  const knit::process_stats p = knit::current_process_stats();
+  return {p.crashes, p.respawned, p.killed, p.children_live, p.degraded_workers};
+}
+
+}  // namespace knit_server

@@ -1,0 +1,48 @@
+// KNIT_ISOLATION=process: /ssr and /jwt in worker processes. The server registers one process
+// task, the heavy call (heavy_wire.hpp's bytes in, bytes out), first thing in main, in the
+// host and in every worker (the same binary re-executed by knit in worker mode, whose
+// /proc/PID/comm is knit-worker-N); a worker process serves in knit::worker_main and never
+// returns to the server's main.
+//
+// What a client gets when a process call fails (process_answer):
+//   errc::worker_crashed       500: the worker process running the task died (a signal, an
+//                              exit) or broke the protocol; the server and every other call
+//                              live on, a replacement is started. Never 503: a balancer
+//                              must not replay a request that kills workers.
+//   errc::worker_start_failed  500: no worker process could be started for it.
+//   errc::payload_too_large    500: the answer did not fit the worker's arena (cannot happen
+//                              within kBodyLimit: heavy_process_options sizes the arena).
+//   stuck, timed_out, cancelled, task_failed: what thread mode answers (pool_placement).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+#include <knit/process.hpp>
+
+#include "routes/heavy_job.hpp"
+#include "stats.hpp"
+
+namespace knit_server {
+
+inline constexpr std::string_view kHeavyProcessTask = "knit-server/heavy";
+
+// Registers the heavy call as a process task. Call once, first in main, before
+// knit::worker_main, in every mode (host and worker must agree on the registry).
+void register_heavy_process_task();
+
+// The process options knit-server uses: arenas sized for the largest request (kBodyLimit
+// plus the job's header and secret) and the largest answer a kBodyLimit body can render to
+// (every byte of a name escaped to 6 bytes, twice), rounded up.
+knit::process_options heavy_process_options();
+
+// The answer for a process call that failed with `ec` (see the table above); nullopt for
+// the errors that mean the same as in thread mode.
+std::optional<heavy_output> process_answer(std::error_code ec);
+
+// The worker processes' counters now (knit::current_process_stats, process-wide), for the
+// knit-stats line and /metrics.
+worker_process_figures worker_figures() noexcept;
+
+}  // namespace knit_server

@@ -1,0 +1,305 @@
+// KNIT_ISOLATION=process end to end: /ssr and /jwt answered byte for byte as with threads, by
+// children of the server named knit-worker-N; a worker process that crashes fails its own
+// call with 500 while /ping and later calls are served; a stuck call gets 504 and its worker
+// process is killed; a crash loop turns /readyz to "degraded"; SIGTERM leaves no worker
+// process behind. No test asserts on timing: what a test waits for is an event (a child's
+// CPU time growing, a process gone), and deadlines only keep a broken server from hanging.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include "http_client.hpp"
+#include "server_fixture.hpp"
+#include "server_process.hpp"
+
+namespace knit_test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+struct proc_info {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  char state = 0;
+  std::uint64_t cpu_ticks = 0;  // utime + stime
+};
+
+// /proc/PID/stat, or nullopt when the process is gone.
+std::optional<proc_info> read_proc(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 2));
+  proc_info p;
+  p.pid = pid;
+  rest >> p.state >> p.ppid;
+  std::string skip;
+  for (int field = 5; field <= 13; ++field) rest >> skip;  // pgrp .. cmajflt
+  std::uint64_t utime = 0, stime = 0;
+  rest >> utime >> stime;
+  p.cpu_ticks = utime + stime;
+  return p;
+}
+
+std::string comm_of(pid_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+// The live (not zombie) children of `parent`.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const auto p = read_proc(static_cast<pid_t>(std::stoi(e->d_name)));
+    if (p && p->ppid == parent && p->state != 'Z') out.push_back(p->pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+// Waits until `parent` has exactly one live child and returns it (0 after 20 s).
+pid_t the_only_child(pid_t parent) {
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < limit) {
+    const std::vector<pid_t> kids = children_of(parent);
+    if (kids.size() == 1) return kids[0];
+    std::this_thread::sleep_for(5ms);
+  }
+  return 0;
+}
+
+// Waits until `pid` no longer runs as a child of `parent` (gone, reaped, or a zombie of the
+// init that adopted it after the server's exit). False after 20 s.
+bool ends(pid_t pid, pid_t parent) {
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < limit) {
+    const auto p = read_proc(pid);
+    if (!p || p->state == 'Z' || p->ppid != parent) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+// Waits until `pid` has spent `ticks` more clock ticks of CPU than `from`: it is running a
+// task (an idle worker process sleeps in poll and spends none). False after 60 s.
+bool burns_cpu(pid_t pid, std::uint64_t from, std::uint64_t ticks) {
+  const auto limit = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < limit) {
+    const auto p = read_proc(pid);
+    if (!p) return false;
+    if (p->cpu_ticks >= from + ticks) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return false;
+}
+
+std::int64_t workers_field(const json::object& stats, const char* name) {
+  return stats.at("workers").at(name).as_int64();
+}
+
+env_map process_env(env_map more = {}) {
+  more.emplace("KNIT_MODE", "pooled");
+  more.emplace("KNIT_ISOLATION", "process");
+  return more;
+}
+
+struct exchange {
+  const char* method;
+  const char* target;
+  std::string body;
+};
+
+// A body at the size limit (64 KiB) whose name is all apostrophes: the largest /ssr answer
+// a body can ask for (each one escaped to "&#x27;", the name written twice).
+std::string largest_ssr_body() {
+  const std::string head = R"({"name":")";
+  const std::string tail = R"("})";
+  return head + std::string(64 * 1024 - head.size() - tail.size(), '\'') + tail;
+}
+
+TEST(process_isolation, answers_byte_for_byte_as_thread_isolation_from_children_named_knit_worker) {
+  server_process threads(env_map{{"KNIT_MODE", "pooled"}, {"KNIT_THREADS", "2"}});
+  server_process processes(process_env({{"KNIT_THREADS", "2"}}));
+  ASSERT_TRUE(threads.wait_listening()) << threads.stderr_text();
+  ASSERT_TRUE(processes.wait_listening()) << processes.stderr_text();
+  EXPECT_NE(processes.stdout_seen().find("mode: pooled, isolation process"), std::string::npos)
+      << processes.stdout_seen();
+  const exchange exchanges[] = {
+      {"POST", "/ssr", kSsrBody},
+      {"POST", "/ssr", "not json"},
+      {"POST", "/ssr", std::string(60 * 1024, 'x')},
+      {"POST", "/ssr", largest_ssr_body()},
+      {"POST", "/jwt", kJwtBody},
+      {"POST", "/jwt", R"({"user":{}})"},  // 400 Bad request
+      {"POST", "/jwt", "not json"},
+      {"POST", "/jwt", std::string(64 * 1024 + 1, 'x')},  // 413, before any worker
+  };
+  connection to_threads(threads.port());
+  connection to_processes(processes.port());
+  for (const exchange& e : exchanges) {
+    auto expected = to_threads.request(e.method, e.target, e.body);
+    auto got = to_processes.request(e.method, e.target, e.body);
+    ASSERT_TRUE(expected) << e.target << ' ' << e.body.size();
+    ASSERT_TRUE(got) << e.target << ' ' << e.body.size();
+    EXPECT_EQ(without_clock(*got), without_clock(*expected)) << e.target << ' ' << e.body.size();
+    EXPECT_EQ(got->body.size(), expected->body.size()) << e.target;
+  }
+  // 413 closes the connection: the last exchange is the last on these.
+  const std::vector<pid_t> kids = children_of(processes.pid());
+  ASSERT_FALSE(kids.empty());
+  EXPECT_LE(kids.size(), 2U);  // one per pool worker that took a call
+  for (pid_t kid : kids) {
+    EXPECT_EQ(comm_of(kid).rfind("knit-worker-", 0), 0U) << comm_of(kid);
+  }
+  EXPECT_TRUE(children_of(threads.pid()).empty());
+  const json::object stats = read_stats(processes);
+  EXPECT_EQ(stats.at("isolation").as_string(), "process");
+  EXPECT_EQ(workers_field(stats, "crashed"), 0);
+  EXPECT_EQ(workers_field(stats, "live"), static_cast<std::int64_t>(kids.size()));
+  EXPECT_EQ(read_stats(threads).at("isolation").as_string(), "thread");
+  EXPECT_EQ(threads.stop(), 0) << threads.stderr_text();
+  EXPECT_EQ(processes.stop(), 0) << processes.stderr_text();
+  for (pid_t kid : kids) EXPECT_TRUE(ends(kid, processes.pid())) << kid;
+}
+
+TEST(process_isolation, a_worker_that_crashes_fails_its_call_with_500_and_the_server_lives) {
+  server_process server(process_env({{"KNIT_THREADS", "1"}, {"KNIT_SSR_COST_US", "5000000"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  {
+    connection c(server.port());
+    ASSERT_TRUE(c.request("POST", "/jwt", kJwtBody));  // starts the one worker process
+  }
+  const pid_t worker = the_only_child(server.pid());
+  ASSERT_NE(worker, 0);
+  const auto before = read_proc(worker);
+  ASSERT_TRUE(before);
+
+  std::optional<http_response> crashed;
+  std::thread slow([&] {
+    connection c(server.port(), 120s);
+    crashed = c.request("POST", "/ssr", kSsrBody);
+  });
+  // 5 ticks (50 ms) of CPU more than at rest: the worker process is inside the 5 s task.
+  ASSERT_TRUE(burns_cpu(worker, before->cpu_ticks, 5));
+  ::kill(worker, SIGSEGV);
+  slow.join();
+  ASSERT_TRUE(crashed);
+  EXPECT_EQ(crashed->status, 500);
+  EXPECT_EQ(crashed->body, "Internal Server Error: the worker process running the task crashed");
+  EXPECT_TRUE(ends(worker, server.pid()));
+
+  {
+    connection c(server.port());
+    const auto ping = c.request("GET", "/ping");
+    ASSERT_TRUE(ping);
+    EXPECT_EQ(ping->status, 200);
+    const auto again = c.request("POST", "/jwt", kJwtBody);  // on a replacement
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 200);
+    const auto metrics = c.request("GET", "/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("knit_worker_process_crashes_total 1\n"), std::string::npos)
+        << metrics->body;
+  }
+  const pid_t replacement = the_only_child(server.pid());
+  EXPECT_NE(replacement, 0);
+  EXPECT_NE(replacement, worker);
+  const json::object stats = read_stats(server);
+  EXPECT_EQ(workers_field(stats, "crashed"), 1);
+  EXPECT_EQ(workers_field(stats, "respawned"), 1);
+  EXPECT_EQ(workers_field(stats, "killed"), 0);
+  EXPECT_EQ(workers_field(stats, "degraded"), 0);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+  EXPECT_TRUE(ends(replacement, server.pid()));
+}
+
+TEST(process_isolation, a_stuck_call_gets_504_and_its_worker_process_is_killed) {
+  server_process server(process_env({{"KNIT_THREADS", "1"},
+                                     {"KNIT_SSR_COST_US", "10000000"},
+                                     {"KNIT_STUCK_MS", "300"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection c(server.port(), 60s);
+  ASSERT_TRUE(c.request("POST", "/jwt", kJwtBody));
+  const pid_t worker = the_only_child(server.pid());
+  ASSERT_NE(worker, 0);
+  const auto stuck = c.request("POST", "/ssr", kSsrBody);
+  ASSERT_TRUE(stuck);
+  EXPECT_EQ(stuck->status, 504);
+  // Killed, not left to burn its 10 s: gone long before the task could have ended.
+  EXPECT_TRUE(ends(worker, server.pid()));
+  connection fresh(server.port());
+  const auto next = fresh.request("POST", "/jwt", kJwtBody);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+  const json::object stats = stats_where(
+      server, [](const json::object& s) { return s.at("workers").at("killed").as_int64() == 1; });
+  EXPECT_EQ(workers_field(stats, "crashed"), 0);
+  EXPECT_EQ(workers_field(stats, "respawned"), 1);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// knit's default crash loop: 5 crashes of one worker's processes within 10 s. Each round
+// kills the idle worker process; the next call notices the death (no call fails: none was
+// running) and starts a replacement.
+TEST(process_isolation, readyz_says_degraded_while_the_workers_crash_loop) {
+  server_process server(process_env({{"KNIT_THREADS", "1"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection c(server.port());
+  for (int round = 0; round < 5; ++round) {
+    const auto res = c.request("POST", "/jwt", kJwtBody);
+    ASSERT_TRUE(res) << round;
+    EXPECT_EQ(res->status, 200) << round;
+    const pid_t worker = the_only_child(server.pid());
+    ASSERT_NE(worker, 0) << round;
+    ::kill(worker, SIGKILL);
+    ASSERT_TRUE(ends(worker, server.pid())) << round;
+  }
+  const auto sixth = c.request("POST", "/jwt", kJwtBody);  // sees the 5th crash, backs off
+  ASSERT_TRUE(sixth);
+  EXPECT_EQ(sixth->status, 200);
+  const auto ready = c.request("GET", "/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(ready->body, "degraded: workers crash-looping\n");
+  const json::object stats = read_stats(server);
+  EXPECT_EQ(workers_field(stats, "crashed"), 5);
+  EXPECT_EQ(workers_field(stats, "degraded"), 1);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(process_isolation, several_event_loops_share_the_worker_processes) {
+  server_process server(process_env({{"KNIT_THREADS", "2"}, {"KNIT_HOSTS", "2"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  for (int i = 0; i < 20; ++i) {
+    connection c(server.port());
+    const auto res = c.request("POST", i % 2 ? "/jwt" : "/ssr", i % 2 ? kJwtBody : kSsrBody);
+    ASSERT_TRUE(res) << i;
+    EXPECT_EQ(res->status, 200) << i;
+  }
+  const std::vector<pid_t> kids = children_of(server.pid());
+  EXPECT_GE(kids.size(), 1U);
+  EXPECT_LE(kids.size(), 2U);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+  for (pid_t kid : kids) EXPECT_TRUE(ends(kid, server.pid())) << kid;
+}
+
+}  // namespace
+}  // namespace knit_test
