@@ -37,8 +37,11 @@ std::optional<machine_cpu_sample> machine_sample() {
   }
 }
 
-// How a server's CPU is counted: knit-server is one process; an external peer is a process
-// tree (nginx: master and workers), summed over its members.
+// How a server's CPU is counted: knit-server with thread workers is one process; an external
+// peer is a process tree (nginx: master and workers), and so is knit-server with
+// KNIT_ISOLATION=process (the server and its knit-worker-N children), summed over its
+// members. Counting only the server's own ticks would leave the workers' CPU out of its
+// CPU per request and put it in the foreign load instead.
 struct one_process_cpu {
   using sample = cpu_sample;
   static sample take(pid_t pid) { return sample_cpu(pid); }
@@ -54,6 +57,12 @@ struct process_tree_cpu {
   static int threads(pid_t pid) { return sample_tree_cpu(pid).threads(); }
   static int processes(pid_t pid) { return static_cast<int>(process_tree(pid).size()); }
 };
+
+// True when the case runs knit-server with worker processes (KNIT_ISOLATION=process).
+bool has_worker_processes(const plan_case& c) {
+  const auto it = c.env.find("KNIT_ISOLATION");
+  return it != c.env.end() && it->second == "process";
+}
 
 // Everything that happens while the server is up: measure its idle CPU, warm up, run the
 // measured window, read its counters, stop it.
@@ -205,7 +214,11 @@ case_measurement measure(const plan_case& c, const run_options& cfg, const fs::p
   po.args = cfg.server_args;
   po.ready_timeout_s = cfg.ready_timeout_s;
   case_process srv(std::move(po));
-  measure_running<one_process_cpu>(srv, c, cfg, logs, stem, bodies, m);
+  if (has_worker_processes(c)) {
+    measure_running<process_tree_cpu>(srv, c, cfg, logs, stem, bodies, m);
+  } else {
+    measure_running<one_process_cpu>(srv, c, cfg, logs, stem, bodies, m);
+  }
   return m;
 }
 

@@ -7,9 +7,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <chrono>
 #include <cstdint>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -232,9 +232,8 @@ TEST(process_isolation, a_worker_that_crashes_fails_its_call_with_500_and_the_se
 }
 
 TEST(process_isolation, a_stuck_call_gets_504_and_its_worker_process_is_killed) {
-  server_process server(process_env({{"KNIT_THREADS", "1"},
-                                     {"KNIT_SSR_COST_US", "10000000"},
-                                     {"KNIT_STUCK_MS", "300"}}));
+  server_process server(process_env(
+      {{"KNIT_THREADS", "1"}, {"KNIT_SSR_COST_US", "10000000"}, {"KNIT_STUCK_MS", "300"}}));
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection c(server.port(), 60s);
   ASSERT_TRUE(c.request("POST", "/jwt", kJwtBody));
