@@ -1,9 +1,12 @@
-// knit-process-bench: the round trip of one call, one at a time, on a thread worker against a
-// process worker (knit/process.hpp), for an empty payload and a 64 KiB one; and the process
-// hop alone (run_process_task on this thread: the eventfd wake, the copies, the child's
-// poll). Prints p50 / p99 / mean in microseconds per call.
+// knit-process-bench: a thread worker against a process worker (knit/process.hpp), same run,
+// same pool: the round trip of one call at a time, for an empty payload and a 64 KiB one,
+// with the worker spinning when idle (spin_us 50) and parked (spin_us 0); a burst of 64 calls
+// submitted at once; and the process hop alone (run_process_task on this thread: the eventfd
+// wake, the copies, the child's poll). Prints p50 / p99 / mean in microseconds per call and
+// the host thread's CPU per call (what the event loop pays).
 //   knit-process-bench [iterations]   (default 20000; the 64 KiB rows run a quarter of it)
 #include <poll.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,39 +26,66 @@ using clock_type = std::chrono::steady_clock;
 
 struct figures {
   double p50_us, p99_us, mean_us;
+  double host_cpu_us;  // the calling (host) thread's CPU per call
 };
 
-figures summarize(std::vector<double>& us) {
+double thread_cpu_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+figures summarize(std::vector<double>& us, double host_cpu_us) {
   std::sort(us.begin(), us.end());
   double sum = 0;
   for (double v : us) sum += v;
-  return {us[us.size() / 2], us[us.size() * 99 / 100], sum / static_cast<double>(us.size())};
+  return {us[us.size() / 2], us[us.size() * 99 / 100], sum / static_cast<double>(us.size()),
+          host_cpu_us};
 }
 
-// Times `once` (which must finish one call) `n` times after n/10 warm-up calls.
-figures time_calls(int n, const std::function<void()>& once) {
+// Times `once` (which must finish `calls` calls) `n` times after n/10 warm-up rounds; the
+// figures are per call.
+figures time_calls(int n, const std::function<void()>& once, int calls = 1) {
   for (int i = 0; i < n / 10; ++i) once();
   std::vector<double> us;
   us.reserve(static_cast<std::size_t>(n));
+  const double cpu0 = thread_cpu_us();
   for (int i = 0; i < n; ++i) {
     const auto t0 = clock_type::now();
     once();
-    us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+    us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count() / calls);
   }
-  return summarize(us);
+  return summarize(us, (thread_cpu_us() - cpu0) / n / calls);
 }
 
-// Waits for the pool's one pending call, as a host loop would (poll on its eventfd).
-void wait_one(knit::pool& pool, bool& done) {
-  while (!done) {
+// Waits for the pool's pending calls, as a host loop would (poll on its eventfd).
+void wait_for(knit::pool& pool, const int& done, int calls) {
+  while (done < calls) {
     pollfd fd{pool.completion_fd(), POLLIN, 0};
     ::poll(&fd, 1, 100);
     pool.drain();
   }
 }
 
-void row(const char* name, std::size_t bytes, const figures& f) {
-  std::printf("%-38s %8zu %9.1f %9.1f %9.1f\n", name, bytes, f.p50_us, f.p99_us, f.mean_us);
+void row(const std::string& name, std::size_t bytes, const figures& f) {
+  std::printf("%-46s %8zu %9.1f %9.1f %9.1f %9.2f\n", name.c_str(), bytes, f.p50_us, f.p99_us,
+              f.mean_us, f.host_cpu_us);
+}
+
+// `calls` calls of the thread task or of the process task, submitted at once, waited for.
+void submit_and_wait(knit::pool& pool, bool process, const std::string& payload, int calls) {
+  int done = 0;
+  for (int i = 0; i < calls; ++i) {
+    auto check = [&](knit::result<std::string> r) {
+      if (!r.ok() || r.value().size() != payload.size()) std::abort();
+      ++done;
+    };
+    const std::error_code ec =
+        process ? knit::submit_process(pool, "echo", std::string(payload), check)
+                : pool.submit([](std::string in) { return in; }, std::string(payload), check);
+    if (ec) std::abort();
+  }
+  wait_for(pool, done, calls);
 }
 
 }  // namespace
@@ -68,35 +98,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: knit-process-bench [iterations >= 10]\n");
     return 2;
   }
-  knit::pool_options options;
-  options.threads = 1;
-  knit::pool pool(options);
-  std::printf("%-38s %8s %9s %9s %9s\n", "round trip, one call at a time", "bytes", "p50 us",
-              "p99 us", "mean us");
+  std::printf("%-46s %8s %9s %9s %9s %9s\n", "one pool worker; per call", "bytes", "p50 us",
+              "p99 us", "mean us", "host cpu");
+  constexpr int kBurst = 64;
+  for (const unsigned spin_us : {50U, 0U}) {
+    knit::pool_options options;
+    options.threads = 1;
+    options.spin_us = spin_us;
+    knit::pool pool(options);
+    const std::string idle = spin_us ? "spinning" : "parked";
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{64} << 10}) {
+      const int iterations = bytes ? n / 4 : n;
+      const std::string payload(bytes, 'p');
+      for (const bool process : {false, true}) {
+        const std::string kind = process ? "process" : "thread";
+        row(kind + " worker, " + idle + ": round trip", bytes,
+            time_calls(iterations, [&] { submit_and_wait(pool, process, payload, 1); }));
+      }
+    }
+    for (const bool process : {false, true}) {
+      const std::string kind = process ? "process" : "thread";
+      row(kind + " worker, " + idle + ": burst of " + std::to_string(kBurst), 0,
+          time_calls(
+              n / kBurst, [&] { submit_and_wait(pool, process, std::string(), kBurst); }, kBurst));
+    }
+  }
   for (std::size_t bytes : {std::size_t{0}, std::size_t{64} << 10}) {
-    const int iterations = bytes ? n / 4 : n;
     const std::string payload(bytes, 'p');
-    row("thread worker (pool.submit)", bytes, time_calls(iterations, [&] {
-          bool done = false;
-          (void)pool.submit([](std::string in) { return in; }, std::string(payload),
-                            [&](knit::result<std::string> r) {
-                              if (!r.ok() || r.value().size() != payload.size()) std::abort();
-                              done = true;
-                            });
-          wait_one(pool, done);
-        }));
-    row("process worker (submit_process)", bytes, time_calls(iterations, [&] {
-          bool done = false;
-          (void)knit::submit_process(pool, "echo", std::string(payload),
-                                     [&](knit::result<std::string> r) {
-                                       if (!r.ok() || r.value().size() != payload.size()) {
-                                         std::abort();
-                                       }
-                                       done = true;
-                                     });
-          wait_one(pool, done);
-        }));
-    row("process hop alone (run_process_task)", bytes, time_calls(iterations, [&] {
+    row("process hop alone (run_process_task)", bytes, time_calls(bytes ? n / 4 : n, [&] {
           if (knit::run_process_task("echo", payload).size() != payload.size()) std::abort();
         }));
   }
