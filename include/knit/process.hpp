@@ -84,9 +84,7 @@ struct KNIT_API process_stats {
   std::uint64_t crashes = 0;           ///< Children that died or broke the protocol.
   std::uint64_t degraded_workers = 0;  ///< Worker threads now in a crash loop (backing off).
   std::uint64_t calls = 0;             ///< Calls that reached a child.
-  /// Children killed by their host because a call ran past its deadline or its stuck limit
-  /// (process_call_limits); not crashes, so they do not count towards a crash loop.
-  std::uint64_t killed = 0;
+  std::uint64_t killed = 0;  ///< Children killed at a call's deadline or stuck limit (not crashes).
   /// Children started in place of one that crashed or was killed (on whichever worker
   /// thread starts one next: a stuck call's thread may have been retired).
   std::uint64_t respawned = 0;
