@@ -4,7 +4,8 @@
 // submitted at once; and the process hop alone (run_process_task on this thread: the eventfd
 // wake, the copies, the child's poll). Prints p50 / p99 / mean in microseconds per call and
 // the host thread's CPU per call (what the event loop pays).
-//   knit-process-bench [iterations]   (default 20000; the 64 KiB rows run a quarter of it)
+//   knit-process-bench [iterations] [process spin µs]
+//   (default 20000 iterations, the 64 KiB rows a quarter of it; process_options::spin 20 µs)
 #include <poll.h>
 #include <time.h>
 
@@ -94,10 +95,15 @@ int main(int argc, char** argv) {
   knit::register_process_task("echo", [](std::string_view in) { return std::string(in); });
   if (knit::worker_main(argc, argv)) return 0;
   const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
-  if (n < 10) {
-    std::fprintf(stderr, "usage: knit-process-bench [iterations >= 10]\n");
+  const int spin_us = argc > 2 ? std::atoi(argv[2]) : 20;
+  if (n < 10 || spin_us < 0 || spin_us > 1'000'000) {
+    std::fprintf(stderr, "usage: knit-process-bench [iterations >= 10] [spin us 0..1000000]\n");
     return 2;
   }
+  knit::process_options process_options;
+  process_options.spin = std::chrono::microseconds(spin_us);
+  knit::set_process_options(process_options);
+  std::printf("process_options::spin %d us\n", spin_us);
   std::printf("%-46s %8s %9s %9s %9s %9s\n", "one pool worker; per call", "bytes", "p50 us",
               "p99 us", "mean us", "host cpu");
   constexpr int kBurst = 64;

@@ -61,6 +61,11 @@ struct KNIT_API process_options {
   std::chrono::milliseconds backoff_initial{100};
   /// The longest wait before a respawn.
   std::chrono::milliseconds backoff_max{5'000};
+  /// How long the host's worker thread spins for an answer, and a child for the next
+  /// request, before sleeping in poll, so a reply within it costs neither side a syscall.
+  /// Only where the process may run on more than one CPU (on one, the other side cannot run
+  /// while we spin). At most 1 s; 0 = never spin.
+  std::chrono::microseconds spin{20};
   /// How long a new child has to finish its handshake.
   std::chrono::milliseconds start_timeout{5'000};
   /// The program a child runs: this same binary by default; it must call worker_main.

@@ -17,6 +17,7 @@
 #include "process/counters.hpp"
 #include "process/exit_status.hpp"
 #include "process/pidfd.hpp"
+#include "process/slot_bell.hpp"
 #include "process/task_registry.hpp"
 
 namespace knit::detail {
@@ -26,29 +27,19 @@ enum class woke { answer, death, timeout };
 
 using steady = std::chrono::steady_clock;
 
-// Waits until the answer eventfd or the pidfd is readable, or `until` passes; the answer
-// wins a tie (an answer written before a death is still good). until = max(): no limit.
-woke wait_for(const child_process& c, steady::time_point until) {
-  for (;;) {
-    int timeout_ms = -1;
-    if (until != steady::time_point::max()) {
-      const auto left = until - steady::now();
-      if (left <= steady::duration::zero()) return woke::timeout;
-      // Rounded up: poll's milliseconds must not wake us before `until`, only after.
-      timeout_ms = static_cast<int>(std::min<std::int64_t>(
-          std::chrono::ceil<std::chrono::milliseconds>(left).count(), 1'000'000));
-    }
-    pollfd fds[2] = {{c.answer.get(), POLLIN, 0}, {c.pidfd.get(), POLLIN, 0}};
-    const int n = ::poll(fds, 2, timeout_ms);
-    if (n < 0 && errno == EINTR) continue;  // the time left is measured again
-    if (n == 0) continue;                   // the loop's check decides: timeout or not yet
-    if (n > 0 && (fds[0].revents & POLLIN)) {
-      std::uint64_t count = 0;
-      if (::read(c.answer.get(), &count, sizeof count) == sizeof count) return woke::answer;
-      continue;
-    }
-    return woke::death;  // pidfd readable, or poll failed: treat the child as gone
+// Waits until `moved()` (a word of the child's moved), the child's death (its pidfd) or
+// `until` (slot_bell.hpp); a moved word wins a tie: an answer written just before a death is
+// still good. until = max(): no limit.
+template <class Moved>
+woke wait_for(const child_process& c, Moved moved, steady::time_point until,
+              std::chrono::nanoseconds spin) {
+  region_header& h = c.region.header();
+  switch (wait_for_ring(moved, h.host_sleeping, c.answer.get(), c.pidfd.get(), until, spin)) {
+    case bell_end::moved: return woke::answer;
+    case bell_end::timeout: return woke::timeout;
+    case bell_end::other_fd: break;
   }
+  return woke::death;  // the pidfd readable, or poll failed: treat the child as gone
 }
 
 std::string hex(std::uint64_t v) {
@@ -62,6 +53,7 @@ std::string hex(std::uint64_t v) {
 process_channel::process_channel(unsigned number, process_options options)
     : number_(number),
       options_(std::move(options)),
+      spin_(may_spin() ? std::chrono::nanoseconds(options_.spin) : std::chrono::nanoseconds(0)),
       crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
                   options_.backoff_max) {}
 
@@ -121,13 +113,17 @@ void process_channel::start_child(std::string_view name) {
   task_registry& registry = task_registry::instance();
   registry.freeze();
   try {
-    child_ = spawn_child(options_.worker_executable, number_, options_.arena_bytes);
+    child_ = spawn_child(options_.worker_executable, number_, options_.arena_bytes,
+                         static_cast<std::uint64_t>(options_.spin.count()));
   } catch (const process_error&) {
     note_crash();
     throw;
   }
   const auto ms = static_cast<int>(options_.start_timeout.count());
-  const woke w = wait_for(*child_, steady::now() + options_.start_timeout);
+  region_header& header = child_->region.header();
+  const woke w = wait_for(
+      *child_, [&] { return load(header.ready, std::memory_order_acquire) != 0; },
+      steady::now() + options_.start_timeout, std::chrono::nanoseconds(0));
   std::string failure;
   if (w == woke::death) {
     failure = who(name);  // before end_child, which forgets the pid
@@ -156,6 +152,7 @@ void process_channel::start_child(std::string_view name) {
     throw process_error(errc::worker_start_failed, failure);
   }
   started_ = true;
+  answered_seq_ = 0;  // a new child's answer_seq starts at 0
   std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
   while (lost > 0 &&
          !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
@@ -206,19 +203,17 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   store(h.request_bytes, static_cast<std::uint64_t>(bytes.size()));
   const std::uint64_t seq = ++seq_;
   store(h.request_seq, seq, std::memory_order_release);
-  const std::uint64_t one = 1;
   counters().calls.fetch_add(1, std::memory_order_relaxed);
-  if (::write(c.request.get(), &one, sizeof one) != sizeof one) {
-    const std::string why = std::strerror(errno);
-    std::string who_it_was = who(name);
-    throw crashed(who_it_was + ": its request could not be signalled (" + why +
-                  "); the worker was killed: " + end_child(true));
-  }
+  ring_if_sleeping(h.child_sleeping, c.request.get());
   // The stuck limit counts from here, the moment the child has the request.
   const bool stuck_limited = limits.stuck_after > steady::duration::zero();
   const steady::time_point stuck_at =
       stuck_limited ? steady::now() + limits.stuck_after : steady::time_point::max();
-  const woke w = wait_for(c, std::min(limits.deadline, stuck_at));
+  // Any new value of answer_seq ends the wait; one that is not `seq` is a broken protocol
+  // (checked below), never a reason to wait on.
+  const woke w = wait_for(
+      c, [&] { return load(h.answer_seq, std::memory_order_acquire) != answered_seq_; },
+      std::min(limits.deadline, stuck_at), spin_);
   if (w == woke::death) {
     std::string who_it_was = who(name);
     throw crashed(who_it_was + ": the worker " + end_child(true) + " during the call");
@@ -244,6 +239,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     throw crashed(who_it_was + " broke the protocol (" + broken +
                   "); the worker was killed: " + end_child(true));
   }
+  answered_seq_ = seq;
   if (degraded_) note_recovery();
   switch (static_cast<answer_status>(status)) {
     case answer_status::ok: return std::string(c.region.answer_arena(), answer_bytes);

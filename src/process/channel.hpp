@@ -49,11 +49,13 @@ class process_channel {
 
   unsigned number_;
   process_options options_;
+  std::chrono::nanoseconds spin_;  // 0 when this thread may run on one CPU only
   crash_loop crash_loop_;
   bool degraded_ = false;
   bool started_ = false;  // the child finished its handshake (counted in children_live)
   std::optional<child_process> child_;
-  std::uint64_t seq_ = 0;
+  std::uint64_t seq_ = 0;           // the last request sent (over every child of this worker)
+  std::uint64_t answered_seq_ = 0;  // the child's answer_seq as last taken (0: a new child)
 };
 
 }  // namespace knit::detail

@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "knit/process.hpp"
 #include "process/child_slot.hpp"
 #include "process/shared_region.hpp"
+#include "process/slot_bell.hpp"
 #include "process/spawn.hpp"
 #include "process/task_registry.hpp"
 
@@ -46,11 +48,6 @@ bool parse(const char* s, T& out) {
   ::_exit(code);
 }
 
-void signal_answer(int fd) {
-  const std::uint64_t one = 1;
-  while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
-  }
-}
 
 // Closes every fd above stderr but `keep`: the child must not hold a listening socket, or
 // another child's pipe end, that the host opened without CLOEXEC.
@@ -64,9 +61,10 @@ void close_other_fds(std::array<int, 4> keep) {
   ::close_range(from, ~0U, 0);
 }
 
-void serve_one(const shared_region& region, const task_registry& registry, int answer_fd) {
+// Serves request `seq` (request_seq, already loaded with acquire).
+void serve_one(const shared_region& region, const task_registry& registry, int answer_fd,
+               std::uint64_t seq) {
   region_header& h = region.header();
-  const std::uint64_t seq = load(h.request_seq, std::memory_order_acquire);
   const std::uint32_t index = load(h.task_index);
   const std::uint64_t bytes = load(h.request_bytes);
   const std::size_t arena = region.arena_bytes();
@@ -97,7 +95,7 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
   store(h.answer_status, static_cast<std::uint32_t>(status));
   store(h.answer_bytes, answer_bytes);
   store(h.answer_seq, seq, std::memory_order_release);
-  signal_answer(answer_fd);
+  ring_if_sleeping(h.host_sleeping, answer_fd);
 }
 
 [[noreturn]] void serve(int argc, char** argv) {
@@ -131,23 +129,24 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
   store(h.registry_count, registry.count());
   store(h.registry_hash, registry.hash());
   store(h.ready, std::uint32_t{1}, std::memory_order_release);
-  signal_answer(answer_fd);
+  ring_if_sleeping(h.host_sleeping, answer_fd);
 
+  // Spin only where it can overlap the host (slot_bell.hpp); read once: the host wrote it
+  // before the spawn.
+  const std::chrono::nanoseconds spin(may_spin() ? load(h.spin_ns) : 0);
+  std::uint64_t last_seen = 0;  // request_seq of the last request served
   for (;;) {
-    pollfd fds[2] = {{request_fd, POLLIN, 0}, {alive_fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      die(exit_bad_args, "poll failed");
-    }
-    // EOF (POLLHUP) or anything else on the alive pipe: the host is gone.
-    if (fds[1].revents != 0) ::_exit(exit_host_gone);
-    if (fds[0].revents & POLLIN) {
-      std::uint64_t count = 0;
-      if (::read(request_fd, &count, sizeof count) != sizeof count) continue;
-      serve_one(region, registry, answer_fd);
-    } else if (fds[0].revents != 0) {
-      die(exit_bad_args, "the request eventfd failed");
-    }
+    std::uint64_t seq = 0;
+    const bell_end end = wait_for_ring(
+        [&] {
+          seq = load(h.request_seq, std::memory_order_acquire);
+          return seq != last_seen;
+        },
+        h.child_sleeping, request_fd, alive_fd, bell_clock::time_point::max(), spin);
+    // The alive pipe at EOF (or failing): the host is gone.
+    if (end != bell_end::moved) ::_exit(exit_host_gone);
+    serve_one(region, registry, answer_fd, seq);
+    last_seen = seq;
   }
 }
 

@@ -51,6 +51,7 @@ void process_options::validate() const {
     bad("start_timeout must be 1 ms .. 600 s");
   }
   if (worker_executable.empty()) bad("worker_executable is empty");
+  if (spin.count() < 0 || spin.count() > 1'000'000) bad("spin must be 0 .. 1 s");
 }
 
 void set_process_options(const process_options& options) {

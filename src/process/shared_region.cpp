@@ -31,7 +31,7 @@ shared_region::~shared_region() {
   if (base_) ::munmap(base_, bytes_);
 }
 
-shared_region create_region(std::size_t arena_bytes, unique_fd& memfd) {
+shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns, unique_fd& memfd) {
   const std::size_t bytes = region_bytes(arena_bytes);
   // The name shows in /proc/PID/maps ("/memfd:knit-worker (deleted)"): what the leak test
   // counts.
@@ -49,6 +49,7 @@ shared_region create_region(std::size_t arena_bytes, unique_fd& memfd) {
   h.magic = region_magic;
   h.version = region_version;
   h.arena_bytes = arena_bytes;
+  h.spin_ns = spin_ns;
   memfd = std::move(fd);
   return region;
 }

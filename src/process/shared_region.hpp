@@ -1,31 +1,34 @@
 // The memory one worker thread shares with its child process, and the protocol over it.
 //
-// Protocol, version 1 (one host worker thread <-> one child; one call at a time):
+// Protocol, version 2 (one host worker thread <-> one child; one call at a time):
 //   Resources, all created by the host with CLOEXEC, the child's copies passed by posix_spawn
 //   (dup2 onto the same numbers, which clears CLOEXEC on exactly those) and named in argv:
 //     memfd    the region: a header page, then the request arena, then the answer arena,
 //              each arena_bytes rounded up to a page. memfd_create: no name outlives a crash.
-//     request  eventfd, host -> child: "a request is in the region".
-//     answer   eventfd, child -> host: "the handshake / an answer is in the region".
+//     request  eventfd, host -> child: "look at request_seq" (rung only if child_sleeping).
+//     answer   eventfd, child -> host: "look at ready / answer_seq" (only if host_sleeping).
 //     alive    the read end of a pipe whose write end only the host holds (CLOEXEC, so no
 //              other child inherits it): EOF means the host is gone and the child _exits.
-//   Start: the host fills magic, version, arena_bytes and spawns. The child maps the memfd,
-//     checks them, writes registry_count and registry_hash, then ready = 1, and writes
-//     `answer`. The host waits for `answer` or the child's pidfd (start_timeout); a death, a
-//     timeout or a registry that differs from the host's fails the start.
+//   Wakes (slot_bell.hpp): each side publishes its seq with a release store and rings the
+//     other's eventfd only when the other's `sleeping` word says it sleeps (a Dekker pair of
+//     seq_cst fences: no lost wake-up); a waiter first spins for spin_ns when it may run on
+//     more than one CPU. A wake means "look again", never "there is news".
+//   Start: the host fills magic, version, arena_bytes, spin_ns and spawns. The child maps
+//     the memfd, checks them, writes registry_count and registry_hash, then ready = 1
+//     (release), and rings `answer`. The host waits for ready or the child's pidfd
+//     (start_timeout); a death, a timeout or a registry that differs fails the start.
 //   Call: the host copies the request into the request arena, writes task_index,
-//     request_bytes and then request_seq (seq + 1, release), and writes `request`. The child
-//     reads request_seq (acquire), checks task_index < its count and request_bytes <= arena,
-//     runs the task on a view of the request arena, writes the answer (or the exception's
-//     message, or the size it needed) into the answer arena, then answer_status and
-//     answer_bytes, then answer_seq = request_seq (release), and writes `answer`.
-//   The host polls {answer, pidfd}: pidfd readable first = the child died (waitid reads the
-//     signal or exit code and reaps it); `answer` readable = an answer. The host reads each
-//     header word once (atomic_ref) and checks it: answer_seq == its seq, status in range,
-//     answer_bytes <= arena. Anything else means the child broke the protocol: it is killed,
-//     reaped and the call fails, never the host.
-// The eventfd write/read pair is a syscall on each side; the release/acquire words make the
-// ordering explicit rather than relying on that.
+//     request_bytes and then request_seq (seq + 1, release), and rings `request`. The child
+//     sees request_seq move (acquire), checks task_index < its count and request_bytes <=
+//     arena, runs the task on a view of the request arena, writes the answer (or the
+//     exception's message, or the size it needed) into the answer arena, then answer_status
+//     and answer_bytes, then answer_seq = request_seq (release), and rings `answer`.
+//   The host waits for answer_seq to move from the last answer it took, or for the pidfd: the
+//     pidfd first = the child died (waitid reads the signal or exit code and reaps it). It
+//     reads each header word once (atomic_ref) and checks it: answer_seq == its seq (any
+//     other new value is a broken protocol), status in range, answer_bytes <= arena.
+//     Anything else means the child broke the protocol: it is killed, reaped and the call
+//     fails, never the host.
 #pragma once
 
 #include <atomic>
@@ -38,7 +41,7 @@
 namespace knit::detail {
 
 inline constexpr std::uint32_t region_magic = 0x6b6e6974;  // "knit"
-inline constexpr std::uint32_t region_version = 1;
+inline constexpr std::uint32_t region_version = 2;
 inline constexpr std::size_t region_page = 4096;
 
 enum class answer_status : std::uint32_t {
@@ -68,6 +71,13 @@ struct region_header {
   std::uint32_t answer_status;
   std::uint32_t reserved1;
   std::uint64_t answer_bytes;
+  // The wakes (slot_bell.hpp). host_sleeping: written by the host's worker thread (1 while
+  // it waits in poll), read by the child before it rings `answer`. child_sleeping: written
+  // by the child, read by the host before it rings `request`. spin_ns: written by the host
+  // before the spawn, how long either side spins before it sleeps.
+  std::uint32_t host_sleeping;
+  std::uint32_t child_sleeping;
+  std::uint64_t spin_ns;
 };
 static_assert(sizeof(region_header) <= region_page);
 
@@ -112,7 +122,7 @@ class shared_region {
 
 // The host's side: a new memfd of region_bytes(arena_bytes), mapped, the header filled in.
 // Throws std::system_error.
-shared_region create_region(std::size_t arena_bytes, unique_fd& memfd);
+shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns, unique_fd& memfd);
 // The child's side: maps `memfd` and checks its size and header. Returns an empty region
 // when they are wrong.
 shared_region map_region(int memfd, std::size_t arena_bytes) noexcept;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,7 +32,9 @@ struct child_process {
   shared_region region;
 };
 
-// Spawns knit-worker-`number`. Throws process_error(worker_start_failed).
-child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes);
+// Spawns knit-worker-`number`, whose waits spin for spin_ns (slot_bell.hpp). Throws
+// process_error(worker_start_failed).
+child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
+                          std::uint64_t spin_ns);
 
 }  // namespace knit::detail

@@ -5,6 +5,7 @@
 #include "process/test_tasks.hpp"
 
 #include <unistd.h>
+#include <atomic>
 
 #include <chrono>
 #include <cstdint>
@@ -75,12 +76,12 @@ void register_test_tasks() {
   knit::register_process_task("scribble_answer", [](std::string_view in) -> std::string {
     const knit::detail::child_slot s = knit::detail::current_child_slot();
     knit::detail::region_header& h = *s.header;
-    h.answer_seq = h.request_seq;
-    h.answer_status = 1;
-    h.answer_bytes = 0;
-    if (in == "seq") h.answer_seq = h.request_seq + 7;
-    if (in == "status") h.answer_status = 99;
-    if (in == "bytes") h.answer_bytes = s.arena_bytes + 1;
+    // The answer_seq last, as the protocol writes it: a host that spins would otherwise
+    // take a correct answer_seq written first as the answer (as it may: it cannot tell).
+    h.answer_status = in == "status" ? 99 : 1;
+    h.answer_bytes = in == "bytes" ? s.arena_bytes + 1 : 0;
+    std::atomic_ref<std::uint64_t>(h.answer_seq)
+        .store(in == "seq" ? h.request_seq + 7 : h.request_seq, std::memory_order_release);
     const std::uint64_t one = 1;
     if (::write(s.answer_fd, &one, sizeof one) != sizeof one) std::abort();
     for (;;) ::pause();
