@@ -11,8 +11,10 @@
 // handler running on its client thread) minus the kill. Then a gap, and the next kill.
 // Calls that failed between a kill and the next one are that kill's.
 //
-// Prints: the kills, recovery median / p90 / max (ms), failed calls per kill (mean, max, and
-// how many kills failed 0, 1, 2+ calls), calls ok, knit::current_process_stats() at the end,
+// Prints: the run's length, the cores it used and the foreign load (other processes' CPU over
+// the run, /proc/stat less this process and its children), the kills, recovery median / p90
+// / max (ms), failed calls per kill (mean, max, and how many kills failed 0, 1, 2+ calls),
+// calls ok, knit::current_process_stats() at the end,
 // and the checks: no zombie while running, no child after the pool is gone, and the fd count
 // at the end against the start. Exits 1 if a check fails or a replacement never answers.
 //
@@ -150,6 +152,30 @@ std::vector<child> children() {
   }
   ::closedir(d);
   return out;
+}
+
+// CPU ticks: busy on the whole machine (/proc/stat), and this process's own with its reaped
+// children (/proc/self/stat utime stime cutime cstime). Their difference over the run is
+// the foreign load: other processes' work beside the measurement.
+struct cpu_ticks {
+  long long machine_busy = 0, own = 0;
+};
+cpu_ticks read_ticks() {
+  cpu_ticks t;
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  t.machine_busy = user + nice + system + irq + softirq + steal;
+  std::ifstream self("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 17; ++i) {
+    rest >> field;
+    if (i >= 14) t.own += std::atoll(field.c_str());  // utime stime cutime cstime
+  }
+  return t;
 }
 
 std::string load_average() {
@@ -301,6 +327,7 @@ int main(int argc, char** argv) {
   if (const int rc = parse(argc, argv, s)) return rc < 0 ? 0 : rc;
 
   const std::string load_start = load_average();
+  const cpu_ticks ticks_start = read_ticks();
   const std::size_t fds_start = open_fd_count();
   knit::process_options popts;
   if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
@@ -338,6 +365,13 @@ int main(int argc, char** argv) {
     for (const child& c : children()) zombies_running += c.state == 'Z';
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const cpu_ticks ticks_end = read_ticks();
+  const double tick_hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double foreign_cores =
+      static_cast<double>((ticks_end.machine_busy - ticks_start.machine_busy) -
+                          (ticks_end.own - ticks_start.own)) /
+      tick_hz / seconds;
+  const double own_cores = static_cast<double>(ticks_end.own - ticks_start.own) / tick_hz / seconds;
   const knit::process_stats st = knit::current_process_stats();
   const std::size_t children_after = children().size();
   const std::size_t fds_end = open_fd_count();
@@ -358,8 +392,11 @@ int main(int argc, char** argv) {
       "crash loop %s\n",
       s.clients, s.task_us, s.gap_ms,
       s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)");
-  std::printf("load average at start: %s, at end: %s; %.1f s\n", load_start.c_str(),
-              load_average().c_str(), seconds);
+  std::printf(
+      "%.1f s; cores busy: %.2f this run, %.2f foreign (of %ld); load average at start "
+      "%s, at end %s\n",
+      seconds, own_cores, foreign_cores, ::sysconf(_SC_NPROCESSORS_ONLN), load_start.c_str(),
+      load_average().c_str());
   std::printf("kills: %zu of %d\n", kills.size(), s.kills);
   if (!recovery.empty()) {
     std::printf("recovery ms: median %.2f  p90 %.2f  max %.2f  (min %.2f)\n",
