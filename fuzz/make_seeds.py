@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/<target>/ from the inputs the unit tests use
-(tests/server, tests/routes, tests/load). Rerun after changing it; the files are committed."""
+(tests/server, tests/routes, tests/load, tests/process). Rerun after changing it; the files are committed."""
 import hashlib
 import pathlib
 import struct
@@ -76,6 +76,29 @@ def response_input(stream, cuts, head_mask=0):
     return bytes([len(cuts)]) + b"".join(struct.pack(">H", c) for c in cuts) + bytes([head_mask]) + stream
 
 
+def answer_input(expected_seq, seq, status, nbytes, arena, contents=b""):
+    # Layout of fuzz_process_answer's input: the expected sequence, answer_seq, answer_status,
+    # answer_bytes, the arena selector (arena = 1 + value % 4096), the arena's contents.
+    return struct.pack("<QQIQH", expected_seq, seq, status, nbytes, (arena - 1) % 4096) + contents
+
+
+# The answers of tests/process/answer_check_test.cpp and the bad ones the crash tests signal.
+ANSWERS = [
+    answer_input(7, 7, 1, 5, 64, b"hello"),
+    answer_input(7, 7, 1, 0, 64),
+    answer_input(1, 1, 1, 4096, 4096, b"x" * 4096),
+    answer_input(2, 2, 2, 19, 4096, b"boom from the child"),
+    answer_input(3, 3, 2, 64, 64, b"e" * 64),
+    answer_input(4, 4, 3, 1 << 20, 4096),
+    answer_input(4, 4, 3, 0, 64),
+    answer_input(5, 5, 4, 0, 4096),
+    answer_input(6, 5, 1, 1, 4096, b"a"),
+    answer_input(7, 7, 99, 0, 4096),
+    answer_input(8, 8, 1, 4097, 4096),
+    answer_input(8, 8, 2, 65, 64, b"t" * 64),
+]
+
+
 def write(target, items):
     d = ROOT / target
     d.mkdir(parents=True, exist_ok=True)
@@ -88,3 +111,4 @@ write("fuzz_js_json", JSON)
 write("fuzz_response_parser",
       [response_input(r, []) for r in RESPONSES] +
       [response_input(r, [1, len(r) // 2, len(r) - 1], 0b10) for r in RESPONSES])
+write("fuzz_process_answer", ANSWERS)

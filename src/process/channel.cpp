@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "process/answer_check.hpp"
 #include "process/counters.hpp"
 #include "process/exit_status.hpp"
 #include "process/pidfd.hpp"
@@ -220,42 +221,15 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   }
   if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
-  const std::uint64_t answer_seq = load(h.answer_seq, std::memory_order_acquire);
-  const std::uint32_t status = load(h.answer_status);
-  const std::uint64_t answer_bytes = load(h.answer_bytes);
   const std::size_t arena = c.region.arena_bytes();
-  std::string broken;
-  if (answer_seq != seq) {
-    broken = "answer_seq " + std::to_string(answer_seq) + " for request " + std::to_string(seq);
-  } else if (status == 0 || status > answer_status_max) {
-    broken = "answer_status " + std::to_string(status) + " out of range";
-  } else if (answer_bytes > arena &&
-             static_cast<answer_status>(status) != answer_status::too_large) {
-    broken = "answer_bytes " + std::to_string(answer_bytes) + " over the arena of " +
-             std::to_string(arena);
-  }
-  if (!broken.empty()) {
+  const answer_verdict verdict = check_answer(read_answer_words(h), seq, arena);
+  if (verdict.kind == answer_kind::broken) {
     std::string who_it_was = who(name);
-    throw crashed(who_it_was + " broke the protocol (" + broken +
-                  "); the worker was killed: " + end_child(true));
+    throw crashed(broken_message(who_it_was, verdict) + end_child(true));
   }
   answered_seq_ = seq;
   if (degraded_) note_recovery();
-  switch (static_cast<answer_status>(status)) {
-    case answer_status::ok: return std::string(c.region.answer_arena(), answer_bytes);
-    case answer_status::task_threw:
-      throw process_error(errc::task_failed,
-                          "knit: process task '" + std::string(name) +
-                              "' threw: " + std::string(c.region.answer_arena(), answer_bytes));
-    case answer_status::too_large:
-      throw process_error(errc::payload_too_large,
-                          "knit: process task '" + std::string(name) + "': answer of " +
-                              std::to_string(answer_bytes) + " bytes is over the arena of " +
-                              std::to_string(arena) + " bytes (process_options::arena_bytes)");
-    case answer_status::bad_request: break;
-  }
-  // The child refused what the host sent: a host bug or a child built differently.
-  throw process_error(errc::worker_crashed, who(name) + " refused the request as malformed");
+  return take_answer(verdict, name, c.region.answer_arena(), arena, [&] { return who(name); });
 }
 
 process_error process_channel::past_deadline(std::string_view name, std::string_view when) {

@@ -1,0 +1,429 @@
+// knit-process-recovery: how fast a pool of process workers recovers when a child is killed
+// under load, and which calls the death fails (docs/process-workers.md).
+//
+// A pool of 2 worker threads (so 2 children). C client threads, each an attached host
+// (knit::pool_host), submit process calls back to back, one at a time: task "pid_after"
+// spins ~task-us of CPU in the child, then answers the child's pid, so a client knows which
+// child answered. A killer thread does K kills: each picks a live child (a child of this
+// process named knit-worker-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs
+// it, and waits for the first call to succeed on a pid never seen before (its replacement:
+// every other child has answered before the kill). Recovery = that call's completion (its
+// handler running on its client thread) minus the kill. Then a gap, and the next kill.
+// Calls that failed between a kill and the next one are that kill's.
+//
+// Prints: the run's length, the cores it used and the foreign load (other processes' CPU over
+// the run, /proc/stat less this process and its children), the kills, recovery median / p90
+// / max (ms), failed calls per kill (mean, max, and how many kills failed 0, 1, 2+ calls),
+// calls ok, knit::current_process_stats() at the end,
+// and the checks: no zombie while running, no child after the pool is gone, and the fd count
+// at the end against the start. Exits 1 if a check fails or a replacement never answers.
+//
+// The crash-loop policy would back the respawns off after 5 kills of one worker in 10 s;
+// this measures the respawn itself, so crash_loop_crashes is set to 1000 unless
+// --library-crash-loop keeps the library's defaults.
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
+#include "knit/process.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct settings {
+  int kills = 100;
+  unsigned clients = 4;
+  long task_us = 1000;
+  long gap_ms = 20;
+  bool library_crash_loop = false;
+};
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
+               "[--gap-ms G] [--library-crash-loop]\n"
+               "  A pool of 2 process workers under C client threads (default 4) calling a\n"
+               "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
+               "  100, 1..999) of a live child by SIGKILL, G ms apart (default 20); prints the\n"
+               "  recovery (kill -> first answer from the replacement) and the failed calls\n"
+               "  per kill. --library-crash-loop: keep the crash-loop backoff (5 crashes in\n"
+               "  10 s), which the default turns off (crash_loop_crashes = 1000).\n");
+}
+
+std::optional<long> number(const char* text, long low, long high) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || v < low || v > high) return std::nullopt;
+  return v;
+}
+
+// Parses argv into `s`; returns 0 to run, else the exit code (2 bad usage, 0 after --help).
+int parse(int argc, char** argv, settings& s) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return -1;
+    }
+    if (a == "--library-crash-loop") {
+      s.library_crash_loop = true;
+      continue;
+    }
+    const char* v = i + 1 < argc ? argv[++i] : "";
+    std::optional<long> n;
+    if (a == "--kills" && (n = number(v, 1, 999))) {
+      s.kills = static_cast<int>(*n);
+    } else if (a == "--clients" && (n = number(v, 1, 15))) {
+      s.clients = static_cast<unsigned>(*n);
+    } else if (a == "--task-us" && (n = number(v, 0, 1'000'000))) {
+      s.task_us = *n;
+    } else if (a == "--gap-ms" && (n = number(v, 0, 10'000))) {
+      s.gap_ms = *n;
+    } else {
+      std::fprintf(stderr, "knit-process-recovery: bad option or value: %s %s\n", a.data(), v);
+      usage(stderr);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+std::size_t open_fd_count() {
+  std::size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+  }
+  return n - 1;  // the directory's own fd
+}
+
+struct child {
+  int pid;
+  char state;
+  std::string comm;
+};
+
+// The processes whose parent is this one, with their state ('Z' = zombie) and name.
+std::vector<child> children() {
+  std::vector<child> out;
+  const int self = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    std::ifstream stat(dir + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != self) continue;
+    std::ifstream comm(dir + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    out.push_back({std::atoi(e->d_name), state, name});
+  }
+  ::closedir(d);
+  return out;
+}
+
+// CPU ticks: busy on the whole machine (/proc/stat), and this process's own with its reaped
+// children (/proc/self/stat utime stime cutime cstime). Their difference over the run is
+// the foreign load: other processes' work beside the measurement.
+struct cpu_ticks {
+  long long machine_busy = 0, own = 0;
+};
+cpu_ticks read_ticks() {
+  cpu_ticks t;
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  t.machine_busy = user + nice + system + irq + softirq + steal;
+  std::ifstream self("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 17; ++i) {
+    rest >> field;
+    if (i >= 14) t.own += std::atoll(field.c_str());  // utime stime cutime cstime
+  }
+  return t;
+}
+
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// What the clients saw, shared with the killer.
+struct observations {
+  std::mutex m;
+  std::condition_variable cv;
+  std::set<int> seen;  // pids that answered
+  struct arrival {
+    int pid;
+    clock_type::time_point at;
+  };
+  std::vector<arrival> arrivals;  // first answer of each pid, in order
+  std::atomic<std::uint64_t> ok{0}, crashed{0}, other{0};
+  std::string other_example;  // the first failure other than worker_crashed
+  std::atomic<bool> stop{false};
+
+  std::uint64_t failed() const { return crashed.load() + other.load(); }
+};
+
+void client(knit::pool& pool, observations& obs, const std::string& task_us) {
+  knit::pool_host host(pool);
+  while (!obs.stop.load(std::memory_order_relaxed)) {
+    std::optional<knit::result<std::string>> got;
+    clock_type::time_point done_at;
+    const auto ec =
+        knit::submit_process(host, "pid_after", task_us, [&](knit::result<std::string> r) {
+          done_at = clock_type::now();
+          got.emplace(std::move(r));
+        });
+    if (ec) {
+      obs.other.fetch_add(1);
+      std::lock_guard lock(obs.m);
+      if (obs.other_example.empty()) obs.other_example = "submit: " + ec.message();
+      continue;
+    }
+    while (!got) {
+      pollfd fd{host.completion_fd(), POLLIN, 0};
+      ::poll(&fd, 1, 100);
+      host.drain();
+    }
+    if (got->ok()) {
+      obs.ok.fetch_add(1, std::memory_order_relaxed);
+      const int pid = std::atoi(got->value().c_str());
+      std::lock_guard lock(obs.m);
+      if (obs.seen.insert(pid).second) {
+        obs.arrivals.push_back({pid, done_at});
+        obs.cv.notify_all();
+      }
+    } else if (got->error() == knit::errc::worker_crashed) {
+      obs.crashed.fetch_add(1);
+    } else {
+      obs.other.fetch_add(1);
+      std::lock_guard lock(obs.m);
+      if (obs.other_example.empty()) obs.other_example = knit::failure_message(*got);
+    }
+  }
+}
+
+struct kill_record {
+  double recovery_ms;
+  std::uint64_t failed;
+};
+
+// A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
+std::optional<int> pick_child(observations& obs, std::mt19937& rng) {
+  std::vector<int> live;
+  for (const child& c : children()) {
+    if (c.state == 'Z' || c.comm.rfind("knit-worker-", 0) != 0) continue;
+    std::lock_guard lock(obs.m);
+    if (obs.seen.count(c.pid)) live.push_back(c.pid);
+  }
+  if (live.empty()) return std::nullopt;
+  return live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng)];
+}
+
+// The kills; false if a child or a replacement did not show up within 30 s.
+bool killer(const settings& s, observations& obs, std::vector<kill_record>& out) {
+  std::mt19937 rng(16);
+  {
+    // Both children answer before the first kill, so any new pid is a replacement.
+    std::unique_lock lock(obs.m);
+    if (!obs.cv.wait_for(lock, std::chrono::seconds(30), [&] { return obs.seen.size() >= 2; })) {
+      std::fprintf(stderr, "knit-process-recovery: the two children never both answered\n");
+      return false;
+    }
+  }
+  for (int i = 0; i < s.kills; ++i) {
+    std::optional<int> pid;
+    const auto look_until = clock_type::now() + std::chrono::seconds(30);
+    while (!(pid = pick_child(obs, rng))) {
+      if (clock_type::now() > look_until) {
+        std::fprintf(stderr, "knit-process-recovery: kill %d: no live child found\n", i);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const std::uint64_t failed_before = obs.failed();
+    std::size_t arrivals_before;
+    {
+      std::lock_guard lock(obs.m);
+      arrivals_before = obs.arrivals.size();
+    }
+    const auto killed_at = clock_type::now();
+    ::kill(*pid, SIGKILL);
+    clock_type::time_point replaced_at;
+    {
+      std::unique_lock lock(obs.m);
+      if (!obs.cv.wait_for(lock, std::chrono::seconds(30),
+                           [&] { return obs.arrivals.size() > arrivals_before; })) {
+        std::fprintf(stderr, "knit-process-recovery: kill %d (pid %d): no replacement answered\n",
+                     i, *pid);
+        return false;
+      }
+      replaced_at = obs.arrivals[arrivals_before].at;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(s.gap_ms));
+    out.push_back({std::chrono::duration<double, std::milli>(replaced_at - killed_at).count(),
+                   obs.failed() - failed_before});
+  }
+  return true;
+}
+
+double nearest_rank(const std::vector<double>& sorted, double p) {
+  std::size_t rank = static_cast<std::size_t>(p * static_cast<double>(sorted.size()) + 0.999999);
+  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  knit::register_process_task("pid_after", [](std::string_view in) {
+    // Wall-clock spin: the child holds its CPU for the call, as a render would.
+    // `in` is a view of the request arena, not NUL-terminated.
+    const auto until = clock_type::now() + std::chrono::microseconds(std::stol(std::string(in)));
+    while (clock_type::now() < until) {
+    }
+    return std::to_string(::getpid());
+  });
+  if (knit::worker_main(argc, argv)) return 0;
+  settings s;
+  if (const int rc = parse(argc, argv, s)) return rc < 0 ? 0 : rc;
+
+  const std::string load_start = load_average();
+  const cpu_ticks ticks_start = read_ticks();
+  const std::size_t fds_start = open_fd_count();
+  knit::process_options popts;
+  if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
+  knit::set_process_options(popts);
+
+  observations obs;
+  std::vector<kill_record> kills;
+  bool kills_ok = false;
+  std::size_t zombies_running = 0;
+  const auto t0 = clock_type::now();
+  {
+    knit::pool_options options;
+    options.threads = 2;
+    knit::pool pool(options);
+    const std::string task_us = std::to_string(s.task_us);
+    std::vector<std::thread> clients;
+    for (unsigned i = 0; i < s.clients; ++i) {
+      clients.emplace_back([&] { client(pool, obs, task_us); });
+    }
+    std::atomic<bool> killer_done{false};
+    std::thread killer_thread([&] {
+      kills_ok = killer(s, obs, kills);
+      killer_done = true;
+    });
+    // The builder's duty: drain the pool while its clients run (stuck workers are replaced
+    // here; nothing of its own is pending).
+    while (!killer_done) {
+      pollfd fd{pool.completion_fd(), POLLIN, 0};
+      ::poll(&fd, 1, 20);
+      pool.drain();
+    }
+    killer_thread.join();
+    obs.stop = true;
+    for (std::thread& t : clients) t.join();
+    for (const child& c : children()) zombies_running += c.state == 'Z';
+  }
+  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const cpu_ticks ticks_end = read_ticks();
+  const double tick_hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double foreign_cores =
+      static_cast<double>((ticks_end.machine_busy - ticks_start.machine_busy) -
+                          (ticks_end.own - ticks_start.own)) /
+      tick_hz / seconds;
+  const double own_cores = static_cast<double>(ticks_end.own - ticks_start.own) / tick_hz / seconds;
+  const knit::process_stats st = knit::current_process_stats();
+  const std::size_t children_after = children().size();
+  const std::size_t fds_end = open_fd_count();
+
+  std::vector<double> recovery;
+  std::uint64_t failed_total = 0, failed_max = 0;
+  std::map<std::uint64_t, int> by_failed;
+  for (const kill_record& k : kills) {
+    recovery.push_back(k.recovery_ms);
+    failed_total += k.failed;
+    failed_max = std::max(failed_max, k.failed);
+    ++by_failed[std::min<std::uint64_t>(k.failed, 2)];
+  }
+  std::sort(recovery.begin(), recovery.end());
+
+  std::printf(
+      "knit-process-recovery: 2 process workers, %u clients, task %ld us, gap %ld ms, "
+      "crash loop %s\n",
+      s.clients, s.task_us, s.gap_ms,
+      s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)");
+  std::printf(
+      "%.1f s; cores busy: %.2f this run, %.2f foreign (of %ld); load average at start "
+      "%s, at end %s\n",
+      seconds, own_cores, foreign_cores, ::sysconf(_SC_NPROCESSORS_ONLN), load_start.c_str(),
+      load_average().c_str());
+  std::printf("kills: %zu of %d\n", kills.size(), s.kills);
+  if (!recovery.empty()) {
+    std::printf("recovery ms: median %.2f  p90 %.2f  max %.2f  (min %.2f)\n",
+                nearest_rank(recovery, 0.5), nearest_rank(recovery, 0.9), recovery.back(),
+                recovery.front());
+    std::printf(
+        "failed calls per kill: mean %.2f  max %llu  (kills failing 0: %d, 1: %d, 2+: %d)\n",
+        static_cast<double>(failed_total) / static_cast<double>(kills.size()),
+        static_cast<unsigned long long>(failed_max), by_failed[0], by_failed[1], by_failed[2]);
+  }
+  std::printf("calls ok: %llu  failed worker_crashed: %llu  failed otherwise: %llu%s%s\n",
+              static_cast<unsigned long long>(obs.ok.load()),
+              static_cast<unsigned long long>(obs.crashed.load()),
+              static_cast<unsigned long long>(obs.other.load()),
+              obs.other_example.empty() ? "" : "; first: ", obs.other_example.c_str());
+  std::printf(
+      "process_stats: children_started %llu  children_live %llu  crashes %llu  "
+      "degraded_workers %llu  calls %llu\n",
+      static_cast<unsigned long long>(st.children_started),
+      static_cast<unsigned long long>(st.children_live),
+      static_cast<unsigned long long>(st.crashes),
+      static_cast<unsigned long long>(st.degraded_workers),
+      static_cast<unsigned long long>(st.calls));
+  const bool clean = zombies_running == 0 && children_after == 0 && fds_end == fds_start;
+  std::printf(
+      "checks: zombies while running %zu, children after the pool %zu, fds %zu at start "
+      "%zu at end: %s\n",
+      zombies_running, children_after, fds_start, fds_end, clean ? "ok" : "FAILED");
+  return kills_ok && clean ? 0 : 1;
+}
