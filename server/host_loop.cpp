@@ -15,7 +15,7 @@ host_loop::host_loop(const host_resources& shared) : io_(shared.io_threads) {
   // Where /ssr and /jwt run, chosen here once (heavy_placement.hpp).
   switch (cfg.mode) {
     case exec_mode::pooled:
-      placement_.emplace(std::in_place_type<pool_placement>, cfg, *knit_host_);
+      placement_.emplace(std::in_place_type<pool_placement>, cfg, *knit_host_, shared.err);
       break;
     case exec_mode::auto_offload:
       placement_.emplace(std::in_place_type<auto_placement>, cfg, *knit_host_, shared.auto_options);

@@ -36,6 +36,7 @@ struct host_resources {
   write_budget& budget;                              // KNIT_MEMORY_BUDGET_MB, all hosts together
   int io_threads = 1;  // threads that run each io_context: 1, or KNIT_THREADS in multi mode
   const process_status* status = nullptr;  // what /livez, /readyz and /metrics report
+  log_writer* err = nullptr;  // stderr: a worker process that crashed (KNIT_ISOLATION=process)
 };
 
 // Build it on the thread that is to run it, and destroy it there: with a knit pool the

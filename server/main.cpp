@@ -220,7 +220,8 @@ int main(int argc, char** argv) {
   const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
   const host_resources shared{
       cfg,   auto_options, pool ? &*pool : nullptr,      asio_threads ? &*asio_threads : nullptr,
-      limit, budget,       static_cast<int>(io_threads), &status};
+      limit, budget,       static_cast<int>(io_threads), &status,
+      &err};
 
   // 3. The event loops, and the control loop where the signals and the stop run.
   //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from

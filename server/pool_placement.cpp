@@ -24,6 +24,15 @@ void pool_placement::on_completion() noexcept {
   meter_.on_completion(service_meter::clock::now(), pool.pending(), pool.options().threads);
 }
 
+void pool_placement::log_process_failure(const knit::result<std::string>& r) const {
+  if (err_ == nullptr) return;
+  if (r.error() != knit::errc::worker_crashed && r.error() != knit::errc::worker_start_failed) {
+    return;
+  }
+  err_->write_line("knit-server: " + knit::failure_message(r) +
+                   " (answered 500; the next call on that worker starts a new process)");
+}
+
 knit::result<heavy_output> pool_placement::heavy_result_of(knit::result<std::string>&& r) {
   if (!r.ok()) return knit::result<heavy_output>(r.error(), r.exception());
   if (std::optional<heavy_output> out = decode_heavy_output(r.value())) {

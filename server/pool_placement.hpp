@@ -15,6 +15,7 @@
 #include "heavy_refusal.hpp"
 #include "heavy_wire.hpp"
 #include "held_handler_block.hpp"
+#include "log_writer.hpp"
 #include "process_isolation.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
@@ -34,9 +35,11 @@ namespace knit_server {
 // checks it), and the completions run there too, from the io_context.
 class pool_placement {
  public:
-  // `host` and `cfg` must outlive the placement (the job views the secret).
-  pool_placement(const server_config& cfg, knit::asio_host& host) noexcept
-      : cfg_(cfg), host_(host), admission_{cfg.max_queue_delay, cfg.max_queued} {}
+  // `host` and `cfg` must outlive the placement (the job views the secret), and so must
+  // `err` (may be null: then a crashed worker process is only counted, not logged).
+  pool_placement(const server_config& cfg, knit::asio_host& host,
+                 log_writer* err = nullptr) noexcept
+      : cfg_(cfg), host_(host), err_(err), admission_{cfg.max_queue_delay, cfg.max_queued} {}
 
   pool_placement(const pool_placement&) = delete;
   pool_placement& operator=(const pool_placement&) = delete;
@@ -83,8 +86,15 @@ class pool_placement {
   // Feeds one completion to meter_ (from the completion handler).
   void on_completion() noexcept;
 
+  // KNIT_ISOLATION=process: one stderr line for a call whose worker process crashed or could
+  // not start, with what knit says of it (the task, the pid, the signal or exit code). At
+  // most one line per crash, and a crash costs a respawn (milliseconds), so a crash storm
+  // is bounded; log_writer drops what it cannot write.
+  void log_process_failure(const knit::result<std::string>& r) const;
+
   const server_config& cfg_;
   knit::asio_host& host_;
+  log_writer* err_;
   admission_policy admission_;
   service_meter meter_;  // completions of the pool's calls, for queue().service_interval
 };
@@ -110,7 +120,8 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
       // answer comes back the same way: two copies each way that thread mode does not make.
       ec = knit::submit_process(
           host_, std::string(kHeavyProcessTask), encode_heavy_request(job, body),
-          [complete = std::move(complete)](knit::result<std::string> r) mutable {
+          [this, complete = std::move(complete)](knit::result<std::string> r) mutable {
+            if (!r.ok()) log_process_failure(r);
             complete(heavy_result_of(std::move(r)));
           });
     } else {

@@ -81,9 +81,9 @@ enum class bell_end {
 // Hook points for the regression tests: `before_recheck` runs between the fence and the
 // re-check (where a ringer's publication may land).
 template <class Moved, class Hook = void (*)()>
-bell_end wait_for_ring(Moved moved, std::uint32_t& sleeping, int eventfd, int other_fd,
-                       bell_clock::time_point until, std::chrono::nanoseconds spin,
-                       Hook before_recheck = [] {}) {
+bell_end wait_for_ring(
+    Moved moved, std::uint32_t& sleeping, int eventfd, int other_fd, bell_clock::time_point until,
+    std::chrono::nanoseconds spin, Hook before_recheck = [] {}) {
   if (moved()) return bell_end::moved;
   if (spin.count() > 0) {
     const auto spin_end = std::min(until, bell_clock::now() + spin);

@@ -65,11 +65,11 @@ TEST(slot_bell, ringer_that_sees_no_sleeper_makes_no_syscall) {
 // ring is left over in the eventfd.
 TEST(slot_bell, seq_published_between_the_fence_and_the_recheck_is_seen_without_sleeping) {
   bell_fixture b;
-  const auto end = wait_for_ring(
-      b.moved_from(0), b.sleeping, b.eventfd, b.life.fds[0], bell_clock::now() + 10s, 0ns, [&] {
-        b.publish(1);
-        ring_if_sleeping(b.sleeping, b.eventfd);
-      });
+  const auto end = wait_for_ring(b.moved_from(0), b.sleeping, b.eventfd, b.life.fds[0],
+                                 bell_clock::now() + 10s, 0ns, [&] {
+                                   b.publish(1);
+                                   ring_if_sleeping(b.sleeping, b.eventfd);
+                                 });
   EXPECT_EQ(end, bell_end::moved);
   EXPECT_EQ(load(b.sleeping), 0U) << "the waiter left its sleeping word set";
   EXPECT_EQ(b.take_count(), 1U) << "the ringer saw the announced sleep and rang";

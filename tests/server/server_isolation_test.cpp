@@ -1,9 +1,9 @@
 // KNIT_ISOLATION=process end to end: /ssr and /jwt answered byte for byte as with threads, by
 // children of the server named knit-worker-N; a worker process that crashes fails its own
-// call with 500 while /ping and later calls are served; a stuck call gets 504 and its worker
-// process is killed; a crash loop turns /readyz to "degraded"; SIGTERM leaves no worker
-// process behind. No test asserts on timing: what a test waits for is an event (a child's
-// CPU time growing, a process gone), and deadlines only keep a broken server from hanging.
+// call with 500 (and one stderr line naming it) while /ping and later calls are served; a stuck
+// call gets 504 and its worker process is killed; a crash loop turns /readyz to "degraded"; SIGTERM
+// leaves no worker process behind. No test asserts on timing: what a test waits for is an event (a
+// child's CPU time growing, a process gone), and deadlines only keep a broken server from hanging.
 #include <signal.h>
 #include <sys/types.h>
 
@@ -199,12 +199,19 @@ TEST(process_isolation, a_worker_that_crashes_fails_its_call_with_500_and_the_se
   });
   // 5 ticks (50 ms) of CPU more than at rest: the worker process is inside the 5 s task.
   ASSERT_TRUE(burns_cpu(worker, before->cpu_ticks, 5));
-  ::kill(worker, SIGSEGV);
+  // SIGKILL as the crash: a sanitizer build's own SIGSEGV handler would turn a SIGSEGV into a
+  // report and an exit code; SIGKILL ends the process the same way in every build.
+  ::kill(worker, SIGKILL);
   slow.join();
   ASSERT_TRUE(crashed);
   EXPECT_EQ(crashed->status, 500);
   EXPECT_EQ(crashed->body, "Internal Server Error: the worker process running the task crashed");
   EXPECT_TRUE(ends(worker, server.pid()));
+  // One stderr line saying which process died and how (written before the 500 was sent).
+  const std::string log = server.stderr_text();
+  EXPECT_NE(log.find("(pid " + std::to_string(worker) + ", knit-worker-"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("killed by signal 9 (SIGKILL)"), std::string::npos) << log;
 
   {
     connection c(server.port());
