@@ -197,6 +197,8 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   if (steady::now() >= limits.deadline) throw past_deadline(name, "before it was sent");
   reap_if_died_between_calls();
   ensure_child(name);
+  // A crash loop's backoff (or a slow start) may have outlasted the deadline.
+  if (steady::now() >= limits.deadline) throw past_deadline(name, "before it was sent");
   child_process& c = *child_;
   region_header& h = c.region.header();
   std::memcpy(c.region.request_arena(), bytes.data(), bytes.size());

@@ -39,7 +39,8 @@ class process_test : public testing::Test {
 struct crash_case {
   const char* task;
   const char* bytes;
-  const char* expected;  // in the message
+  const char* expected;           // in the message
+  const char* or_else = nullptr;  // or this one instead, when two outcomes are both right
 };
 
 // Names the case in gtest's output (not as bytes).
@@ -77,7 +78,9 @@ TEST_P(process_crash_test, fails_its_own_call_and_the_rest_succeed) {
     const std::string message = knit::failure_message(*call.result);
     EXPECT_NE(message.find(std::string("'") + c.task + "'"), std::string::npos) << message;
     EXPECT_NE(message.find("pid "), std::string::npos) << message;
-    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    const bool as_expected = message.find(c.expected) != std::string::npos ||
+                             (c.or_else && message.find(c.or_else) != std::string::npos);
+    EXPECT_TRUE(as_expected) << message;
   }
   EXPECT_EQ(good, 100);
   EXPECT_EQ(knit::current_process_stats().crashes - crashes_before, 1u);
@@ -89,7 +92,11 @@ INSTANTIATE_TEST_SUITE_P(
                     crash_case{"abort", "", "killed by signal 6 (SIGABRT)"},
                     crash_case{"exit3", "", "exited with code 3"},
                     crash_case{"stack_overflow", "", "killed by signal 11 (SIGSEGV)"},
-                    crash_case{"scribble_crash", "", "killed by signal 11 (SIGSEGV)"},
+                    // The scribble (every header word 0xff) may be seen before the death: a
+                    // host spinning for the answer sees answer_seq move and finds the words
+                    // broken; a host asleep in poll wakes to the death. Either fails the call.
+                    crash_case{"scribble_crash", "", "killed by signal 11 (SIGSEGV)",
+                               "broke the protocol (answer_seq 18446744073709551615"},
                     crash_case{"scribble_answer", "seq", "broke the protocol (answer_seq"},
                     crash_case{"scribble_answer", "status", "answer_status 99 out of range"},
                     crash_case{"scribble_answer", "bytes", "over the arena"}),
