@@ -5,11 +5,18 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include "bench_support.hpp"
+#include "knit/process.hpp"
 #include "peer_table.hpp"
 
 int main(int argc, char** argv) {
+  // process_benchmarks.cpp's task; knit-micro is its own process worker (re-executed by
+  // knit, a child serves in worker_main and never returns here).
+  knit::register_process_task("echo", [](std::string_view in) { return std::string(in); });
+  if (knit::worker_main(argc, argv)) return 0;
   const auto l = knit_bench::layout();
   std::printf(
       "knit-micro: host thread on CPU %d, worker thread(s) on CPU %d where pinned; %ld CPUs "
