@@ -217,20 +217,21 @@ void write_pool(page& p, const knit::pool_stats& ps) {
 }
 
 void write_worker_processes(page& p, const worker_process_figures& w) {
-  p.family("knit_worker_process_crashes_total", "counter",
-           "Worker processes that died during a call or broke the protocol (the call got 500).");
-  p.sample("knit_worker_process_crashes_total", "", w.crashed);
-  p.family("knit_worker_process_respawns_total", "counter",
-           "Worker processes started in place of one that crashed or was killed.");
-  p.sample("knit_worker_process_respawns_total", "", w.respawned);
-  p.family("knit_worker_process_kills_total", "counter",
-           "Worker processes killed because their call ran past its deadline or stuck limit.");
-  p.sample("knit_worker_process_kills_total", "", w.killed);
-  p.family("knit_worker_processes", "gauge", "Worker processes running now.");
-  p.sample("knit_worker_processes", "", w.live);
-  p.family("knit_worker_processes_crash_looping", "gauge",
-           "Pool workers whose processes crash in a loop (their respawns back off).");
-  p.sample("knit_worker_processes_crash_looping", "", w.degraded);
+  const auto one = [&p](std::string_view name, std::string_view type, std::string_view help,
+                        std::uint64_t value) {
+    p.family(name, type, help);
+    p.sample(name, "", value);
+  };
+  one("knit_worker_process_crashes_total", "counter",
+      "Worker processes that died during a call or broke the protocol (the call got 500).",
+      w.crashed);
+  one("knit_worker_process_respawns_total", "counter",
+      "Worker processes started in place of one that crashed or was killed.", w.respawned);
+  one("knit_worker_process_kills_total", "counter",
+      "Worker processes killed because their call ran past its deadline or stuck limit.", w.killed);
+  one("knit_worker_processes", "gauge", "Worker processes running now.", w.live);
+  one("knit_worker_processes_crash_looping", "gauge",
+      "Pool workers whose processes crash in a loop (their respawns back off).", w.degraded);
 }
 
 }  // namespace

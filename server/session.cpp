@@ -332,7 +332,7 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
   // Back on the host thread with the route's result. It must not throw: in pooled mode we
   // are inside the pool's completion delivery.
   try {
-    if (out.status == http::status::internal_server_error && out.body == failed_output().body) {
+    if (out.status == http::status::internal_server_error && out.body == kFailedBody) {
       fill_error(res_, out.status);  // what Hono's default error handler answers
     } else if (static_cast<unsigned>(out.status) >= 500) {
       // A 504 is a call given up as stuck (pool_placement.cpp): its worker was replaced.

@@ -21,7 +21,6 @@
 // The crash-loop policy would back the respawns off after 5 kills of one worker in 10 s;
 // this measures the respawn itself, so crash_loop_crashes is set to 1000 unless
 // --library-crash-loop keeps the library's defaults.
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -47,6 +46,8 @@
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
 #include "knit/process.hpp"
+// The /proc readers the process tests use (fds, children, their state and name).
+#include "process/process_helpers.hpp"
 
 namespace {
 
@@ -108,50 +109,6 @@ int parse(int argc, char** argv, settings& s) {
     }
   }
   return 0;
-}
-
-std::size_t open_fd_count() {
-  std::size_t n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (dirent* e = ::readdir(d)) {
-      if (e->d_name[0] != '.') ++n;
-    }
-    ::closedir(d);
-  }
-  return n - 1;  // the directory's own fd
-}
-
-struct child {
-  int pid;
-  char state;
-  std::string comm;
-};
-
-// The processes whose parent is this one, with their state ('Z' = zombie) and name.
-std::vector<child> children() {
-  std::vector<child> out;
-  const int self = ::getpid();
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string dir = std::string("/proc/") + e->d_name;
-    std::ifstream stat(dir + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(text.substr(close + 1));
-    char state = 0;
-    int ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != self) continue;
-    std::ifstream comm(dir + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    out.push_back({std::atoi(e->d_name), state, name});
-  }
-  ::closedir(d);
-  return out;
 }
 
 // CPU ticks: busy on the whole machine (/proc/stat), and this process's own with its reaped
@@ -249,8 +206,8 @@ struct kill_record {
 // A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
 std::optional<int> pick_child(observations& obs, std::mt19937& rng) {
   std::vector<int> live;
-  for (const child& c : children()) {
-    if (c.state == 'Z' || c.comm.rfind("knit-worker-", 0) != 0) continue;
+  for (const knit_test::child_info& c : knit_test::children_of_this_process()) {
+    if (c.state == 'Z' || knit_test::process_comm(c.pid).rfind("knit-worker-", 0) != 0) continue;
     std::lock_guard lock(obs.m);
     if (obs.seen.count(c.pid)) live.push_back(c.pid);
   }
@@ -328,7 +285,7 @@ int main(int argc, char** argv) {
 
   const std::string load_start = load_average();
   const cpu_ticks ticks_start = read_ticks();
-  const std::size_t fds_start = open_fd_count();
+  const std::size_t fds_start = knit_test::open_fd_count();
   knit::process_options popts;
   if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
   knit::set_process_options(popts);
@@ -362,7 +319,9 @@ int main(int argc, char** argv) {
     killer_thread.join();
     obs.stop = true;
     for (std::thread& t : clients) t.join();
-    for (const child& c : children()) zombies_running += c.state == 'Z';
+    for (const knit_test::child_info& c : knit_test::children_of_this_process()) {
+      zombies_running += c.state == 'Z';
+    }
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   const cpu_ticks ticks_end = read_ticks();
@@ -373,8 +332,8 @@ int main(int argc, char** argv) {
       tick_hz / seconds;
   const double own_cores = static_cast<double>(ticks_end.own - ticks_start.own) / tick_hz / seconds;
   const knit::process_stats st = knit::current_process_stats();
-  const std::size_t children_after = children().size();
-  const std::size_t fds_end = open_fd_count();
+  const std::size_t children_after = knit_test::children_of_this_process().size();
+  const std::size_t fds_end = knit_test::open_fd_count();
 
   std::vector<double> recovery;
   std::uint64_t failed_total = 0, failed_max = 0;

@@ -11,7 +11,7 @@
 namespace knit_server {
 
 heavy_output failed_output() {
-  return {boost::beast::http::status::internal_server_error, "Internal Server Error"};
+  return {boost::beast::http::status::internal_server_error, std::string(kFailedBody)};
 }
 
 heavy_output run_heavy_job(const heavy_job& job, std::string&& body) noexcept {

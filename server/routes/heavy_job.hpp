@@ -43,6 +43,8 @@ inline heavy_job heavy_job_for(const server_config& cfg, route r) noexcept {
 // An internal error as a route answer: the job threw, or the worker's result carried an
 // exception. The session sends what Hono's default error handler sends.
 heavy_output failed_output();
+// Its body: what tells the session to answer as Hono's error handler does.
+inline constexpr std::string_view kFailedBody = "Internal Server Error";
 
 // Runs the job on this thread; an exception becomes failed_output().
 heavy_output run_heavy_job(const heavy_job& job, std::string&& body) noexcept;

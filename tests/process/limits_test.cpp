@@ -31,6 +31,14 @@ bool gone_within_10s(int pid) {
   return true;
 }
 
+// The pid of the child that answers a call on `pool` (one worker thread: its one child);
+// -1, with a failure recorded, when the call failed.
+int child_pid(knit::pool& pool) {
+  auto r = run_one(pool, "pid", "");
+  EXPECT_TRUE(r.ok()) << knit::failure_message(r);
+  return r.ok() ? std::stoi(r.value()) : -1;
+}
+
 class process_limits : public testing::Test {
  protected:
   void SetUp() override {
@@ -50,39 +58,21 @@ class process_limits : public testing::Test {
   knit::process_stats base_;
 };
 
-// One call through `pool` with `options`, waited for (30 s at most).
-knit::result<std::string> run_with(knit::pool& pool, const std::string& task,
-                                   const std::string& bytes, knit::call_options options) {
-  std::optional<knit::result<std::string>> out;
-  const auto ec = knit::submit_process(
-      pool, task, bytes, [&](knit::result<std::string> r) { out.emplace(std::move(r)); }, options);
-  if (ec) return knit::result<std::string>(ec);
-  const auto limit = std::chrono::steady_clock::now() + 30s;
-  while (!out && std::chrono::steady_clock::now() < limit) {
-    pollfd fd{pool.completion_fd(), POLLIN, 0};
-    ::poll(&fd, 1, 10);
-    pool.drain();
-  }
-  if (!out) return knit::result<std::string>(knit::errc::cancelled);
-  return std::move(*out);
-}
-
 TEST_F(process_limits, a_call_past_its_deadline_kills_its_child_and_the_next_call_gets_a_new_one) {
   knit::pool pool(knit_test::threads(1));  // one worker thread: one child
-  auto first = run_one(pool, "pid", "");
-  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
-  const int pid = std::stoi(first.value());
+  const int pid = child_pid(pool);
+  ASSERT_GT(pid, 0);
 
   knit::call_options options;
   options.timeout = 200ms;
-  const auto late = run_with(pool, "sleep_pid", kHang, options);
+  const auto late = run_one(pool, "sleep_pid", kHang, options);
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error(), knit::errc::timed_out);
   EXPECT_TRUE(gone_within_10s(pid)) << "the child of the timed-out call still runs";
 
-  auto next = run_one(pool, "pid", "");
-  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
-  EXPECT_NE(std::stoi(next.value()), pid);
+  const int next = child_pid(pool);
+  ASSERT_GT(next, 0);
+  EXPECT_NE(next, pid);
   const knit::process_stats d = delta();
   EXPECT_EQ(d.killed, 1U);
   EXPECT_EQ(d.respawned, 1U);
@@ -97,18 +87,17 @@ TEST_F(process_limits, a_stuck_call_kills_its_child_whoever_declares_it_first) {
   knit::pool_options o = knit_test::threads(1);
   o.stuck_after = 200ms;
   knit::pool pool(o);
-  auto first = run_one(pool, "pid", "");
-  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
-  const int pid = std::stoi(first.value());
+  const int pid = child_pid(pool);
+  ASSERT_GT(pid, 0);
 
-  const auto stuck = run_with(pool, "sleep_pid", kHang, {});
+  const auto stuck = run_one(pool, "sleep_pid", kHang);
   ASSERT_FALSE(stuck.ok());
   EXPECT_EQ(stuck.error(), knit::errc::stuck);
   EXPECT_TRUE(gone_within_10s(pid)) << "the child of the stuck call still runs";
 
-  auto next = run_one(pool, "pid", "");
-  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
-  EXPECT_NE(std::stoi(next.value()), pid);
+  const int next = child_pid(pool);
+  ASSERT_GT(next, 0);
+  EXPECT_NE(next, pid);
   const knit::process_stats d = delta();
   EXPECT_EQ(d.killed, 1U);
   EXPECT_EQ(d.respawned, 1U);

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include <dirent.h>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include <boost/json.hpp>
 
 #include "http_client.hpp"
+#include "process/process_helpers.hpp"  // children_of, process_comm
 #include "server_fixture.hpp"
 #include "server_process.hpp"
 
@@ -54,24 +54,12 @@ std::optional<proc_info> read_proc(pid_t pid) {
   return p;
 }
 
-std::string comm_of(pid_t pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
-
 // The live (not zombie) children of `parent`.
-std::vector<pid_t> children_of(pid_t parent) {
+std::vector<pid_t> live_children_of(pid_t parent) {
   std::vector<pid_t> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const auto p = read_proc(static_cast<pid_t>(std::stoi(e->d_name)));
-    if (p && p->ppid == parent && p->state != 'Z') out.push_back(p->pid);
+  for (const child_info& c : children_of(parent)) {
+    if (c.state != 'Z') out.push_back(c.pid);
   }
-  ::closedir(d);
   return out;
 }
 
@@ -79,7 +67,7 @@ std::vector<pid_t> children_of(pid_t parent) {
 pid_t the_only_child(pid_t parent) {
   const auto limit = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < limit) {
-    const std::vector<pid_t> kids = children_of(parent);
+    const std::vector<pid_t> kids = live_children_of(parent);
     if (kids.size() == 1) return kids[0];
     std::this_thread::sleep_for(5ms);
   }
@@ -163,13 +151,13 @@ TEST(process_isolation, answers_byte_for_byte_as_thread_isolation_from_children_
     EXPECT_EQ(got->body.size(), expected->body.size()) << e.target;
   }
   // 413 closes the connection: the last exchange is the last on these.
-  const std::vector<pid_t> kids = children_of(processes.pid());
+  const std::vector<pid_t> kids = live_children_of(processes.pid());
   ASSERT_FALSE(kids.empty());
   EXPECT_LE(kids.size(), 2U);  // one per pool worker that took a call
   for (pid_t kid : kids) {
-    EXPECT_EQ(comm_of(kid).rfind("knit-worker-", 0), 0U) << comm_of(kid);
+    EXPECT_EQ(process_comm(kid).rfind("knit-worker-", 0), 0U) << process_comm(kid);
   }
-  EXPECT_TRUE(children_of(threads.pid()).empty());
+  EXPECT_TRUE(live_children_of(threads.pid()).empty());
   const json::object stats = read_stats(processes);
   EXPECT_EQ(stats.at("isolation").as_string(), "process");
   EXPECT_EQ(workers_field(stats, "crashed"), 0);
@@ -300,7 +288,7 @@ TEST(process_isolation, several_event_loops_share_the_worker_processes) {
     ASSERT_TRUE(res) << i;
     EXPECT_EQ(res->status, 200) << i;
   }
-  const std::vector<pid_t> kids = children_of(server.pid());
+  const std::vector<pid_t> kids = live_children_of(server.pid());
   EXPECT_GE(kids.size(), 1U);
   EXPECT_LE(kids.size(), 2U);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
