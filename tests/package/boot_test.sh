@@ -7,7 +7,7 @@
 # inside it (offline: every dependency is in the image), and then:
 #   1. Type=notify: the postinst's start reached active (running); `systemctl restart`
 #      returns once READY=1 came and /readyz answers 200 at once; and with READY=1 never
-#      sent (a drop-in UnsetEnvironment=NOTIFY_SOCKET, TimeoutStartSec=4: the server runs
+#      sent (a drop-in UnsetEnvironment=NOTIFY_SOCKET, TimeoutStartSec=8, Restart=no: it runs
 #      and serves but cannot notify) the start never reaches active: it stays activating,
 #      /readyz answering meanwhile, and fails with result timeout. Active means READY=1,
 #      not "the process started" nor "it listens".
@@ -17,8 +17,9 @@
 #      processes start, POST /ssr answers 200 and /metrics shows the worker processes.
 #   4. `systemctl stop` exits 0 (Result=success, status 0) within TimeoutStopSec.
 #   5. `systemctl kill -s SIGKILL` (every process of the unit), then `--kill-whom=main`
-#      (the main process only): no worker process is left, Restart=on-failure brings the
-#      service back (a new MainPID, NRestarts counted) and it answers again.
+#      (the main process only), each after a POST /ssr made the worker process exist: no
+#      worker of the killed server is left, Restart=on-failure brings the service back (a
+#      new MainPID, NRestarts counted) and POST /ssr runs on a fresh worker process.
 #   6. `journalctl -u knit-server` holds the banner ("listening on", "mode: pooled") and
 #      the stop line ("knit-server: stopped").
 # Prints the timings: root file system (built or reused), boot to a running system, start
@@ -155,26 +156,25 @@ got=$(readyz)  # at once, no retry: READY=1 came after the listener was open
 say "Type=notify: systemctl restart returned after READY=1 in $t_ready s; /readyz at once: $got"
 # READY=1 ignored: the start must stay activating and fail, never reach active.
 inside mkdir -p /run/systemd/system/knit-server.service.d
-inside sh -c 'printf "[Service]\nUnsetEnvironment=NOTIFY_SOCKET\nTimeoutStartSec=4\n" >/run/systemd/system/knit-server.service.d/no-notify.conf'
+inside sh -c 'printf "[Service]\nUnsetEnvironment=NOTIFY_SOCKET\nTimeoutStartSec=8\nRestart=no\n" >/run/systemd/system/knit-server.service.d/no-notify.conf'
 inside systemctl daemon-reload
 inside systemctl stop knit-server
 inside systemctl start --no-block knit-server
 served=
-for _ in $(seq 1 30); do  # the server listens while its unit is still activating
+for _ in $(seq 1 60); do  # the server listens while its unit is still activating
   [ "$(show ActiveState)" = activating ] || break
   if [ "$(readyz)" = ok ]; then served=yes; break; fi
   sleep 0.1
 done
 [ -n "$served" ] || fail "without NOTIFY_SOCKET: never saw /readyz answer while activating ($(show ActiveState))"
 [ "$(show ActiveState)" = activating ] || fail "without NOTIFY_SOCKET the unit went $(show ActiveState)"
-for _ in $(seq 1 100); do  # TimeoutStartSec=4
-  [ "$(show ActiveState)" = activating ] && [ "$(show SubState)" = start ] || break
+for _ in $(seq 1 200); do  # TimeoutStartSec=8; Restart=no keeps the failed state to read
+  [ "$(show ActiveState)" = activating ] || break
   sleep 0.1
 done
 result=$(show Result)
 [ "$result" = timeout ] || fail "without READY=1: Result=$result, expected timeout"
 [ "$(show ActiveState)" != active ] || fail "without READY=1 the unit is active"
-inside systemctl stop knit-server  # cancels the restart Restart=on-failure scheduled
 inside rm /run/systemd/system/knit-server.service.d/no-notify.conf
 inside systemctl daemon-reload
 inside systemctl reset-failed knit-server
@@ -186,10 +186,14 @@ t=$(now)
 inside systemctl restart knit-server || fail "restart with KNIT_ISOLATION=process: $(inside journalctl -u knit-server -n 20 --no-pager)"
 t_ready_process=$(since "$t")
 main=$(show MainPID)
-ssr=$(inside curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H 'content-type: application/json' \
-      -d '{"name":"Ari","plan":"pro","bio":"boot test","projects":3}' http://127.0.0.1:3000/ssr)
+post_ssr() {
+  inside curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H 'content-type: application/json' \
+    -d '{"name":"Ari","plan":"pro","bio":"boot test","projects":3}' http://127.0.0.1:3000/ssr
+}
+workers_of() { inside ps -o comm= --ppid "$1" | grep -c '^knit-worker' || true; }
+ssr=$(post_ssr)
 [ "$ssr" = 200 ] || fail "POST /ssr in process mode answered $ssr: $(inside journalctl -u knit-server -n 20 --no-pager)"
-workers=$(inside ps -o comm= --ppid "$main" | grep -c '^knit-worker' || true)
+workers=$(workers_of "$main")
 [ "$workers" -ge 1 ] || fail "no knit-worker process under the main process $main"
 metric=$(inside curl -s --max-time 5 http://127.0.0.1:3000/metrics | sed -n 's/^knit_worker_processes //p')
 [ "${metric:-0}" -ge 1 ] || fail "/metrics: knit_worker_processes is '${metric}'"
@@ -212,6 +216,9 @@ say "systemctl stop: exit 0 in $t_stop s (TimeoutStopSec $timeout_stop), no proc
 inside systemctl start knit-server
 for whom in all main; do
   before=$(show MainPID)
+  # A heavy call first, so the server has its worker process (started for the first call).
+  [ "$(post_ssr)" = 200 ] || fail "POST /ssr before the kill"
+  [ "$(workers_of "$before")" -ge 1 ] || fail "no worker process under $before before the kill"
   restarts=$(show NRestarts)
   inside systemctl kill -s SIGKILL --kill-whom="$whom" knit-server
   back=
@@ -227,11 +234,12 @@ for whom in all main; do
   # No worker of the killed process survives: every knit-worker is a child of the new one.
   orphans=$(inside ps -eo ppid=,comm= | awk -v p="$back" '$2 ~ /^knit-worker/ && $1 != p' | wc -l)
   [ "$orphans" = 0 ] || fail "kill --kill-whom=$whom: $orphans worker process(es) not under the new main process"
-  fresh=$(inside ps -o comm= --ppid "$back" | grep -c '^knit-worker' || true)
+  [ "$(post_ssr)" = 200 ] || fail "kill --kill-whom=$whom: POST /ssr after the restart"
+  fresh=$(workers_of "$back")
   [ "$fresh" -ge 1 ] || fail "kill --kill-whom=$whom: the restarted server has no worker process"
   got=$(readyz)
   [ "$got" = ok ] || fail "after kill --kill-whom=$whom and the restart: /readyz '$got'"
-  say "systemctl kill -s SIGKILL --kill-whom=$whom: main $before -> $back (NRestarts $(show NRestarts)), no worker left behind, $fresh new worker process(es), /readyz $got"
+  say "systemctl kill -s SIGKILL --kill-whom=$whom: main $before -> $back (NRestarts $(show NRestarts)), no worker left behind, POST /ssr 200 on $fresh new worker process(es), /readyz $got"
 done
 inside systemctl stop knit-server
 
