@@ -274,18 +274,28 @@ def quantile_of(values, q):
     return s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]
 
 
+def whole_run_window(api, t_load):
+    """Seconds back from now to just before the last sample scraped before the load began:
+    a window that holds the whole run, from a sample at the warm-up value."""
+    series = api.query('knit_http_requests_total{code="200"}[120s]', t_load)
+    stamps = [max(t for t, _ in samples if t <= t_load) for _, samples in series if samples]
+    if len(stamps) < 2:
+        raise Failed(f"no sample of the /ping and /jwt counters before the load: {series}")
+    return int(math.ceil(time.time() - min(stamps))) + 1
+
+
 def check_rates(api, clients, t_load, t_end):
     ping, jwt = clients
     failures = []
-    # 1. The whole run in one window. The window opens before the load (the counters stood at
-    # their warm-up value for at least two scrapes) and closes after Prometheus has scraped
-    # the final value, so the increase between its first and last samples is exactly what
-    # was sent. rate() extrapolates that increase from the samples' span to the window's
+    # 1. The whole run in one window. The window opens just before the last sample scraped
+    # before the load (the counters at their warm-up value) and closes after Prometheus has
+    # scraped the final value, so the increase between its first and last samples is exactly
+    # what was sent. rate() extrapolates that increase from the samples' span to the window's
     # edges: by at most 1.1 scrape intervals at each end (Prometheus' rule), so rate x window
     # lies between the count sent and that count x window / span; we allow 25% (the span is
-    # >= 14 s of a <= 19 s window here, so at most 2.2 s / 14 s = 16%).
+    # >= 13 s of a window at most ~2 s longer, plus at most 2.2 s of extrapolation: <= 17%).
+    window = whole_run_window(api, t_load)
     now = time.time()
-    window = int(math.ceil(now - t_load)) + 2
     for client, route in ((ping, "ping"), (jwt, "jwt")):
         n = len(client.sent)
         r = api.one(f'rate(knit_http_requests_total{{route="{route}",code="200"}}[{window}s])',
@@ -329,8 +339,8 @@ def check_quantiles(api, knit_port, ping, t_load):
     buckets = parse_buckets(page, "ping")
     n = buckets[math.inf]
     bounds = [le for le in buckets if le != math.inf]
+    window = whole_run_window(api, t_load)
     now = time.time()
-    window = int(math.ceil(now - t_load)) + 2
     for q in (0.5, 0.9, 0.99):
         got = api.one("histogram_quantile(%s, rate(knit_http_request_duration_seconds_bucket"
                       '{route="ping"}[%ds]))' % (q, window), now)
