@@ -25,22 +25,37 @@ std::string joined(const std::vector<std::string>& errors) {
 
 TEST(request_metrics, CountsByRouteCodeAndBucket) {
   request_metrics m(false);
-  m.record(route::ping, 200, 50'000);         // 50 µs: the first bucket
-  m.record(route::ping, 200, 100'000);        // on the bound: still the first (le)
-  m.record(route::ping, 200, 100'001);        // just over: the second
+  m.record(route::ping, 200, 3'000);          // 3 µs: the first bucket (le 5 µs)
+  m.record(route::ping, 200, 5'000);          // on the bound: still the first (le)
+  m.record(route::ping, 200, 5'001);          // just over: the second (le 10 µs)
+  m.record(route::ping, 200, 100'000);        // on the old first bound, 100 µs: the fifth
   m.record(route::ssr, 503, 20'000'000'000);  // 20 s: +Inf
   m.record(route::not_found, 418, 1);         // an uncounted code: "other"
   request_totals t;
   m.add_to(t);
-  EXPECT_EQ(t.responses[0][code_slot(200)], 3U);
+  EXPECT_EQ(t.responses[0][code_slot(200)], 4U);
   EXPECT_EQ(t.buckets[0][0], 2U);
   EXPECT_EQ(t.buckets[0][1], 1U);
-  EXPECT_EQ(t.sum_ns[0], 250'001U);
-  EXPECT_EQ(t.count(route::ping), 3U);
+  EXPECT_EQ(t.buckets[0][2] + t.buckets[0][3], 0U);
+  EXPECT_EQ(t.buckets[0][4], 1U);
+  EXPECT_EQ(t.sum_ns[0], 113'001U);
+  EXPECT_EQ(t.count(route::ping), 4U);
   const auto ssr = static_cast<std::size_t>(route::ssr);
   EXPECT_EQ(t.responses[ssr][code_slot(503)], 1U);
   EXPECT_EQ(t.buckets[ssr][kLatencyBuckets - 1], 1U);
   EXPECT_EQ(t.responses[static_cast<std::size_t>(route::not_found)][kCountedCodes.size()], 1U);
+}
+
+TEST(request_metrics, EveryBoundIsItsOwnBucketsTop) {
+  // Each bound lands in its bucket and one nanosecond more in the next: the ns list and the
+  // label list (checked equal at compile time) cut where the page says.
+  for (std::size_t i = 0; i < kLatencyBoundsNs.size(); ++i) {
+    EXPECT_EQ(latency_bucket(kLatencyBoundsNs[i]), i) << kLatencyBoundLabels[i];
+    EXPECT_EQ(latency_bucket(kLatencyBoundsNs[i] + 1), i + 1) << kLatencyBoundLabels[i];
+  }
+  EXPECT_EQ(latency_bucket(0), 0U);
+  EXPECT_EQ(label_ns("0.000005"), 5'000U);
+  EXPECT_EQ(label_ns("2.5"), 2'500'000'000U);
 }
 
 TEST(request_metrics, SharedByThreadsLosesNoCount) {
@@ -107,6 +122,12 @@ TEST(metrics_exposition, ThePageParsesAndCarriesTheSnapshot) {
   EXPECT_EQ(page.sum("knit_http_request_duration_seconds_bucket",
                      {{"host", "0"}, {"route", "ping"}, {"le", "0.0005"}}),
             1);
+  EXPECT_EQ(page.sum("knit_http_request_duration_seconds_bucket",
+                     {{"host", "1"}, {"route", "ping"}, {"le", "0.000005"}}),
+            0);
+  EXPECT_EQ(page.sum("knit_http_request_duration_seconds_bucket",
+                     {{"host", "1"}, {"route", "ping"}, {"le", "+Inf"}}),
+            2);
   EXPECT_DOUBLE_EQ(page.sum("knit_http_request_duration_seconds_sum", {{"route", "ssr"}}), 4.0);
   EXPECT_EQ(page.sum("knit_admission_refusals_total", {{"reason", "queue_delay"}}), 14);
   EXPECT_EQ(page.sum("knit_stuck_calls_total"), 2);
