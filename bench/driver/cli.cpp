@@ -48,14 +48,14 @@ void add_builtin_flags(CLI::App& sub, std::vector<std::string>& chosen) {
   };
   for (const auto& [name, what] : plans) {
     const std::string n = name;
-    sub.add_flag_callback("--" + n, [&chosen, n] { chosen.push_back(n); }, what);
+    sub.add_flag_callback(
+        "--" + n, [&chosen, n] { chosen.push_back(n); }, what);
   }
 }
 
 void add_run_options(CLI::App& run, bench_command& c, std::string& profiles,
-                     std::vector<std::string>& peer_args,
-                     std::vector<std::string>& route_args, std::string& server_cpus,
-                     std::string& gen_cpus) {
+                     std::vector<std::string>& peer_args, std::vector<std::string>& route_args,
+                     std::string& server_cpus, std::string& gen_cpus) {
   run_options& o = c.run;
   run.add_option("--plan", c.plan_file, "a plan file (JSON)");
   run.add_option("--out", o.out_dir,
@@ -163,9 +163,10 @@ void finish_run(bench_command& c, const std::vector<std::string>& chosen,
 bench_command parse_command_line(const std::vector<std::string>& argv) {
   bench_command c;
   c.run.command_line = argv;
-  CLI::App app{"knit-bench: runs benchmark plans against knit-server with knit-load and "
-               "renders their reports.",
-               "knit-bench"};
+  CLI::App app{
+      "knit-bench: runs benchmark plans against knit-server with knit-load and "
+      "renders their reports.",
+      "knit-bench"};
   // A flag given twice keeps its last value, as the hand-written parser did.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.require_subcommand(1);

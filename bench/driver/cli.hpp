@@ -42,7 +42,7 @@ struct bench_command {
   run_options run;
   std::optional<double> idle_s, warmup_s, window_s;
   std::optional<int> repeat, conns;
-  std::vector<peer_spec> peers;    // --peer, with their --peer-routes applied
+  std::vector<peer_spec> peers;      // --peer, with their --peer-routes applied
   std::string server_exe, load_exe;  // empty: knit-server / knit-load beside knit-bench
 };
 

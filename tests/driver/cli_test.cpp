@@ -153,14 +153,15 @@ TEST(bench_cli, Rejects) {
   EXPECT_EQ(error_of({"run", "--full", "--default"}),
             "choose one of --plan, --default, --full, --cost-sweep, --hosts-sweep, "
             "--hosts-sweep-small, --fleet");
-  EXPECT_EQ(error_of({"run", "--plan", "p.json", "--fleet"}), error_of({"run", "--full", "--default"}));
+  EXPECT_EQ(error_of({"run", "--plan", "p.json", "--fleet"}),
+            error_of({"run", "--full", "--default"}));
   EXPECT_EQ(error_of({"run", "--profiles", "bun,deno"}),
             "--profiles: unknown cost profile \"deno\" (bun, native)");
 }
 
 TEST(bench_cli, HelpIsGenerated) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"-h"}, {"help"}, {"run", "--help"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"help"}, {"run", "--help"}}) {
     try {
       parse(args);
       ADD_FAILURE() << args.front() << ": no help";
