@@ -26,7 +26,8 @@ int main() {
       "Content-Type: text/plain\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok";
   const std::string chunked =
       "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
-      "400\r\n" + std::string(1024, 'x') + "\r\n0\r\n\r\n";
+      "400\r\n" +
+      std::string(1024, 'x') + "\r\n0\r\n\r\n";
   const int n = 2'000'000;
   response_parser p;
   for (const auto& [name, resp] : {std::pair{"nginx 2-byte", nginx}, {"chunked 1 KiB", chunked}}) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # parser_ab.sh: knit-load's own ceiling with two builds of it, interleaved A B A B in one
-# run: its top rps and its CPU per response against a server much cheaper than it
-# (nginx-light answering /ping with a 2-byte static body, one worker). Used to choose
-# knit-load's response parser (issue: Beast's basic_parser or the hand-written one).
+# run: its rps and its CPU per response against a cheap server (nginx-light answering
+# /ping with a 2-byte static body, one worker). The rps is knit-load's top only where the
+# server outruns it; the CPU per response compares the two builds either way. Used to
+# choose knit-load's response parser (Beast's basic_parser or the hand-written one).
 #
 #   bench/load/parser_ab.sh OLD_KNIT_LOAD NEW_KNIT_LOAD [ROUNDS] [SECONDS] [CONNS]
 #     defaults: 5 rounds of 5 s, 64 connections on one route
