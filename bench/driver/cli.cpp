@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "driver/cpu_list.hpp"
-#include "driver/plan.hpp"
+#include "driver/run/cpu_list.hpp"
+#include "driver/run/plan.hpp"
 
 namespace knit::bench {
 namespace {

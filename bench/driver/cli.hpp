@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/peers.hpp"
-#include "driver/run_options.hpp"
+#include "driver/run/peers.hpp"
+#include "driver/run/run_options.hpp"
 
 namespace knit::bench {
 

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "driver/builtin_plans.hpp"
 #include "driver/cli.hpp"
-#include "driver/cpu_list.hpp"
-#include "driver/json_write.hpp"
-#include "driver/peers.hpp"
-#include "driver/plan.hpp"
-#include "driver/report.hpp"
-#include "driver/runner.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/builtin_plans.hpp"
+#include "driver/run/cpu_list.hpp"
+#include "driver/run/json_write.hpp"
+#include "driver/run/peers.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/runner.hpp"
 
 namespace {
 

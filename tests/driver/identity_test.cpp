@@ -8,11 +8,11 @@
 #include <iostream>
 #include <thread>
 
-#include "driver/cpu_list.hpp"
-#include "driver/identity.hpp"
-#include "driver/plan.hpp"
-#include "driver/port.hpp"
-#include "driver/spawn.hpp"
+#include "driver/run/cpu_list.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/system/identity.hpp"
+#include "driver/system/port.hpp"
+#include "driver/system/spawn.hpp"
 
 namespace knit::bench {
 namespace {
