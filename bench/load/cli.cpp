@@ -1,4 +1,4 @@
-// Command-line parsing for knit-load: flags, route specs, body files.
+// Command-line parsing for knit-load: flags (CLI11), route specs, body files.
 #include "cli.hpp"
 
 #include <charconv>
@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include <CLI/CLI.hpp>
 
 namespace knit_load {
 namespace {
@@ -42,14 +44,6 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
-
-std::string usage() {
-  return "usage: knit-load [--host 127.0.0.1] [--port 3000] [--duration SECONDS]\n"
-         "                 [--threads T] [--json PATH|-] [--timeout-ms MS]\n"
-         "                 --route NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]] ...\n"
-         "  RATE: requests/s for the route (open loop); 0 or absent: closed loop.\n"
-         "  BODYFILE: request body, sent with content-type: application/json.\n";
-}
 
 route_spec parse_route(std::string_view spec) {
   // Split on the first five colons only, so a body file path may itself contain ':'.
@@ -89,49 +83,54 @@ route_spec parse_route(std::string_view spec) {
 
 load_config parse_cli(const std::vector<std::string>& args) {
   load_config cfg;
-  std::set<std::string> names;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    // Accept both "--flag value" and "--flag=value".
-    if (const std::size_t eq = flag.find('=');
-        flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      has_value = true;
-    }
-    if (flag == "--help" || flag == "-h") throw cli_error(usage());
-    auto take = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) throw cli_error(flag + ": missing value");
-      return args[++i];
-    };
-    if (flag == "--host") {
-      cfg.host = take();
-      if (cfg.host.empty()) throw cli_error("--host: empty");
-    } else if (flag == "--port") {
-      cfg.port = parse_integer<std::uint16_t>(take(), "--port", 1, 65535);
-    } else if (flag == "--duration") {
-      cfg.duration_s = parse_double(take(), "--duration", 0.0);
-      if (cfg.duration_s <= 0.0) throw cli_error("--duration: must be > 0");
-    } else if (flag == "--threads") {
-      cfg.threads = parse_integer<std::uint32_t>(take(), "--threads", 1, 1024);
-    } else if (flag == "--json") {
-      cfg.json_path = take();
-      if (cfg.json_path.empty()) throw cli_error("--json: empty path");
-    } else if (flag == "--timeout-ms") {
-      cfg.timeout_ms = parse_integer<std::uint32_t>(take(), "--timeout-ms", 1, 3'600'000);
-    } else if (flag == "--route") {
-      route_spec r = parse_route(take());
-      if (!names.insert(r.name).second) throw cli_error("--route: duplicate name '" + r.name + "'");
-      if (!r.body_file.empty()) r.body = read_file(r.body_file);
-      cfg.routes.push_back(std::move(r));
-    } else {
-      throw cli_error("unknown argument '" + args[i] + "'\n" + usage());
-    }
+  std::vector<std::string> routes;
+  CLI::App app{"knit-load: a multi-route HTTP/1.1 load generator (closed and open loop).",
+               "knit-load"};
+  // A flag given twice keeps its last value, as the hand-written parser did.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--host", cfg.host, "server address")
+      ->capture_default_str()
+      ->check([](const std::string& v) { return v.empty() ? "empty" : ""; });
+  app.add_option("--port", cfg.port, "server port")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--duration", cfg.duration_s, "SECONDS of load (fractions allowed)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", cfg.threads, "generator threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--json", cfg.json_path, "write the result JSON to PATH (-: stdout)")
+      ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
+  app.add_option("--timeout-ms", cfg.timeout_ms, "connect and response timeout in ms")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3'600'000));
+  app.add_option("--route", routes,
+                 "NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]] (repeatable, at least one). RATE: "
+                 "requests/s for the route (open loop); 0 or absent: closed loop. BODYFILE: "
+                 "request body, sent with content-type: application/json")
+      ->required()
+      ->take_all()
+      ->allow_extra_args(false);
+  app.footer(
+      "Flags take their value as --flag VALUE or --flag=VALUE. Exit status: 0 done, "
+      "1 run failed, 2 bad arguments.");
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    throw cli_help(app.help());
+  } catch (const CLI::ParseError& e) {
+    throw cli_error(std::string("knit-load: ") + e.what() + "\nrun knit-load --help for usage");
   }
-  if (cfg.routes.empty()) throw cli_error("at least one --route is required\n" + usage());
+  if (!std::isfinite(cfg.duration_s)) throw cli_error("--duration: expected a finite number");
+  std::set<std::string> names;
+  for (const std::string& spec : routes) {
+    route_spec r = parse_route(spec);
+    if (!names.insert(r.name).second) throw cli_error("--route: duplicate name '" + r.name + "'");
+    if (!r.body_file.empty()) r.body = read_file(r.body_file);
+    cfg.routes.push_back(std::move(r));
+  }
   return cfg;
 }
 

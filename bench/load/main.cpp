@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   load_config cfg;
   try {
     cfg = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const cli_help& e) {
+    std::cout << e.what();
+    return 0;
   } catch (const cli_error& e) {
     std::cerr << e.what();
     if (std::string(e.what()).back() != '\n') std::cerr << '\n';

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "driver/builtin_plans.hpp"
+#include "driver/run/builtin_plans.hpp"
 
 namespace knit::bench {
 namespace {

@@ -10,12 +10,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "driver/json_write.hpp"
-#include "driver/plan.hpp"
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
-#include "driver/runner.hpp"
-#include "driver/single_instance.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/json_write.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/rows.hpp"
+#include "driver/run/runner.hpp"
+#include "driver/system/single_instance.hpp"
 #include "fake_sandbox.hpp"
 
 namespace knit::bench {

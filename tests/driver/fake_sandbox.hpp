@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "driver/plan.hpp"
-#include "driver/port.hpp"
-#include "driver/run_options.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/run_options.hpp"
+#include "driver/system/port.hpp"
 
 namespace knit::bench::fakes {
 

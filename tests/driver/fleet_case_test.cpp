@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "driver/builtin_plans.hpp"
-#include "driver/plan.hpp"
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/builtin_plans.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/rows.hpp"
 
 namespace knit::bench {
 namespace {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "driver/cpu_sampler.hpp"
-#include "driver/plan.hpp"
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
-#include "driver/runner.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/rows.hpp"
+#include "driver/run/runner.hpp"
+#include "driver/system/cpu_sampler.hpp"
 
 namespace knit::bench {
 namespace {

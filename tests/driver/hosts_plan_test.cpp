@@ -5,11 +5,11 @@
 #include <set>
 #include <tuple>
 
-#include "driver/builtin_plans.hpp"
-#include "driver/configs.hpp"
-#include "driver/cpu_list.hpp"
-#include "driver/plan.hpp"
-#include "driver/rows.hpp"
+#include "driver/report/configs.hpp"
+#include "driver/run/builtin_plans.hpp"
+#include "driver/run/cpu_list.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/rows.hpp"
 
 namespace knit::bench {
 namespace {

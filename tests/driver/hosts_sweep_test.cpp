@@ -5,12 +5,12 @@
 
 #include <filesystem>
 
-#include "driver/builtin_plans.hpp"
-#include "driver/charts.hpp"
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
-#include "driver/runner.hpp"
-#include "driver/spawn.hpp"
+#include "driver/report/charts.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/builtin_plans.hpp"
+#include "driver/run/rows.hpp"
+#include "driver/run/runner.hpp"
+#include "driver/system/spawn.hpp"
 #include "fake_sandbox.hpp"
 
 namespace knit::bench {

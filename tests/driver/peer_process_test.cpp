@@ -13,13 +13,13 @@
 #include <sstream>
 #include <thread>
 
-#include "driver/case_process.hpp"
-#include "driver/cpu_sampler.hpp"
-#include "driver/identity.hpp"
-#include "driver/plan.hpp"
-#include "driver/port.hpp"
-#include "driver/process_tree.hpp"
-#include "driver/runner.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/runner.hpp"
+#include "driver/system/case_process.hpp"
+#include "driver/system/cpu_sampler.hpp"
+#include "driver/system/identity.hpp"
+#include "driver/system/port.hpp"
+#include "driver/system/process_tree.hpp"
 
 namespace knit::bench {
 namespace {

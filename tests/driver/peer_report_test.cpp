@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "driver/configs.hpp"
-#include "driver/peer_report.hpp"
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
+#include "driver/report/configs.hpp"
+#include "driver/report/peer_report.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/rows.hpp"
 
 namespace knit::bench {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "driver/peers.hpp"
-#include "driver/plan.hpp"
+#include "driver/run/peers.hpp"
+#include "driver/run/plan.hpp"
 
 namespace knit::bench {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "driver/builtin_plans.hpp"
-#include "driver/json_write.hpp"
-#include "driver/plan.hpp"
+#include "driver/run/builtin_plans.hpp"
+#include "driver/run/json_write.hpp"
+#include "driver/run/plan.hpp"
 
 namespace knit::bench {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "driver/port.hpp"
+#include "driver/system/port.hpp"
 
 namespace knit::bench {
 namespace {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "driver/report.hpp"
-#include "driver/rows.hpp"
-#include "driver/spawn.hpp"
+#include "driver/report/report.hpp"
+#include "driver/run/rows.hpp"
+#include "driver/system/spawn.hpp"
 
 namespace knit::bench {
 namespace {

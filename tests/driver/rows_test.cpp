@@ -6,10 +6,10 @@
 #include <fstream>
 #include <string>
 
-#include "driver/numfmt.hpp"
-#include "driver/rows.hpp"
-#include "driver/runner.hpp"
-#include "driver/server_stats.hpp"
+#include "driver/run/numfmt.hpp"
+#include "driver/run/rows.hpp"
+#include "driver/run/runner.hpp"
+#include "driver/run/server_stats.hpp"
 
 namespace knit::bench {
 namespace {

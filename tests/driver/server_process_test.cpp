@@ -6,12 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "driver/case_process.hpp"
-#include "driver/cpu_sampler.hpp"
-#include "driver/plan.hpp"
-#include "driver/port.hpp"
-#include "driver/server_stats.hpp"
-#include "driver/single_instance.hpp"
+#include "driver/run/plan.hpp"
+#include "driver/run/server_stats.hpp"
+#include "driver/system/case_process.hpp"
+#include "driver/system/cpu_sampler.hpp"
+#include "driver/system/port.hpp"
+#include "driver/system/single_instance.hpp"
 
 namespace knit::bench {
 namespace {

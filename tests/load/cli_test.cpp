@@ -47,6 +47,31 @@ TEST(cli, AllFlagsAndBodyFile) {
   std::remove(body_path.c_str());
 }
 
+TEST(cli, BothValueConventionsAndTheLastValueWins) {
+  const load_config a =
+      parse_cli({"--host=h", "--duration=2", "--threads=3", "--json=out.json", "--timeout-ms=5",
+                 "--route=ping:GET:/ping:1", "--port", "1", "--port", "2"});
+  EXPECT_EQ(a.host, "h");
+  EXPECT_EQ(a.duration_s, 2.0);
+  EXPECT_EQ(a.threads, 3u);
+  EXPECT_EQ(a.json_path, "out.json");
+  EXPECT_EQ(a.timeout_ms, 5u);
+  EXPECT_EQ(a.port, 2);
+  ASSERT_EQ(a.routes.size(), 1u);
+  EXPECT_EQ(a.routes[0].name, "ping");
+}
+
+TEST(cli, HelpIsGenerated) {
+  for (const std::string flag : {"--help", "-h"}) {
+    try {
+      parse_cli({flag});
+      ADD_FAILURE() << flag << ": no help";
+    } catch (const cli_help& h) {
+      EXPECT_NE(std::string(h.what()).find("--timeout-ms"), std::string::npos) << h.what();
+    }
+  }
+}
+
 TEST(cli, RateZeroOrEmptyIsClosedLoop) {
   EXPECT_FALSE(parse_route("a:GET:/:1:0").open_loop());
   EXPECT_FALSE(parse_route("a:GET:/:1:").open_loop());
@@ -68,6 +93,12 @@ TEST(cli, Rejects) {
       {"--route", "ping:GET:/ping:1", "--duration", "0"},
       {"--route", "ping:GET:/ping:1", "--threads"},
       {"--route", "ping:GET:/ping:1", "--bogus"},
+      {"--route", "ping:GET:/ping:1", "extra"},
+      {"--route", "ping:GET:/ping:1", "--duration", "inf"},
+      {"--route", "ping:GET:/ping:1", "--threads", "0"},
+      {"--route", "ping:GET:/ping:1", "--timeout-ms", "-1"},
+      {"--route", "ping:GET:/ping:1", "--host", ""},
+      {"--route", "ping:GET:/ping:1", "--json="},
   };
   for (const auto& args : bad) {
     EXPECT_THROW(parse_cli(args), cli_error) << (args.empty() ? "" : args.back());
