@@ -164,6 +164,14 @@ head_verdict request_head_reader::check_field_line(std::string_view line) noexce
     for (const char c : value) {
       if (c < '0' || c > '9') return refuse(head_verdict::bad_request, "a bad Content-Length");
     }
+  } else if (iequals(name, "connection")) {
+    // RFC 9112 9.3: "close" ends the connection after the response, whatever else any
+    // Connection field says (Beast lets an HTTP/1.0 "keep-alive" win).
+    for (std::string_view list = value; !list.empty();) {
+      const std::size_t comma = list.find(',');
+      if (iequals(trim_ows(list.substr(0, comma)), "close")) connection_close_ = true;
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
   } else if (iequals(name, "transfer-encoding")) {
     transfer_encoding_ = true;
     return add_transfer_codings(value);

@@ -1,5 +1,5 @@
 // The session's request parser: Beast's request_parser with a cap on how many header and trailer
-// fields one request may carry.
+// fields one request may carry, and no trailer field that belongs in the header.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +41,23 @@ class request_parser : public boost::beast::http::request_parser<boost::beast::h
       ec = boost::beast::http::error::header_limit;
       return;
     }
+    // A trailer (after a chunked body) must not carry what frames, routes or ends the
+    // message (RFC 9110 6.5.1): Beast would merge it into the header's fields, where a
+    // trailer Host is a second Host after the session's check and a trailer Connection:
+    // close changes keep-alive after the fact. 400, like any bad field. (Beast itself
+    // refuses a trailer Content-Length or Transfer-Encoding.)
+    if (is_header_done() && is_header_only(name)) {
+      ec = boost::beast::http::error::bad_field;
+      return;
+    }
     get().insert(name, name_string, value);
+  }
+
+  static bool is_header_only(boost::beast::http::field name) noexcept {
+    using boost::beast::http::field;
+    return name == field::host || name == field::connection || name == field::content_length ||
+           name == field::transfer_encoding || name == field::keep_alive ||
+           name == field::upgrade || name == field::trailer || name == field::te;
   }
 
   std::size_t fields_ = 0;

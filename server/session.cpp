@@ -298,7 +298,9 @@ void session::handle_request() {
   auto& req = parser_->get();
 
   // Remember what the response depends on before the body is moved away.
-  keep_alive_ = req.keep_alive();
+  // The parser's flags cover every Connection field (the message's keep_alive() reads only
+  // the first); "close" wins over an HTTP/1.0 "keep-alive" (RFC 9112 9.3).
+  keep_alive_ = parser_->keep_alive() && !head_reader_.connection_close();
   http10_ = req.version() == 10;
   head_only_ = req.method() == http::verb::head;
   route_ = match_route(req.method(), req.target());

@@ -181,6 +181,30 @@ TEST_F(framing, AHeadInPiecesIsJudgedTheSame) {
   EXPECT_EQ(after, "");
 }
 
+TEST_F(framing, CloseInAnyConnectionFieldEndsTheConnection) {
+  // RFC 9112 9.3: "close" wins, in HTTP/1.0 over a "keep-alive" too, and in a second
+  // Connection field as in the first.
+  for (const char* raw : {"GET /ping HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+                          "GET /ping HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n"
+                          "Connection: close\r\n\r\n"}) {
+    connection c(server_->port());
+    http_response res;
+    ASSERT_NO_FATAL_FAILURE(expect_answer_then_close(c, raw, 200, &res));
+    EXPECT_EQ(res.header("connection"), "close") << raw;
+  }
+}
+
+TEST_F(framing, AFieldThatBelongsInTheHeaderIs400InATrailer) {
+  // Merged into the header's fields, a trailer Host would be a second Host after the check.
+  for (const char* field : {"Host: y", "Connection: close", "Content-Length: 5"}) {
+    SCOPED_TRACE(field);
+    ASSERT_NO_FATAL_FAILURE(expect_refused(
+        "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n" +
+            std::string(field) + "\r\n\r\n",
+        400));
+  }
+}
+
 TEST_F(framing, HonestRequestsAreStillServed) {
   connection c(server_->port());
   ASSERT_NO_FATAL_FAILURE(expect_status(
