@@ -181,7 +181,10 @@ head_verdict request_head_reader::check_field_line(std::string_view line) noexce
 
 head_verdict request_head_reader::add_transfer_codings(std::string_view value) noexcept {
   // RFC 9112 6.1: Transfer-Encoding = #transfer-coding; several fields make one list, in
-  // order (RFC 9110 5.3). Empty list elements are ignored (RFC 9110 5.6.1).
+  // order (RFC 9110 5.3). Empty list elements are ignored (RFC 9110 5.6.1), but a field
+  // with no coding at all is refused: it names no framing, and Beast takes a second
+  // Transfer-Encoding field after a `chunked` for a duplicate.
+  const std::size_t before = codings_;
   while (!value.empty()) {
     const std::size_t comma = value.find(',');
     const std::string_view coding = trim_ows(value.substr(0, comma));
@@ -193,6 +196,7 @@ head_verdict request_head_reader::add_transfer_codings(std::string_view value) n
     last_is_chunked_ = iequals(coding, "chunked");
     if (!last_is_chunked_) other_coding_ = true;
   }
+  if (codings_ == before) return refuse(head_verdict::bad_request, "an empty Transfer-Encoding");
   return kGoOn;
 }
 

@@ -1,8 +1,10 @@
 // The session's request parser: Beast's request_parser with a cap on how many header and trailer
-// fields one request may carry, and no trailer field that belongs in the header.
+// fields one request may carry, no trailer field that belongs in the header, and no control
+// character in a chunk extension.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/string.hpp>
@@ -51,6 +53,20 @@ class request_parser : public boost::beast::http::request_parser<boost::beast::h
       return;
     }
     get().insert(name, name_string, value);
+  }
+
+  // Called for every chunk-size line with its chunk extensions, raw. Beast checks their
+  // grammar but takes any byte inside a quoted value; RFC 9110 5.6.4's qdtext has no control
+  // character but HTAB. Nothing else is done with extensions (no callback is set).
+  void on_chunk_header_impl(std::uint64_t /*size*/, boost::beast::string_view extensions,
+                            boost::beast::error_code& ec) override {
+    for (const char c : extensions) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && u != '\t') || u == 0x7f) {
+        ec = boost::beast::http::error::bad_chunk_extension;
+        return;
+      }
+    }
   }
 
   static bool is_header_only(boost::beast::http::field name) noexcept {

@@ -286,6 +286,7 @@ def main():
     if args.nginx:
         nginx_version = subprocess.run([args.nginx, "-v"], capture_output=True,
                                        text=True).stderr.strip()
+    load = pathlib.Path("/proc/loadavg").read_text().split()[0]
     (out / "results.json").write_text(json.dumps({"counts": counts, "results": results},
                                                   indent=1) + "\n")
     table = [
@@ -295,7 +296,8 @@ def main():
         f"{len(data['cases'])} cases kept, {len(data['skipped'])} skipped "
         f"(tests/server/conformance/llhttp_requests.json). nginx: {nginx_version}.",
         "",
-        "Command: `" + " ".join(["bench/conformance/run_conformance.py"] + sys.argv[1:]) + "`",
+        "Command: `" + " ".join(["bench/conformance/run_conformance.py"] + sys.argv[1:]) + "`" +
+        f" (load average {load}: the outcomes do not depend on timing).",
         "",
         "| count | |",
         "|---|---:|",

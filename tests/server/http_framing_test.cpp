@@ -118,8 +118,9 @@ TEST(http_framing, TransferEncodingMustEndInOneChunked) {
   expect_verdict(te("Transfer-Encoding: chunked\r\n"), head_verdict::complete);
   expect_verdict(te("Transfer-Encoding: CHUNKED\r\n"), head_verdict::complete);
   expect_verdict(te("Transfer-Encoding: , chunked,\r\n"), head_verdict::complete);
-  for (const char* bad : {"pigeons", "identity", "gzip", "chunked, gzip", "chunked, chunked",
-                          "chunked;q=1", "", "chunked\r\nTransfer-Encoding: gzip"}) {
+  for (const char* bad :
+       {"pigeons", "identity", "gzip", "chunked, gzip", "chunked, chunked", "chunked;q=1", "",
+        "chunked\r\nTransfer-Encoding: gzip", "chunked\r\nTransfer-Encoding: ,"}) {
     expect_verdict(te("Transfer-Encoding: " + std::string(bad) + "\r\n"),
                    head_verdict::bad_request);
   }

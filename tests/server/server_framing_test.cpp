@@ -205,6 +205,15 @@ TEST_F(framing, AFieldThatBelongsInTheHeaderIs400InATrailer) {
   }
 }
 
+TEST_F(framing, AControlCharacterInAChunkExtensionIs400) {
+  // Found by fuzz_framing: Beast took a NUL inside a quoted extension value.
+  ASSERT_NO_FATAL_FAILURE(expect_refused(
+      std::string("POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "2;a=\"b\0c\"\r\n{}\r\n0\r\n\r\n",
+                  80),
+      400));
+}
+
 TEST_F(framing, HonestRequestsAreStillServed) {
   connection c(server_->port());
   ASSERT_NO_FATAL_FAILURE(expect_status(
