@@ -35,6 +35,8 @@ REQUESTS = [
     req(b"GET", b"/ping", extra=b"Connection: keep-alive\r\n", version=b"1.0"),
     req(b"POST", b"/jwt", JWT, extra=b"Expect: 100-continue\r\n"),
     b"POST /ssr HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n1}\n\r\n0\r\n\r\n",
+    b"\r\n\r\n" + req(b"GET", b"/ping") + b"\r\n" + req(b"MKCOLA", b"/ping"),
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
     b"GARBAGE\r\n\r\n",
     b"GET /ping HTTP/9.9\r\n\r\n",
     b"GET /ping HTTP/1.1\r\nNo colon here\r\n\r\n",
