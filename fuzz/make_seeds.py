@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/<target>/ from the inputs the unit tests use
-(tests/server, tests/routes, tests/load, tests/process). Rerun after changing it; the files are committed."""
+(tests/server, tests/routes, tests/load, tests/process) and the llhttp corpus. Rerun after changing it; the files are committed."""
 import hashlib
+import json
 import pathlib
 import struct
 
@@ -34,6 +35,8 @@ REQUESTS = [
     req(b"GET", b"/ping", extra=b"Connection: keep-alive\r\n", version=b"1.0"),
     req(b"POST", b"/jwt", JWT, extra=b"Expect: 100-continue\r\n"),
     b"POST /ssr HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n1}\n\r\n0\r\n\r\n",
+    b"\r\n\r\n" + req(b"GET", b"/ping") + b"\r\n" + req(b"MKCOLA", b"/ping"),
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
     b"GARBAGE\r\n\r\n",
     b"GET /ping HTTP/9.9\r\n\r\n",
     b"GET /ping HTTP/1.1\r\nNo colon here\r\n\r\n",
@@ -99,6 +102,28 @@ ANSWERS = [
 ]
 
 
+# fuzz_framing: the requests above, the framing cases of tests/server/server_framing_test.cpp,
+# and every case of the llhttp corpus (tests/server/conformance/llhttp_requests.json).
+CANARY = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+FRAMING = REQUESTS + [
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te + b"\r\n\r\n" + CANARY
+    for te in (b"pigeons", b"gzip", b"identity", b"chunked, deflate", b"gzip, chunked", b"chunked")
+] + [
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Length: 35\r\n\r\n" + CANARY,
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nContent-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n" + CANARY,
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nFoo: bar\r\n Content-Length: 35\r\n\r\n" + CANARY,
+    b"GET /ping HTTP/1.1\r\n Host: x\r\n\r\n",
+    b"\r\n\r\nGET /ping HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}\r\n" + CANARY,
+    b"POST /jwt HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+    b"GET /ping HTTP/1.1 \r\nHost: x\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"b\";c=d\r\nhello\r\n0\r\nT: v\r\n\r\n",
+]
+LLHTTP = pathlib.Path(__file__).resolve().parent.parent / "tests/server/conformance/llhttp_requests.json"
+for case in json.loads(LLHTTP.read_text())["cases"]:
+    FRAMING.append(bytes.fromhex(case.get("sent_hex", case["raw_hex"])))
+
+
 def write(target, items):
     d = ROOT / target
     d.mkdir(parents=True, exist_ok=True)
@@ -107,6 +132,7 @@ def write(target, items):
 
 
 write("fuzz_request", REQUESTS)
+write("fuzz_framing", FRAMING)
 write("fuzz_js_json", JSON)
 write("fuzz_response_parser",
       [response_input(r, []) for r in RESPONSES] +

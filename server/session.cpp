@@ -19,6 +19,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "../src/invariant.hpp"  // KNIT_ASSERT
 #include "process_status.hpp"
 #include "server.hpp"
 
@@ -41,6 +42,8 @@ constexpr std::size_t kLingerChunk = 16 * 1024;
 // What a heavy page's reservation allows for its status line and headers (about 90 bytes:
 // status, Content-Type, Content-Length, Connection), before the head is serialized.
 constexpr std::size_t kHeadBytes = 256;
+// The most one read of a request's head asks for (pipelined requests may come with it).
+constexpr std::size_t kReadChunk = 8 * 1024;
 static_assert(kLingerChunk <= server_config::kReadBufferLimit,
               "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
@@ -172,19 +175,58 @@ void session::do_read() {
   // sweep enforces it; see server.hpp.)
   set_deadline(deadline_after(server_.config().idle_timeout));
 
-  // Read the request's header. A pipelined request already in buffer_ is parsed from the
-  // buffer without touching the socket.
+  head_reader_ = request_head_reader(server_config::kHeaderLimit);
+  check_head();
+}
+
+void session::check_head() {
+  // The raw head is judged before the parser sees it (http_framing.hpp: where Beast is
+  // lenient about framing). A pipelined request already in buffer_ is judged, and parsed,
+  // without touching the socket.
+  const auto* data = static_cast<const char*>(buffer_.data().data());
+  switch (head_reader_.feed(std::string_view(data, buffer_.size()))) {
+    case head_verdict::need_more: break;
+    case head_verdict::complete: {
+      // The empty lines before the request line go; the whole head is in the buffer, so the
+      // parser takes it in one put() (and holds it to the header limit exactly).
+      buffer_.consume(head_reader_.skip());
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      return on_read_header(ec, used);
+    }
+    case head_verdict::bad_request: return refuse(http::status::bad_request);
+    case head_verdict::not_implemented: return refuse(http::status::not_implemented);
+    case head_verdict::too_large: return refuse(http::status::request_header_fields_too_large);
+  }
+  // More of the head is needed. It fits: the reader refuses a head over kHeaderLimit, and the
+  // buffer holds twice that.
+  const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), kReadChunk);
+  KNIT_ASSERT(room > 0);
   exec_.start(
-      [this](auto&& handler) {
-        http::async_read_header(socket_, buffer_, *parser_,
-                                std::forward<decltype(handler)>(handler));
+      [this, room](auto&& handler) {
+        socket_.async_read_some(buffer_.prepare(room), std::forward<decltype(handler)>(handler));
       },
-      beast::bind_front_handler(&session::on_read_header, shared_from_this()));
+      beast::bind_front_handler(&session::on_read_head, shared_from_this()));
+}
+
+void session::on_read_head(beast::error_code ec, std::size_t bytes) {
+  // End of stream, a reset, or the deadline (operation_aborted): like a failed header read,
+  // the session ends without an answer; bytes of an unfinished head are not a request.
+  if (ec) return;
+  buffer_.commit(bytes);
+  check_head();
 }
 
 void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   if (ec) return on_read(ec, bytes);
   if (!has_valid_host(parser_->get())) return refuse(http::status::bad_request);
+  // RFC 9110 9.1: a method the server does not recognize SHOULD get 501. Then close, like
+  // every refusal: such a request (llhttp refuses MKCOLA or an RTSP method outright) may be
+  // framed by rules we do not know.
+  if (parser_->get().method() == http::verb::unknown) {
+    return refuse(http::status::not_implemented);
+  }
 
   // No body (GET /ping): the request is complete.
   if (parser_->is_done()) return handle_request();
@@ -256,7 +298,9 @@ void session::handle_request() {
   auto& req = parser_->get();
 
   // Remember what the response depends on before the body is moved away.
-  keep_alive_ = req.keep_alive();
+  // The parser's flags cover every Connection field (the message's keep_alive() reads only
+  // the first); "close" wins over an HTTP/1.0 "keep-alive" (RFC 9112 9.3).
+  keep_alive_ = parser_->keep_alive() && !head_reader_.connection_close();
   http10_ = req.version() == 10;
   head_only_ = req.method() == http::verb::head;
   route_ = match_route(req.method(), req.target());

@@ -21,6 +21,7 @@
 
 #include "connection_executor.hpp"
 #include "heavy_refusal.hpp"
+#include "http_framing.hpp"
 #include "request_arena.hpp"
 #include "request_parser.hpp"
 #include "responses.hpp"
@@ -40,7 +41,8 @@ using socket_type =
 
 // A session is a chain of completion handlers, as in Beast's examples:
 //
-//   do_read -> on_read_header --(header only)-----------------------------> handle_request
+//   do_read -> check_head <-> on_read_head   (until the raw head is in and passed)
+//           -> on_read_header --(header only)-----------------------------> handle_request
 //                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
 //
 //   handle_request --(/ping, /livez, /readyz, /metrics, 404: at once)-----> send_response
@@ -58,7 +60,9 @@ using socket_type =
 // (SO_LINGER {1, 0}) whenever bytes are still unsent or unacknowledged: a graceful close
 // would leave them to the kernel (expire()).
 //
-// A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
+// A head that breaks RFC 9112's framing rules (check_head, http_framing.hpp) goes to refuse()
+// (400, or 501 for a transfer coding other than chunked, then close) before the parser sees
+// it. A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
 // 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
 // buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
 // ends the chain, and with it the session. A heavy request that the placement refuses
@@ -140,6 +144,8 @@ class session : public std::enable_shared_from_this<session> {
   void publish_buffered_bytes() noexcept;
 
   void do_read();
+  void check_head();
+  void on_read_head(boost::beast::error_code ec, std::size_t bytes);
   void on_read_header(boost::beast::error_code ec, std::size_t bytes);
   void on_continue(boost::beast::error_code ec, std::size_t bytes);
   void do_read_body();
@@ -167,6 +173,9 @@ class session : public std::enable_shared_from_this<session> {
   // kReadBufferLimit: a request that would need more is refused (on_read).
   boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};
   request_arena arena_;  // the current request's header fields; before parser_
+  // The current request's head, checked for RFC 9112 framing on its raw bytes before the
+  // parser sees them (http_framing.hpp).
+  request_head_reader head_reader_{server_config::kHeaderLimit};
   // The current request's parser. Parsers are single-use; emplace() reuses the storage.
   std::optional<parser_type> parser_;
   response res_;      // the current response, reused
