@@ -31,6 +31,7 @@
 #include "call_state.hpp"
 #include "host_state.hpp"
 #include "invariant.hpp"
+#include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
 
@@ -138,6 +139,7 @@ class worker_loop {
           from = h;
           return true;
         }
+        at_interleaving_point(interleaving_point::ring_found_empty);
         const std::uint64_t bit = std::uint64_t{1} << h;
         my_hosts_.fetch_and(~bit, std::memory_order_acq_rel);
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -298,6 +300,7 @@ class worker_loop {
     // below orders this store before our re-check of the ring (Dekker with drain()).
     const bool no_room = !me_.done.producer_has_room();
     if (no_room) me_.waiting_for_room.store(true, std::memory_order_relaxed);
+    at_interleaving_point(interleaving_point::before_park);
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: the host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.

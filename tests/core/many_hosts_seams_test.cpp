@@ -66,23 +66,25 @@ TEST(many_hosts_seams, leaving_inside_an_own_handler_with_a_call_out_waits_for_i
           g.wait();
           return x;
         },
-        2, [&](knit::result<int> r) {
+        2,
+        [&](knit::result<int> r) {
           EXPECT_TRUE(r.ok());
           ++second;
         }));
     // Running on a worker before the other call is sent, so the leave must wait for it.
     ASSERT_TRUE(knit_test::eventually([&] { return g.waiting == 1; }));
-    ASSERT_FALSE(h->submit([](int x) { return x; }, 1, [&](knit::result<int> r) {
-      EXPECT_TRUE(r.ok());
-      ++first;
-      leaving = true;
-      h.reset();  // leaves from inside its own handler
-      try {
-        (void)p.submit([](int x) { return x; }, 3, [](knit::result<int>) {});
-      } catch (const std::logic_error&) {
-        ++after_leave_submit_threw;  // this thread is no host any more
-      }
-    }));
+    ASSERT_FALSE(h->submit([](int x) { return x; }, 1,
+                           [&](knit::result<int> r) {
+                             EXPECT_TRUE(r.ok());
+                             ++first;
+                             leaving = true;
+                             h.reset();  // leaves from inside its own handler
+                             try {
+                               (void)p.submit([](int x) { return x; }, 3, [](knit::result<int>) {});
+                             } catch (const std::logic_error&) {
+                               ++after_leave_submit_threw;  // this thread is no host any more
+                             }
+                           }));
     EXPECT_TRUE(drain_pool_until(p, fd, [&] { return first == 1; }));
     EXPECT_FALSE(p.is_host());
   });
@@ -109,19 +111,21 @@ TEST(many_hosts_seams, leaving_inside_the_last_handler_keeps_the_index_until_the
     first_index = h->index();
     const int fd = h->completion_fd();
     bool done = false;
-    ASSERT_FALSE(h->submit([](int x) { return x; }, 1, [&](knit::result<int>) {
-      h.reset();
-      knit_test::host_thread newcomer(p, [&](knit::pool_host& n) {
-        newcomer_index = n.index();
-        for (int i = 0; i < 100; ++i) {
-          EXPECT_FALSE(n.submit([](int x) { return x; }, i,
-                                [&](knit::result<int> r) { newcomer_done += r.ok(); }));
-        }
-        EXPECT_TRUE(knit_test::drain_host_until(n, [&] { return newcomer_done == 100; }));
-      });
-      newcomer.join();
-      done = true;
-    }));
+    ASSERT_FALSE(h->submit(
+        [](int x) { return x; }, 1,
+        [&](knit::result<int>) {
+          h.reset();
+          knit_test::host_thread newcomer(p, [&](knit::pool_host& n) {
+            newcomer_index = n.index();
+            for (int i = 0; i < 100; ++i) {
+              EXPECT_FALSE(n.submit([](int x) { return x; }, i,
+                                    [&](knit::result<int> r) { newcomer_done += r.ok(); }));
+            }
+            EXPECT_TRUE(knit_test::drain_host_until(n, [&] { return newcomer_done == 100; }));
+          });
+          newcomer.join();
+          done = true;
+        }));
     EXPECT_TRUE(drain_pool_until(p, fd, [&] { return done; }));
   });
   t.join();
@@ -145,11 +149,13 @@ TEST(many_hosts_seams, asio_host_destroyed_inside_its_own_handler_leaves) {
     boost::asio::io_context io;
     auto host = std::make_unique<knit::asio_host>(io, p);
     for (int i = 0; i < 2; ++i) {
-      ASSERT_FALSE(host->submit([](int x) { return x; }, i, [&](knit::result<int> r) {
-        ++results;
-        ok += r.ok();   // the second may be cancelled by the leave, if it had not started
-        host.reset();  // the first handler leaves; the second runs inside that leave
-      }));
+      ASSERT_FALSE(host->submit(
+          [](int x) { return x; }, i,
+          [&](knit::result<int> r) {
+            ++results;
+            ok += r.ok();  // the second may be cancelled by the leave, if it had not started
+            host.reset();  // the first handler leaves; the second runs inside that leave
+          }));
     }
     io.run_for(30s);
     EXPECT_FALSE(p.is_host());
@@ -227,7 +233,7 @@ TEST(many_hosts_seams, shutdown_wakes_an_idle_host_asleep_on_its_fd) {
   });
   ASSERT_TRUE(knit_test::eventually([&] { return asleep.load(); }));
   std::this_thread::sleep_for(10ms);  // into its poll (the wake is needed either way)
-  p->shutdown();  // waits for the host to leave
+  p->shutdown();                      // waits for the host to leave
   host.join();
   EXPECT_EQ(timeouts, 0);
   EXPECT_GE(woken_by_fd, 1);
@@ -256,12 +262,14 @@ TEST(many_hosts_seams, a_stuck_call_is_replaced_while_the_builder_never_drains) 
         },
         0, [&](knit::result<int> r) { stuck = r.error(); }, limit));
     for (int i = 1; i <= 10; ++i) {
-      ASSERT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int> r) {
-        EXPECT_TRUE(r.ok());
-        ++behind;
-      }));
+      ASSERT_FALSE(h.submit([](int x) { return x; }, i,
+                            [&](knit::result<int> r) {
+                              EXPECT_TRUE(r.ok());
+                              ++behind;
+                            }));
     }
-    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return behind == 10; }, 30s));
+    EXPECT_TRUE(knit_test::drain_host_until(
+        h, [&] { return behind == 10; }, 30s));
   });
   t.join();
   EXPECT_EQ(stuck, knit::errc::stuck);
