@@ -83,7 +83,6 @@
 #include "log_writer.hpp"
 #include "memory_budget.hpp"
 #include "offload_policy.hpp"
-#include "pool_builder_watch.hpp"
 #include "process_isolation.hpp"
 #include "process_status.hpp"
 #include "server_group.hpp"
@@ -210,10 +209,10 @@ int main(int argc, char** argv) {
       kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(), probe_sndbuf(cfg.sndbuf_kb));
   write_budget budget(budget_size.bytes, kernel_cap,
                       write_budget::cost(kLargestResponseBytes, kernel_cap));
-  // What /livez, /readyz and /metrics report. The pool's counters may be read only on the
-  // thread that built it: with one host (not multi mode) that thread runs every session.
-  process_status status(
-      cfg.hosts, cfg.hosts == 1 && cfg.mode != exec_mode::multi_thread && pool ? &*pool : nullptr);
+  // What /livez, /readyz and /metrics report. The pool's counters may be read on any of its
+  // hosts' threads: the builder (KNIT_HOSTS=1) or an attached loop (KNIT_HOSTS>1); in multi
+  // mode the sessions run on threads that are no host, so there the pool is not passed.
+  process_status status(cfg.hosts, cfg.mode != exec_mode::multi_thread && pool ? &*pool : nullptr);
   // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
   // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
@@ -242,10 +241,8 @@ int main(int argc, char** argv) {
   }
   net::io_context& control = only_host ? only_host->io() : *control_loop;
   // KNIT_HOSTS>1 with a pool: this thread built it, the hosts attach to it; at the stop
-  // deadline each host gives up its own calls on its thread (stop_deadline.hpp), and this
-  // thread drains the pool for the seats the hosts ask it to retire (pool_builder_watch.hpp).
-  std::optional<pool_builder_watch> builder_watch;
-  if (pool && hosts) builder_watch.emplace(control, *pool);
+  // deadline each host gives up its own calls on its thread (stop_deadline.hpp). A loop that
+  // declares a call stuck replaces its worker itself (knit/pool_host.hpp, "Stuck calls").
   stop_deadline stopper(control, servers, pool && only_host ? &*pool : nullptr,
                         pool_options.stop_timeout);
   if (pool && hosts) {

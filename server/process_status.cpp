@@ -69,7 +69,7 @@ std::string process_status::metrics_page(clock_type::time_point now) const {
     if (s->config().worker_isolation == isolation::process) snapshot.workers = worker_figures();
   }
   std::optional<knit::pool_stats> pool_stats;
-  if (pool_) pool_stats = pool_->stats();  // on its builder's thread: see the header
+  if (pool_) pool_stats = pool_->stats();  // on one of its hosts' threads: see the header
   snapshot.pool = pool_stats ? &*pool_stats : nullptr;
   return format_metrics(snapshot);
 }

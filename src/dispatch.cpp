@@ -48,7 +48,7 @@ bool pool_impl::dispatch(call_base* c) {
   next_ = (chosen + 1) % n;
   if (shared_.options.doorbell) {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the worker's park fence
-    if (w.bell.wake_if_parked()) ++stats_.host_wakes;
+    if (w.bell.wake_if_parked()) counters_.host_wakes.bump();
   }
   return true;
 }

@@ -16,12 +16,13 @@
 #include "call_state.hpp"
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
+#include "pool_impl.hpp"
 #include "stuck_scan.hpp"
 
 namespace knit::detail {
 
-host_state::host_state(pool_shared& shared, unsigned index, std::size_t per_ring)
-    : shared_(shared), index_(index) {
+host_state::host_state(pool_impl& owner, pool_shared& shared, unsigned index, std::size_t per_ring)
+    : owner_(owner), shared_(shared), index_(index) {
   rings_.reserve(shared.seat_count);
   for (unsigned w = 0; w < shared.seat_count; ++w) {
     rings_.push_back(std::make_unique<job_ring<call_base*>>(per_ring));
@@ -113,7 +114,7 @@ bool host_state::dispatch(call_base* c) {
   if (!pushed) return false;
   ++out_;
   next_ = (chosen + 1) % n;
-  // Partner: the worker's fetch_and + fence + ring re-check (claim_attached, worker.cpp).
+  // Partner: the worker's fetch_and + fence + ring re-check (claim_in_turn, worker.cpp).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   std::atomic<std::uint64_t>& mask = shared_.seat_pending[chosen].hosts;
   const std::uint64_t bit = std::uint64_t{1} << index_;
@@ -140,7 +141,17 @@ bool host_state::complete(call_base* c) noexcept {
   return bell_.notify();
 }
 
+// The last step to end after a leave from inside a handler releases the index: nothing of
+// this host is touched after that (another thread may attach at the index at once).
+host_state::step_scope::~step_scope() {
+  if (--h_.steps_ == 0 && h_.release_deferred_) {
+    h_.release_deferred_ = false;
+    h_.owner_.free_index(&h_);
+  }
+}
+
 bool host_state::cancel(call_id id) {
+  step_scope scope(*this);
   call_base* c = calls_.find(id);
   if (!c) return false;
   if (!try_move(*c, call_state::queued, call_state::abandoned)) return false;
@@ -151,19 +162,11 @@ bool host_state::cancel(call_id id) {
 
 std::size_t host_state::drain(bool reset_doorbell) {
   if (draining_) return 0;
+  step_scope scope(*this);
   draining_ = true;
   std::size_t delivered = 0;
   try {
-    if (reset_doorbell) bell_.reset();
-    delivered += pop_done();
-    // Clock read only when needed; the stuck test comes after the deadlines, as the
-    // builder's (pool.cpp).
-    if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
-      const auto now = std::chrono::steady_clock::now();
-      if (!deadlines_.empty()) delivered += expire_deadlines(now);
-      if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
-    }
-    if (!backlog_.empty()) flush_backlog();
+    delivered = drain_steps(reset_doorbell);
   } catch (...) {
     draining_ = false;
     throw;
@@ -172,23 +175,46 @@ std::size_t host_state::drain(bool reset_doorbell) {
   return delivered;
 }
 
+// One round of drain, also run by leave() from inside a drain (each step may be re-entered
+// from one of its own handlers: nothing it holds across a handler is a local but the
+// record being delivered).
+std::size_t host_state::drain_steps(bool reset_doorbell) {
+  if (reset_doorbell) bell_.reset();
+  std::size_t delivered = pop_done();
+  // Clock read only when needed; the stuck test comes after the deadlines, as the
+  // builder's (pool.cpp).
+  if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!deadlines_.empty()) delivered += expire_deadlines(now);
+    if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+  }
+  if (!backlog_.empty()) flush_backlog();
+  return delivered;
+}
+
 std::size_t host_state::pop_done() {
+  // What an enclosing drain took and left (a leave from inside a handler) comes first.
+  std::size_t delivered = deliver_taken();
   // Partner: the workers' release CAS in complete().
   call_base* list = done_head_.exchange(nullptr, std::memory_order_acquire);
-  if (!list) return 0;
+  if (!list) return delivered;
   counters_.completion_batches.bump();
   // Newest first: reverse it so results are delivered in the order they finished.
-  call_base* ordered = nullptr;
+  KNIT_ASSERT(taken_ == nullptr);
   while (list) {
     call_base* next = list->next_done;
-    list->next_done = ordered;
-    ordered = list;
+    list->next_done = taken_;
+    taken_ = list;
     list = next;
   }
+  return delivered + deliver_taken();
+}
+
+std::size_t host_state::deliver_taken() noexcept {
   std::size_t delivered = 0;
-  while (ordered) {
-    call_base* c = ordered;
-    ordered = c->next_done;
+  while (taken_) {
+    call_base* c = taken_;
+    taken_ = c->next_done;
     KNIT_ASSERT(out_ > 0);
     --out_;
     if (c->run_ns != 0) {
@@ -257,6 +283,7 @@ std::size_t host_state::check_stuck(std::chrono::steady_clock::time_point now_tp
 }
 
 shutdown_report host_state::give_up() {
+  step_scope scope(*this);
   shutdown_report report;
   report.cancelled_at_deadline = abandon_queued();
   for_each_running(shared_, index_, [&](const running_call& r) {
@@ -268,7 +295,8 @@ shutdown_report host_state::give_up() {
   return report;
 }
 
-// Steps 1 and 2 of "Retiring a worker" on this host's thread, then the request for step 3.
+// Steps 1 and 2 of "Retiring a worker" on this host's thread, then step 3's seat swap
+// (worker_seats.cpp).
 // False if the call finished first.
 bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   call_base* c = r.record;
@@ -279,21 +307,8 @@ bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   --out_;
   if (!c->delivered) deliver(c, ec);
   c->drop_handler();  // its captures are this thread's: never destroyed elsewhere
-  request_retirement(r.seat, c);
+  owner_.retire_seat_for(r.seat, r.slot, c);  // a fresh worker takes the seat now
   return true;
-}
-
-void host_state::request_retirement(unsigned seat, call_base* stuck) noexcept {
-  // A seat runs one call at a time and its stuck worker runs no other, so no earlier
-  // request for this seat can still be waiting.
-  call_base* const earlier =
-      shared_.retire_requests[seat].exchange(stuck, std::memory_order_release);
-  KNIT_ASSERT(earlier == nullptr);
-  (void)earlier;
-  // Partner: the builder's acquire exchange (worker_seats.cpp, take_retire_requests); the
-  // bell's fence orders the flag before its check, as a worker's push (host_doorbell.hpp).
-  shared_.retire_requested.store(true, std::memory_order_release);
-  shared_.host_bell.notify();
 }
 
 std::size_t host_state::abandon_queued() {
@@ -328,8 +343,9 @@ void host_state::leave() {
   flush_backlog();  // frees what waited there (all abandoned now)
   reclaim_rings();
   // Running calls finish, or are declared stuck here; their handlers run on this thread.
+  // drain_steps, not drain: this may be inside a drain (a handler destroying its host).
   while (pending_ > 0 || out_ > 0) {
-    drain(true);
+    drain_steps(true);
     if (pending_ == 0 && out_ == 0) break;
     int timeout_ms = -1;
     if (auto next = next_deadline()) {
@@ -355,21 +371,7 @@ void host_state::deliver(call_base* c, std::error_code ec) noexcept {
   c->deliver(ec);
 }
 
-host_stats host_state::stats() const noexcept {
-  host_stats s;
-  s.index = index_;
-  s.calls_submitted = counters_.calls_submitted.get();
-  s.calls_completed = counters_.calls_completed.get();
-  s.calls_rejected = counters_.calls_rejected.get();
-  s.calls_backlogged = counters_.calls_backlogged.get();
-  s.calls_cancelled = counters_.calls_cancelled.get();
-  s.calls_timed_out = counters_.calls_timed_out.get();
-  s.calls_failed = counters_.calls_failed.get();
-  s.calls_stuck = counters_.calls_stuck.get();
-  s.host_wakes = counters_.host_wakes.get();
-  s.completion_batches = counters_.completion_batches.get();
-  return s;
-}
+host_stats host_state::stats() const noexcept { return counters_.snapshot(index_); }
 
 std::size_t host_state::ring_bytes() const noexcept {
   std::size_t bytes = 0;

@@ -1,7 +1,7 @@
 // host_state: one attached host's side of the pool (a thread other than the one that built
 // it, which keeps the pool's own state in pool_impl): its submission rings into every
 // worker seat, its completion list, eventfd, call table, backlog, deadlines, admission and
-// counters. The workers' side of it is worker.cpp (claim_attached, complete).
+// counters. The workers' side of it is worker.cpp (claim_in_turn, complete).
 //
 // Protocol (many hosts, one pool; the argument is docs/many-hosts.md)
 //   Rings. Host h pushes into ring(h, w), a job_ring (one producer: host h; consumers:
@@ -29,15 +29,18 @@
 //   drain, h declares one past its stuck_after: CAS running -> stuck (losing means it just
 //   finished), clear current_of[h], deliver errc::stuck (or timed_out) here, drop the
 //   handler, and take the record out of its count: from then on the record belongs to the
-//   seat, not to h. Then h asks the builder, which owns the seats, to retire that worker:
-//   retire_requests[w] = record, retire_requested = true (release), builder's bell. The
-//   builder takes the seat in its next drain or at shutdown ("Retiring a worker",
-//   worker_seats.cpp) and frees the record when the task returns, or leaves it to the
-//   thread. Until then, h's rings into seat w wait for the seat's next worker (or a thief).
+//   seat, not to h. Then h retires that worker itself (worker_seats.cpp, retire_seat_for,
+//   under the seats mutex): the slot keeps the record (retire_stuck), a fresh slot and
+//   thread take the seat at once (successor), retire_requested = true (release), builder's
+//   bell. h's rings belong to the seat, so the fresh worker runs what h queued behind the
+//   stuck call without anyone else draining. The builder takes the old slot into its
+//   bookkeeping in its next drain or at shutdown and frees the record when the task returns.
 //   Leaving (on host h's thread): stop accepting, cancel every call not started
 //   (errc::cancelled, delivered here), pop its own rings and free what it finds (all of it
 //   abandoned), then drain until every record is back or declared stuck. Only then does
-//   pool_impl release the index (under its mutex). The object itself lives as long as the
+//   pool_impl release the index (under its mutex); leaving from inside one of h's own
+//   handlers finishes the enclosing drain's work (taken_) and the index waits until that
+//   step ends (step_scope). The object itself lives as long as the
 //   pool, so a worker or thief that read a stale bit and touches these rings afterwards
 //   finds them empty.
 //   A later thread attaching at the same index becomes the rings' producer through that
@@ -66,9 +69,11 @@
 
 namespace knit::detail {
 
+class pool_impl;
+
 class host_state {
  public:
-  host_state(pool_shared& shared, unsigned index, std::size_t per_ring);
+  host_state(pool_impl& owner, pool_shared& shared, unsigned index, std::size_t per_ring);
   ~host_state();
   host_state(const host_state&) = delete;
   host_state& operator=(const host_state&) = delete;
@@ -76,7 +81,17 @@ class host_state {
   // pool_impl, under its attach mutex, on the attaching thread.
   void attach() noexcept;
   // The host's own thread: cancel what has not started, wait for the rest to come back.
+  // Also from inside one of this host's handlers (a loop destroying its host there): it
+  // finishes what the enclosing drain had taken, and the index is released only when that
+  // step returns (release_when_steps_end).
   void leave();
+  // Whether a step that runs handlers (drain, poll, cancel, give_up) is under way on this
+  // host; then releasing the index waits for it: release_when_steps_end() asks for that.
+  bool in_step() const noexcept { return steps_ > 0; }
+  void release_when_steps_end() noexcept { release_deferred_ = true; }
+  // The pool's shutdown, on its thread: makes this host's completion fd readable, so a loop
+  // asleep on it learns that accepting() turned false.
+  void wake() noexcept { bell_.notify(); }
 
   // Host h's thread only (pool.cpp routes each public call here by thread).
   std::error_code admit();
@@ -107,17 +122,31 @@ class host_state {
   std::size_t ring_bytes() const noexcept;
 
  private:
+  // Counts a step that may run handlers; the last one to end releases a deferred leave.
+  class step_scope {
+   public:
+    explicit step_scope(host_state& h) noexcept : h_(h) { ++h_.steps_; }
+    ~step_scope();
+    step_scope(const step_scope&) = delete;
+    step_scope& operator=(const step_scope&) = delete;
+
+   private:
+    host_state& h_;
+  };
+
+  std::size_t drain_steps(bool reset_doorbell);
+  std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
   void flush_backlog();
   std::size_t pop_done();
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
   std::size_t check_stuck(std::chrono::steady_clock::time_point now);
   bool give_up_on(const running_call& r, std::error_code ec);
-  void request_retirement(unsigned seat, call_base* stuck) noexcept;
   std::size_t abandon_queued();
   void reclaim_rings() noexcept;
   void deliver(call_base* c, std::error_code ec) noexcept;
 
+  pool_impl& owner_;
   pool_shared& shared_;
   const unsigned index_;
   std::vector<std::unique_ptr<job_ring<call_base*>>> rings_;  // rings_[w]: into seat w
@@ -140,13 +169,15 @@ class host_state {
   std::int64_t min_stuck_ns_ = 0;  // smallest stuck_after in use; 0 = detection off
   bool accepting_ = false;
   bool draining_ = false;
+  unsigned steps_ = 0;             // step_scope depth
+  bool release_deferred_ = false;  // left inside a step: release the index when it ends
+  // Completions a drain took from done_head_ and has not delivered yet, oldest first. A
+  // member, not a local, so that a leave from inside one of their handlers delivers the
+  // rest itself and the enclosing drain finds none left.
+  call_base* taken_ = nullptr;
 
   // Written by host h only (relaxed load + store); read by pool::stats on any thread.
-  struct counters {
-    single_writer_counter calls_submitted, calls_completed, calls_rejected, calls_backlogged,
-        calls_cancelled, calls_timed_out, calls_failed, calls_stuck, host_wakes, completion_batches;
-  };
-  counters counters_;
+  host_counters counters_;
 };
 
 // This thread's attached host in `pool`, or null (a thread may be a host of a few pools).

@@ -44,7 +44,7 @@ std::int64_t to_ns(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 pool_impl::pool_impl(const pool_options& options)
-    : shared_(options, spin_gate_allows(options)), host_(std::this_thread::get_id()) {
+    : shared_(options, spin_gate_allows(options)), host_token_(this_thread_token()) {
   options.validate();
   per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
   wake_cost_ns_ = static_cast<std::int64_t>(options.wake_cost_us) * 1000;
@@ -53,10 +53,6 @@ pool_impl::pool_impl(const pool_options& options)
   shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
   shared_.pending_by_host = std::make_unique<host_pending[]>(options.max_hosts);
   shared_.hosts = std::make_unique<std::atomic<host_state*>[]>(options.max_hosts);
-  shared_.retire_requests = std::make_unique<std::atomic<call_base*>[]>(options.threads);
-  for (unsigned w = 0; w < options.threads; ++w) {
-    shared_.retire_requests[w].store(nullptr, std::memory_order_relaxed);
-  }
   for (unsigned h = 0; h < options.max_hosts; ++h) {
     shared_.hosts[h].store(nullptr, std::memory_order_relaxed);
   }
@@ -69,13 +65,12 @@ pool_impl::pool_impl(const pool_options& options)
 
 pool_impl::~pool_impl() {
   if (stopped_) return;
-  // Destructor path: may run on another thread (documented); skip the host check.
-  host_ = std::this_thread::get_id();
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (shared_.options.stop_timeout.count() > 0) {
     deadline = std::chrono::steady_clock::now() + shared_.options.stop_timeout;
   }
-  const shutdown_report r = shutdown(shutdown_mode::drain, deadline);
+  // May run on another thread (documented): no host check; nothing shared is rewritten.
+  const shutdown_report r = shutdown(shutdown_mode::drain, deadline, true);
   if (r.cancelled_at_deadline + r.abandoned_running + r.threads_detached > 0) {
     std::fprintf(stderr, "knit: pool destroyed past its stop_timeout (%lld ms): %s\n",
                  static_cast<long long>(shared_.options.stop_timeout.count()),
@@ -84,7 +79,7 @@ pool_impl::~pool_impl() {
 }
 
 void pool_impl::check_host(const char* what) const {
-  if (std::this_thread::get_id() != host_) {
+  if (!is_first_host()) {
     throw std::logic_error(std::string("knit::pool::") + what +
                            ": called from a thread other than the pool's host thread (the "
                            "thread that constructed the pool); calls must be made from the "
@@ -96,7 +91,7 @@ void pool_impl::check_host(const char* what) const {
 std::error_code pool_impl::admit() {
   check_host("submit");
   const std::error_code refused = shared_.admission_refusal(accepting_, pending_);
-  if (refused) ++stats_.calls_rejected;
+  if (refused) counters_.calls_rejected.bump();
   return refused;
 }
 
@@ -113,12 +108,12 @@ call_id pool_impl::enqueue(call_base* c, const call_options& options) {
   c->stuck_after_ns = to_ns(stuck);
   const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
                                         [this](call_base* call) { return dispatch(call); });
-  if (placed.backlogged) ++stats_.calls_backlogged;
+  if (placed.backlogged) counters_.calls_backlogged.bump();
   // Nothing below can fail.
   calls_.commit(placed.slot, c);
   ++pending_;
   shared_.publish_pending(0, pending_);
-  ++stats_.calls_submitted;
+  counters_.calls_submitted.bump();
   if (c->stuck_after_ns > 0 && (min_stuck_ns_ == 0 || c->stuck_after_ns < min_stuck_ns_)) {
     min_stuck_ns_ = c->stuck_after_ns;
   }
@@ -132,7 +127,7 @@ bool pool_impl::cancel(call_id id) {
   if (!try_move(*c, call_state::queued, call_state::abandoned)) {
     return false;  // running or done: it completes normally
   }
-  ++stats_.calls_cancelled;
+  counters_.calls_cancelled.bump();
   deliver(c, make_error_code(errc::cancelled));
   // A worker that pops it hands it back unrun; from the backlog (or a retired ring) the
   // host frees it when it gets there.
@@ -141,16 +136,23 @@ bool pool_impl::cancel(call_id id) {
 
 std::size_t pool_impl::drain(bool reset_doorbell) {
   check_host("drain");
+  return drain_round(reset_doorbell);
+}
+
+std::size_t pool_impl::drain_round(bool reset_doorbell) {
   if (draining_) return 0;  // a handler called drain(): the outer round finishes the round
   draining_ = true;
   std::size_t delivered = 0;
   try {
     if (reset_doorbell) shared_.host_bell.reset();
+    // First: a seat an attached host retired may hold a successor whose done ring has
+    // records of ours (it steals), and it must be in slots_ before they are popped.
+    take_retire_requests(true);
     std::size_t returned = 0;
     for (auto& w : slots_) {
       if (!w->retired) delivered += pop_done(*w, returned);
     }
-    if (returned > 0) ++stats_.completion_batches;
+    if (returned > 0) counters_.completion_batches.bump();
     // Clock read only when needed. The stuck test is made again after the deadlines: their
     // handlers may have submitted calls.
     if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
@@ -158,7 +160,6 @@ std::size_t pool_impl::drain(bool reset_doorbell) {
       if (!deadlines_.empty()) delivered += expire_deadlines(now);
       if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
     }
-    take_retire_requests(true);  // attached hosts' stuck calls
     if (retired_head_) {
       collect_handoffs();
       flush_retired_rings();
@@ -183,8 +184,9 @@ std::optional<std::chrono::steady_clock::time_point> pool_impl::next_deadline() 
 }
 
 shutdown_report pool_impl::shutdown(shutdown_mode mode,
-                                    std::optional<std::chrono::steady_clock::time_point> deadline) {
-  check_host("shutdown");
+                                    std::optional<std::chrono::steady_clock::time_point> deadline,
+                                    bool from_destructor) {
+  if (!from_destructor) check_host("shutdown");
   shutdown_report report;
   if (stopped_) return report;
   if (draining_) {
@@ -193,11 +195,12 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
   accepting_ = false;  // step 1
   // Attached hosts stop accepting too. Partner: host_state::accepting()'s acquire load.
   shared_.closed.store(true, std::memory_order_release);
+  wake_attached_hosts();  // an idle loop asleep on its fd learns of it
   if (mode == shutdown_mode::cancel) abandon_queued();  // step 2
   // Step 3: every accepted call delivered and every record back from the workers, or,
   // past the deadline, abandoned.
   for (;;) {
-    drain();
+    drain_round(true);
     if (pending_ == 0 && out_ == 0 && backlog_.empty()) break;
     const auto now = std::chrono::steady_clock::now();
     int timeout_ms = -1;
@@ -226,11 +229,23 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
 }
 
 pool_stats pool_impl::stats() const {
-  pool_stats s = stats_;
-  s.threads = static_cast<unsigned>(slots_.size());
-  s.retired_running = retired_running_;
-  for (const auto& w : slots_) s.workers.push_back(w->counters.snapshot());
-  attached_stats(s);
+  // Any host's thread: only counters (single-writer atomics), the seats (atomic pointers to
+  // slots that live as long as the pool) and what the two mutexes guard.
+  pool_stats s;
+  const host_stats mine = counters_.snapshot(0);
+  add_host_totals(s, mine);
+  s.calls_stuck = mine.calls_stuck;
+  {
+    std::lock_guard lock(seats_mutex_);
+    s.workers_replaced = workers_replaced_;
+    s.calls_stuck += attached_retirements_;  // counters_ has the builder's own
+  }
+  s.threads = shared_.seat_count;
+  s.retired_running = retired_running_.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < shared_.seat_count; ++i) {
+    s.workers.push_back(shared_.seat(i).counters.snapshot());
+  }
+  attached_stats(s, mine);
   return s;
 }
 
@@ -287,7 +302,7 @@ std::size_t pool_impl::expire_deadlines(std::chrono::steady_clock::time_point no
     if (!c) continue;  // stale: delivered already
     // Queued: abandon it so no worker runs it. Running: let it finish, discard the result.
     try_move(*c, call_state::queued, call_state::abandoned);
-    ++stats_.calls_timed_out;
+    counters_.calls_timed_out.bump();
     deliver(c, make_error_code(errc::timed_out));
     ++n;
   }
@@ -300,7 +315,7 @@ std::size_t pool_impl::abandon_queued() {
   calls_.for_each([&](call_base* c) {
     if (c->delivered) return;
     if (try_move(*c, call_state::queued, call_state::abandoned)) {
-      ++stats_.calls_cancelled;
+      counters_.calls_cancelled.bump();
       deliver(c, make_error_code(errc::cancelled));
       ++n;
     }
@@ -314,9 +329,9 @@ void pool_impl::deliver(call_base* c, std::error_code ec) noexcept {
   c->delivered = true;
   --pending_;
   shared_.publish_pending(0, pending_);
-  ++stats_.calls_completed;
+  counters_.calls_completed.bump();
   calls_.release(c->id);  // never allocates
-  if (!ec && c->threw) ++stats_.calls_failed;
+  if (!ec && c->threw) counters_.calls_failed.bump();
   c->deliver(ec);
 }
 

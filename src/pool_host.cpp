@@ -30,7 +30,7 @@ host_state* pool_impl::attach_host() {
         " hosts are attached already");
   }
   if (!host_states_[h]) {
-    host_states_[h] = std::make_unique<host_state>(shared_, h, per_ring_);
+    host_states_[h] = std::make_unique<host_state>(*this, shared_, h, per_ring_);
     // Partner: the workers' acquire load in pool_shared::attached_host.
     shared_.hosts[h].store(host_states_[h].get(), std::memory_order_release);
   }
@@ -44,7 +44,19 @@ host_state* pool_impl::attach_host() {
 }
 
 void pool_impl::release_host(host_state* h) noexcept {
+  // From here this thread is no host of the pool: a handler still running (a leave from
+  // inside it) gets the no-host std::logic_error from submit.
   bind_host(this, nullptr);
+  // Left from inside one of its own handlers: the enclosing step still uses this host's
+  // state, so the index waits for it to end (host_state::step_scope).
+  if (h->in_step()) {
+    h->release_when_steps_end();
+    return;
+  }
+  free_index(h);
+}
+
+void pool_impl::free_index(host_state* h) noexcept {
   std::lock_guard lock(hosts_mutex_);
   host_in_use_[h->index()] = false;
   attached_count_.store(attached_count_.load(std::memory_order_relaxed) - 1,
@@ -55,37 +67,39 @@ void pool_impl::release_host(host_state* h) noexcept {
   hosts_left_.notify_all();
 }
 
-void pool_impl::attached_stats(pool_stats& s) const {
+void add_host_totals(pool_stats& s, const host_stats& one) noexcept {
+  s.calls_submitted += one.calls_submitted;
+  s.calls_completed += one.calls_completed;
+  s.calls_rejected += one.calls_rejected;
+  s.calls_backlogged += one.calls_backlogged;
+  s.calls_cancelled += one.calls_cancelled;
+  s.calls_timed_out += one.calls_timed_out;
+  s.calls_failed += one.calls_failed;
+  s.host_wakes += one.host_wakes;
+  s.completion_batches += one.completion_batches;
+}
+
+void pool_impl::attached_stats(pool_stats& s, const host_stats& first) const {
   std::lock_guard lock(hosts_mutex_);
   // The totals are every host's: the builder's, plus each index's counters, which carry
   // over from one attachment to the next (a host_state lives as long as the pool), so they
-  // only grow.
-  host_stats first;
-  first.calls_submitted = stats_.calls_submitted;
-  first.calls_completed = stats_.calls_completed;
-  first.calls_rejected = stats_.calls_rejected;
-  first.calls_backlogged = stats_.calls_backlogged;
-  first.calls_cancelled = stats_.calls_cancelled;
-  first.calls_timed_out = stats_.calls_timed_out;
-  first.calls_failed = stats_.calls_failed;
-  first.calls_stuck = stats_.calls_stuck - attached_retirements_;
-  first.host_wakes = stats_.host_wakes;
-  first.completion_batches = stats_.completion_batches;
+  // only grow. calls_stuck is not summed here: the pool counts every retired seat.
   const bool list = attached_count_.load(std::memory_order_relaxed) > 0;
   if (list) s.hosts.push_back(first);
   for (std::size_t h = 1; h < host_states_.size(); ++h) {
     if (!host_states_[h]) continue;
     const host_stats one = host_states_[h]->stats();
-    s.calls_submitted += one.calls_submitted;
-    s.calls_completed += one.calls_completed;
-    s.calls_rejected += one.calls_rejected;
-    s.calls_backlogged += one.calls_backlogged;
-    s.calls_cancelled += one.calls_cancelled;
-    s.calls_timed_out += one.calls_timed_out;
-    s.calls_failed += one.calls_failed;
-    s.host_wakes += one.host_wakes;
-    s.completion_batches += one.completion_batches;
+    add_host_totals(s, one);
     if (list && host_in_use_[h]) s.hosts.push_back(one);
+  }
+}
+
+// Shutdown, once admission is closed: every attached host's completion fd turns readable,
+// so a loop asleep on it wakes, finds accepting() false and leaves.
+void pool_impl::wake_attached_hosts() noexcept {
+  std::lock_guard lock(hosts_mutex_);
+  for (std::size_t h = 1; h < host_states_.size(); ++h) {
+    if (host_in_use_[h]) host_states_[h]->wake();
   }
 }
 

@@ -34,6 +34,29 @@ struct single_writer_counter {
   std::uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
 };
 
+// One host's counters (the builder's in pool_impl, each attached host's in host_state),
+// written by that host's thread only; pool::stats reads them on any host thread.
+struct host_counters {
+  single_writer_counter calls_submitted, calls_completed, calls_rejected, calls_backlogged,
+      calls_cancelled, calls_timed_out, calls_failed, calls_stuck, host_wakes, completion_batches;
+
+  host_stats snapshot(unsigned index) const noexcept {
+    host_stats s;
+    s.index = index;
+    s.calls_submitted = calls_submitted.get();
+    s.calls_completed = calls_completed.get();
+    s.calls_rejected = calls_rejected.get();
+    s.calls_backlogged = calls_backlogged.get();
+    s.calls_cancelled = calls_cancelled.get();
+    s.calls_timed_out = calls_timed_out.get();
+    s.calls_failed = calls_failed.get();
+    s.calls_stuck = calls_stuck.get();
+    s.host_wakes = host_wakes.get();
+    s.completion_batches = completion_batches.get();
+    return s;
+  }
+};
+
 // One per worker slot, on its own cache line; the fields come from the one list of worker
 // counters (knit/detail/worker_counters.hpp), like worker_stats' (knit/stats.hpp).
 struct alignas(kCacheLine) worker_counters {
@@ -108,7 +131,15 @@ struct worker_slot {
   std::atomic<bool> sched_applied{false};
   std::thread thread;
 
-  // Host-only from here on.
+  // Under pool_impl's seats mutex: an attached host that retired this slot's worker (its
+  // call stuck) leaves the record here and, unless the pool is closing or a thread could
+  // not start, the slot that now holds the seat; the builder takes both in its next drain
+  // or at shutdown (worker_seats.cpp, take_retire_requests). A chain: the successor's own
+  // worker may be retired the same way before the builder looks.
+  call_base* retire_stuck = nullptr;
+  std::shared_ptr<worker_slot> successor;
+
+  // The builder's only from here on.
   bool retired = false;
   call_base* stuck_record = nullptr;          // the record its thread still runs (retired only)
   bool stuck_record_attached = false;         // from an attached host's allocator: destroy_orphan
@@ -164,12 +195,10 @@ struct pool_shared {
   host_state* attached_host(unsigned h) const noexcept {
     return hosts[h].load(std::memory_order_acquire);
   }
-  // Retirement requests (worker_seats.cpp, "Retiring a worker" for an attached host's call):
-  // retire_requests[w] is the record an attached host declared stuck on seat w's current
-  // worker, retire_requested says that one is set. Writers: the declaring host (the record,
-  // then the flag, release; then host_bell.notify()); partner: the builder's acquire
-  // exchange of the flag, then of each record, in drain and shutdown.
-  std::unique_ptr<std::atomic<call_base*>[]> retire_requests;
+  // Set (release) by an attached host once it retired a seat's worker (worker_seats.cpp,
+  // "Retiring a worker": worker_slot::retire_stuck and successor, under the seats mutex),
+  // then host_bell.notify(). Partner: the builder's acquire exchange in take_retire_requests,
+  // in its drain and at shutdown, which takes the retired slots into its own bookkeeping.
   alignas(kCacheLine) std::atomic<bool> retire_requested{false};
   // Set by the first host's shutdown (release): every attached host's submit then returns
   // errc::shut_down. Partner: host_state::accepting()'s acquire load.

@@ -31,6 +31,7 @@
 #include "call_state.hpp"
 #include "host_state.hpp"
 #include "invariant.hpp"
+#include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
 
@@ -79,9 +80,7 @@ class worker_loop {
   }
 
  private:
-  // Own rings first (FIFO for each host's order), then one pass over the peers. Between
-  // the first host's ring and the attached hosts' rings into this seat the worker takes
-  // turns, so no host starves another (attached_first_ flips on every own claim).
+  // Own rings first (FIFO for each host's order), then one pass over the peers.
   // `from` names the host the record goes back to (0 = the pool's first host).
   bool claim(call_base*& c, bool& stolen, unsigned& from) noexcept {
     const bool room = me_.done.producer_has_room();  // the first host's records need it
@@ -89,16 +88,14 @@ class worker_loop {
     // Acquire pairs with the hosts' fetch_or: host h's state (published when it attached)
     // is visible before we touch its ring. A set bit is re-checked against the ring.
     const std::uint64_t mine = my_hosts_.load(std::memory_order_acquire);
-    if (mine != 0 && attached_first_ && claim_attached(mine, c, from)) {
-      attached_first_ = false;
+    if (mine == 0) {  // only the first host has work here, if any: no turns to take
+      if (room && me_.queued.try_pop(c)) {
+        from = 0;
+        return true;
+      }
+    } else if (claim_in_turn(mine | (room ? 1u : 0u), c, from)) {
       return true;
     }
-    if (room && me_.queued.try_pop(c)) {
-      from = 0;
-      attached_first_ = true;
-      return true;
-    }
-    if (mine != 0 && !attached_first_ && claim_attached(mine, c, from)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
       const unsigned j = (self_ + k) % n_;
@@ -120,20 +117,29 @@ class worker_loop {
     return false;
   }
 
-  // The attached hosts' rings into this seat, round robin from the one after the last
-  // served. A ring found empty loses its bit: fetch_and, fence, re-check (host_state.hpp;
-  // partner: the host's fence and mask load after its push in host_state::dispatch).
-  bool claim_attached(std::uint64_t mine, call_base*& c, unsigned& from) noexcept {
+  // The hosts' rings into this seat (bit 0: the first host's, the others' bits from the
+  // seat's mask), round robin from the one after the last served: H hosts with work here
+  // get one call each in turn, the first host included. An attached host's ring found
+  // empty loses its bit: fetch_and, fence, re-check (host_state.hpp; partner: the host's
+  // fence and mask load after its push in host_state::dispatch).
+  bool claim_in_turn(std::uint64_t hosts, call_base*& c, unsigned& from) noexcept {
     const std::uint64_t after = cursor_ >= 63 ? 0 : (~std::uint64_t{0} << (cursor_ + 1));
-    for (const std::uint64_t order : {mine & after, mine & ~after}) {
+    for (const std::uint64_t order : {hosts & after, hosts & ~after}) {
       for (std::uint64_t m = order; m != 0; m &= m - 1) {
         const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+        if (h == 0) {
+          if (!me_.queued.try_pop(c)) continue;
+          cursor_ = 0;
+          from = 0;
+          return true;
+        }
         job_ring<call_base*>& ring = s_.attached_host(h)->ring(self_);
         if (ring.try_pop(c)) {
           cursor_ = h;
           from = h;
           return true;
         }
+        at_interleaving_point(interleaving_point::ring_found_empty);
         const std::uint64_t bit = std::uint64_t{1} << h;
         my_hosts_.fetch_and(~bit, std::memory_order_acq_rel);
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -294,6 +300,7 @@ class worker_loop {
     // below orders this store before our re-check of the ring (Dekker with drain()).
     const bool no_room = !me_.done.producer_has_room();
     if (no_room) me_.waiting_for_room.store(true, std::memory_order_relaxed);
+    at_interleaving_point(interleaving_point::before_park);
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: the host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.
@@ -323,8 +330,7 @@ class worker_loop {
   const bool steal_;
   const bool doorbell_;
   std::atomic<std::uint64_t>& my_hosts_ = s_.seat_pending[self_].hosts;  // host_state.hpp
-  unsigned cursor_ = 0;             // the attached host served last (claim_attached)
-  bool attached_first_ = false;     // whose turn it is: attached hosts' rings or the first's
+  unsigned cursor_ = 0;             // the host served last from this seat (claim_in_turn)
   spin_backoff backoff_;            // this worker's own: no other thread reads it
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   std::int64_t idle_since_ns_ = 0;  // when that skipped period began

@@ -34,10 +34,14 @@
 //   fresh worker takes what they queued into it and nothing moves; the retired worker never
 //   touches them again (it is inside its stuck task, then only in its slot). An attached
 //   host declares its own calls stuck (steps 1 and 2 on its thread, through its own entry
-//   current_of[h]) and leaves step 3 to the seats' owner, here: take_retire_requests
-//   reads retire_requests[w] in drain and at shutdown and takes the seat exactly as for
-//   the builder's own call; steps 4 and 5 are unchanged, except that the record goes back
-//   to the heap (destroy_orphan), since it came from that host's free list.
+//   current_of[h]) and does step 3's seat swap itself (retire_seat_for, under seats_mutex_:
+//   a fresh slot published in the seat before its thread starts, kept as the old slot's
+//   successor, the record in its retire_stuck), so the seat is replaced whoever drains. The
+//   builder's part of step 3 (its done ring and its ring of the builder's own calls in
+//   that slot, the retired list) waits for its next drain or shutdown: take_retire_requests
+//   walks each seat's chain of such slots into slots_; steps 4 and 5 are unchanged, except
+//   that the record goes back to the heap (destroy_orphan), since it came from that host's
+//   free list. Meanwhile the builder's own scans skip a seat whose slot is not slots_[i].
 #include <memory>
 #include <string>
 #include <system_error>
@@ -98,7 +102,10 @@ std::size_t pool_impl::check_stuck(std::chrono::steady_clock::time_point now_tp)
       std::chrono::duration_cast<std::chrono::nanoseconds>(now_tp.time_since_epoch()).count();
   std::size_t delivered = 0;
   for_each_running(shared_, 0, [&](const running_call& r) {
-    if (slots_[r.seat]->retired || !runs_past_its_limit(r, now)) return;
+    // A slot not in slots_ yet (an attached host's successor, taken in the next drain) is
+    // looked at then.
+    if (r.slot != slots_[r.seat].get() || slots_[r.seat]->retired) return;
+    if (!runs_past_its_limit(r, now)) return;
     call_base* c = r.record;
     const bool past_deadline = c->deadline <= now_tp;
     const bool was_delivered = c->delivered;
@@ -117,46 +124,118 @@ bool pool_impl::retire(unsigned i, call_base* c, std::error_code ec, bool replac
   KNIT_ASSERT(out_ > 0);
   --out_;
   if (!c->delivered) {  // step 2
-    if (ec == errc::timed_out) ++stats_.calls_timed_out;
+    if (ec == errc::timed_out) counters_.calls_timed_out.bump();
     deliver(c, ec);
   }
   c->drop_handler();  // the handler's captures are the host's: never destroyed by the worker
-  take_seat(i, c, false, replace);
+  take_seat(i, c, replace);
   return true;
 }
 
-// Step 3 of "Retiring a worker", for a call of this host or of an attached one.
-void pool_impl::take_seat(unsigned i, call_base* stuck, bool attached, bool replace) {
-  worker_slot& w = *slots_[i];
+// Step 3 of "Retiring a worker" for the builder's bookkeeping: the slot leaves the
+// builder's view (dispatch skips it, its done ring is popped, its ring of the builder's
+// calls is flushed by flush_retired_rings) and waits in the retired list for its task.
+void pool_impl::mark_retired(const std::shared_ptr<worker_slot>& slot, call_base* stuck,
+                             bool attached) {
+  worker_slot& w = *slot;
   KNIT_ASSERT(!w.retired && w.stuck_record == nullptr);
   w.retired = true;
   w.stuck_record = stuck;
   w.stuck_record_attached = attached;
   ++retired_running_;
-  ++stats_.calls_stuck;
-  std::size_t returned = 0;
-  pop_done(w, returned);  // what it finished before this call (ordered by the stuck CAS)
+  if (!attached) counters_.calls_stuck.bump();  // an attached host's: retire_seat_for counted it
   w.next_retired = std::move(retired_head_);
-  retired_head_ = slots_[i];
+  retired_head_ = slot;
+}
+
+// Step 3 for the builder's own call.
+void pool_impl::take_seat(unsigned i, call_base* stuck, bool replace) {
+  mark_retired(slots_[i], stuck, false);
+  std::size_t returned = 0;
+  pop_done(*slots_[i], returned);  // what it finished before this call (ordered by the CAS)
   if (replace) {
     needs_replacement_ = true;
     replace_retired_seats();
   }
 }
 
-// "Retiring a worker", attached hosts' calls: the seats that attached hosts asked to
-// retire (host_state.cpp, check_stuck). Each request's record is already delivered on its
-// host's thread and out of that host's count; the record is the seat's now.
+// Step 3 for an attached host's call, on that host's thread (host_state.cpp, give_up_on):
+// the seat gets its fresh worker here and now, whoever drains, so the calls queued into
+// the seat's rings behind the stuck one run at once; the builder's bookkeeping for the old
+// slot follows in its next drain or at shutdown (take_retire_requests).
+void pool_impl::retire_seat_for(unsigned seat, worker_slot* slot, call_base* stuck) noexcept {
+  {
+    std::lock_guard lock(seats_mutex_);
+    // The stuck call runs on `slot`, so nobody else retired it: it still holds the seat.
+    KNIT_ASSERT(shared_.seats[seat].load(std::memory_order_relaxed) == slot);
+    KNIT_ASSERT(slot->retire_stuck == nullptr && !slot->successor);
+    slot->retire_stuck = stuck;
+    ++attached_retirements_;
+    // Closing: no fresh worker (the builder's shutdown takes the seat without one).
+    if (!shared_.closed.load(std::memory_order_acquire)) {
+      slot->successor = start_fresh_slot(seat, *slot);
+    }
+    shared_.retire_requested.store(true, std::memory_order_release);
+  }
+  // The bell's fence orders the flag before its check, as a worker's push (host_doorbell.hpp).
+  shared_.host_bell.notify();
+}
+
+// "Retiring a worker", attached hosts' calls: the builder takes the slots they retired
+// (each record already delivered on its host's thread and out of that host's count; the
+// record is the seat's now) and the successors they started into slots_.
 void pool_impl::take_retire_requests(bool replace) {
   if (!shared_.retire_requested.load(std::memory_order_relaxed)) return;
-  // Partner: the declaring host's release store of the flag after its record (and a later
-  // request sets the flag again and rings this host's bell: none is missed).
+  // Partner: the retiring host's release store of the flag (a later one sets it again and
+  // rings this host's bell: none is missed).
   if (!shared_.retire_requested.exchange(false, std::memory_order_acquire)) return;
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    call_base* c = shared_.retire_requests[i].exchange(nullptr, std::memory_order_acquire);
-    if (!c) continue;
-    ++attached_retirements_;
-    take_seat(i, c, true, replace);
+  worker_slot* const newest_before = retired_head_.get();
+  {
+    std::lock_guard lock(seats_mutex_);
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+      while (call_base* c = slots_[i]->retire_stuck) {
+        const std::shared_ptr<worker_slot> old = slots_[i];
+        old->retire_stuck = nullptr;
+        mark_retired(old, c, true);
+        if (!old->successor) {
+          if (replace) needs_replacement_ = true;  // drain calls replace_retired_seats
+          break;
+        }
+        slots_[i] = std::move(old->successor);
+      }
+    }
+  }
+  // Outside the lock (a handler may run): what each worker finished before its stuck call.
+  std::size_t returned = 0;
+  for (worker_slot* w = retired_head_.get(); w != newest_before; w = w->next_retired.get()) {
+    pop_done(*w, returned);
+  }
+}
+
+// A fresh slot and thread for seat `i`, published before the thread starts; null (the seat
+// keeps `old`) if either cannot be had. Under seats_mutex_.
+std::shared_ptr<worker_slot> pool_impl::start_fresh_slot(unsigned i, worker_slot& old) noexcept {
+  try {
+    auto fresh = std::make_shared<worker_slot>(per_ring_, shared_.options.max_hosts);
+    fresh->counters.carry_over(old.counters);
+    // The seat is published before the thread starts (interleaving
+    // "replacement_parks_before_its_seat_is_published", docs/many-hosts.md): an attached
+    // host rings the bell of the slot it reads from the seat after its fence, so that
+    // must be the slot whose worker may park. The fence orders this store before that
+    // worker's park fence. Writer: whoever retires (under seats_mutex_); partner: seat()'s
+    // acquire load.
+    shared_.seats[i].store(fresh.get(), std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    try {
+      fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
+    } catch (...) {
+      shared_.seats[i].store(&old, std::memory_order_release);
+      throw;
+    }
+    ++workers_replaced_;
+    return fresh;
+  } catch (...) {
+    return nullptr;
   }
 }
 
@@ -164,30 +243,15 @@ void pool_impl::take_retire_requests(bool replace) {
 // threads), the seat keeps its retired slot (dispatch skips it) and the next drain retries.
 void pool_impl::replace_retired_seats() noexcept {
   needs_replacement_ = false;
+  std::lock_guard lock(seats_mutex_);
   for (unsigned i = 0; i < slots_.size(); ++i) {
     if (!slots_[i]->retired) continue;
-    try {
-      auto fresh = std::make_shared<worker_slot>(per_ring_, shared_.options.max_hosts);
-      fresh->counters.carry_over(slots_[i]->counters);
-      // The seat is published before the thread starts (interleaving
-      // "replacement_parks_before_its_seat_is_published", docs/many-hosts.md): an attached
-      // host rings the bell of the slot it reads from the seat after its fence, so that
-      // must be the slot whose worker may park. The fence orders this store before that
-      // worker's park fence. Writer: the host; partner: seat()'s acquire load.
-      worker_slot* const old = slots_[i].get();
-      shared_.seats[i].store(fresh.get(), std::memory_order_release);
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      try {
-        fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
-      } catch (...) {
-        shared_.seats[i].store(old, std::memory_order_release);
-        throw;
-      }
-      slots_[i] = std::move(fresh);  // the retired list keeps the old slot alive
-      ++stats_.workers_replaced;
-    } catch (...) {
+    std::shared_ptr<worker_slot> fresh = start_fresh_slot(i, *slots_[i]);
+    if (!fresh) {
       needs_replacement_ = true;
+      continue;
     }
+    slots_[i] = std::move(fresh);  // the retired list keeps the old slot alive
   }
 }
 
@@ -234,10 +298,10 @@ void pool_impl::flush_retired_rings() {
 std::size_t pool_impl::give_up_running() {
   std::size_t n = 0;
   for_each_running(shared_, 0, [&](const running_call& r) {
-    if (slots_[r.seat]->retired) return;
+    if (r.slot != slots_[r.seat].get() || slots_[r.seat]->retired) return;
     const bool was_delivered = r.record->delivered;
     if (retire(r.seat, r.record, make_error_code(errc::cancelled), false)) {
-      if (!was_delivered) ++stats_.calls_cancelled;
+      if (!was_delivered) counters_.calls_cancelled.bump();
       ++n;
     }
   });

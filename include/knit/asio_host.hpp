@@ -103,6 +103,9 @@ class asio_host {
   };
 
   static void after_drain(const std::shared_ptr<state>& s) {
+    // A handler in that drain may have destroyed this asio_host (and left the pool): then
+    // this thread is no host any more, and nothing of the pool may be asked here.
+    if (s->closed) return;
     if (s->pool_->pending() > 0) arm_read(s);
     arm_timer(s);
   }

@@ -56,19 +56,21 @@ class pool_host;
 ///
 /// **Threading contract.** The thread that constructs the pool is its host. submit,
 /// cancel, drain, poll and shutdown must be called on the host thread; a call from any
-/// other thread throws std::logic_error (checked, not assumed). pending, stats,
-/// next_deadline and call_time_estimate read host-only state unchecked: call them on the
-/// host thread too. Handlers always run on the host thread, inside drain() (or shutdown(),
-/// which drains).
+/// other thread throws std::logic_error (checked, not assumed). pending, next_deadline and
+/// call_time_estimate read host-only state unchecked: call them on the host thread too
+/// (stats() on any host's thread: see "Many hosts"). Handlers always run on the host thread, inside
+/// drain() (or shutdown(), which drains).
 ///
 /// **Many hosts.** Other threads become hosts too, each for its own event loop, with
 /// knit::pool_host or knit::asio_host (knit/pool_host.hpp: attaching, leaving, what is not
 /// supported there yet). On such a thread submit, cancel, drain, poll, pending,
 /// next_deadline, call_time_estimate, accepting and completion_fd act on that thread's own
 /// host: its calls, its eventfd, its handlers (run only on it). The workers are shared,
-/// and a worker with nothing of its own takes any host's queued call. stats(), shutdown()
-/// and the destructor stay the builder's; shutdown first waits for the attached hosts to
-/// leave (knit/pool_host.hpp, "The pool's shutdown"). The design: docs/many-hosts.md.
+/// and a worker with nothing of its own takes any host's queued call. stats() may be called
+/// on any host's thread (the builder's or an attached one's): it reads only counters.
+/// shutdown() stays the builder's, and the destructor may run on any thread; shutdown first
+/// waits for the attached hosts to leave (knit/pool_host.hpp, "The pool's shutdown"). The
+/// design: docs/many-hosts.md.
 ///
 /// **Shutdown steps** (src/pool.cpp, shutdown()):
 /// 1. stop accepting: later submit() returns errc::shut_down;
@@ -195,7 +197,7 @@ class KNIT_API pool {
   /// False once shutdown() has begun: submit() then returns errc::shut_down.
   bool accepting() const noexcept;
 
-  /// A snapshot of the host's and every worker's counters.
+  /// A snapshot of every host's and every worker's counters. On any host's thread.
   pool_stats stats() const;
   /// The options the pool was built with.
   const pool_options& options() const noexcept;

@@ -37,14 +37,22 @@ namespace knit {
 /// says so on stderr and aborts, since its workers cannot be stopped under a host that
 /// still uses them.
 ///
+/// **Leaving from inside a handler.** Destroying this host (or the knit::asio_host that
+/// owns it) inside one of its own handlers is allowed: the destructor leaves as above
+/// (the calls still out are delivered there, inside that handler), and returns; from then
+/// on this thread is no host (pool::submit here throws std::logic_error). The index is
+/// freed when the drain, poll, cancel or give_up that ran the handler returns, since it
+/// still uses this host's state until then.
+///
 /// **Stuck calls** (pool_options::stuck_after, or call_options::stuck_after per call): this
 /// host's drain() declares its own call stuck once it has run longer, delivers errc::stuck
-/// (errc::timed_out if its deadline passed) here at once, and asks the pool's builder to
-/// retire and replace the worker; the builder does that in its next drain() (its completion
-/// fd is signalled: the builder's thread must drain the pool when it fires, even with no
-/// call of its own pending) or at its shutdown, and frees the record when the
-/// task returns. A host can leave while its stuck call still runs. Deadlines
-/// (call_options::timeout), cancel and max_pending (per host) work as on the builder.
+/// (errc::timed_out if its deadline passed) here at once, and puts a fresh worker in that
+/// seat itself, at once (unless the pool is shutting down), so the calls queued behind it
+/// run whether or not any other host drains. The pool's builder frees the retired worker's
+/// slot and record (once the task returns) in its next drain() or at shutdown: until then a
+/// builder that never drains keeps them, one slot per stuck call. A host can leave while its
+/// stuck call still runs. Deadlines (call_options::timeout), cancel and max_pending (per
+/// host) work as on the builder.
 class KNIT_API pool_host {
  public:
   /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
@@ -74,7 +82,7 @@ class KNIT_API pool_host {
   std::size_t poll();
   /// For a stop deadline: cancels this host's calls not started and gives up its running
   /// ones, every handler getting errc::cancelled here and now; their workers are retired
-  /// (and, while the pool accepts, replaced) by the builder as for a stuck call. Returns
+  /// (and, while the pool accepts, replaced) as for a stuck call. Returns
   /// what it gave up (cancelled_at_deadline, abandoned_running). The host stays attached.
   shutdown_report give_up();
   /// This host's accepted calls whose handler has not run yet.

@@ -82,9 +82,10 @@ TEST(many_hosts_stuck,
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 20; }));
     while (!release) std::this_thread::sleep_for(1ms);
   });
-  // The builder's drain takes the seat and puts a fresh worker in it.
-  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
+  // The declaring host put a fresh worker in the seat; the builder's drain takes the slot.
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().retired_running == 1; }));
   ASSERT_TRUE(knit_test::eventually([&] { return declared.load(); }));
+  EXPECT_EQ(p.stats().workers_replaced, 1u);
   EXPECT_EQ(ec, knit::errc::stuck);
   EXPECT_EQ(seen.calls_stuck, 1u);
   const knit::pool_stats s = p.stats();
@@ -147,8 +148,8 @@ TEST(many_hosts_stuck, the_pools_stuck_after_covers_attached_hosts_and_a_past_de
   p.shutdown();
 }
 
-// Interleaving: the stuck task returns before the builder has taken the request. The
-// worker sets handoff first; the builder, taking the seat later, frees the record at once.
+// Interleaving: the stuck task returns before the builder has taken the retired slot. The
+// worker sets handoff first; the builder, taking the slot later, frees the record at once.
 TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
   knit::pool p(two_workers());
   close_gate();
@@ -164,7 +165,7 @@ TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
   });
   t.join();
   EXPECT_EQ(ec, knit::errc::stuck);
-  EXPECT_EQ(p.stats().workers_replaced, 0u);  // the builder has not drained yet
+  EXPECT_EQ(p.stats().workers_replaced, 1u);  // by the declaring host, before any drain here
   g.open = true;
   ASSERT_TRUE(knit_test::eventually([&] { return g.returned == 1; }));
   ASSERT_TRUE(knit_test::drain_until(p, [&] {
@@ -180,7 +181,7 @@ TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
 }
 
 // Interleaving: the builder never drains between the declaration and its shutdown (the
-// request waits in retire_requests). Shutdown takes the seat without a replacement and
+// retired slot waits in its seat's chain). Shutdown takes the seat without a replacement and
 // leaves the still-running task to its thread instead of joining it forever.
 TEST(many_hosts_stuck, retire_request_waits_until_the_builders_shutdown) {
   auto p = std::make_unique<knit::pool>(two_workers());
@@ -276,7 +277,7 @@ TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thre
         h.submit([](int x) { return x; }, 9, [&](knit::result<int> r) { later = r.ok(); }));
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return later; }));
   });
-  // The builder replaces the worker while the host waits for its later call.
+  // The host replaced the worker itself; the builder's drain takes the retired slot.
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
   t.join();
   EXPECT_EQ(report.cancelled_at_deadline, 3u);

@@ -155,6 +155,8 @@ TEST(many_hosts, deadlines_cancel_and_max_pending_are_per_host) {
         i, [](knit::result<int>) {}));
   }
   EXPECT_EQ(p.submit([](int x) { return x; }, 9, [](knit::result<int>) {}), knit::errc::queue_full);
+  // The one worker is inside a gated call before the host's calls queue behind it.
+  ASSERT_TRUE(knit_test::eventually([&] { return g.waiting == 1; }));
   knit_test::host_thread t(p, [&](knit::pool_host& h) {
     std::error_code timed, cancelled;
     knit::call_id id = 0;
@@ -342,6 +344,104 @@ TEST(many_hosts, a_flooding_host_does_not_starve_another) {
   const auto s = p.stats();
   ASSERT_EQ(s.workers.size(), 1u);
   EXPECT_EQ(s.workers[0].calls_run, static_cast<std::uint64_t>(kFlood + 1));
+}
+
+// A seat serves the hosts with work for it in turn, the builder included. One worker is
+// held by a gate while the builder and three attached hosts queue kCalls each into its one
+// seat; once it opens, every run of kHosts consecutive claims holds one call of each host.
+// Count-based: the order of claims is what the worker records, one at a time.
+TEST(many_hosts, flooding_hosts_share_a_seat_in_turn) {
+  knit::pool_options o;
+  o.threads = 1;
+  o.steal = false;
+  knit::pool p(o);
+  constexpr int kHosts = 4, kCalls = 200;
+  knit_test::gate g;
+  std::vector<int> order(kHosts * kCalls + 1, -1);
+  std::atomic<int> claimed{0};  // written by the one worker only
+  auto record = [&](int host) {
+    order[static_cast<std::size_t>(claimed.load())] = host;
+    claimed.store(claimed.load() + 1);
+    return host;
+  };
+  int gate_done = 0;
+  ASSERT_FALSE(p.submit(
+      [&](int host) {
+        g.wait();
+        return record(host);
+      },
+      0, [&](knit::result<int>) { ++gate_done; }));
+  ASSERT_TRUE(knit_test::eventually([&] { return g.waiting == 1; }));
+  std::atomic<int> queued{0};
+  std::atomic<bool> go{false};
+  std::vector<std::unique_ptr<knit_test::host_thread>> hosts;
+  for (int h = 1; h < kHosts; ++h) {
+    hosts.push_back(std::make_unique<knit_test::host_thread>(p, [&, h](knit::pool_host& host) {
+      int done = 0;
+      for (int i = 0; i < kCalls; ++i) {
+        EXPECT_FALSE(host.submit(record, h, [&](knit::result<int>) { ++done; }));
+      }
+      ++queued;
+      EXPECT_TRUE(knit_test::drain_host_until(host, [&] { return done == kCalls; }));
+    }));
+  }
+  int mine = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_FALSE(p.submit(record, 0, [&](knit::result<int>) { ++mine; }));
+  }
+  ASSERT_TRUE(knit_test::eventually([&] { return queued == kHosts - 1; }));
+  g.open = true;
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return mine == kCalls && gate_done == 1; }));
+  hosts.clear();
+  ASSERT_EQ(claimed.load(), kHosts * kCalls + 1);
+  EXPECT_EQ(order[0], 0);  // the gate call
+  std::vector<int> share(kHosts, 0);
+  int bad_rounds = 0;
+  for (int round = 0; round < kCalls; ++round) {
+    std::vector<bool> seen(kHosts, false);
+    for (int k = 0; k < kHosts; ++k) {
+      const int host = order[static_cast<std::size_t>(1 + round * kHosts + k)];
+      ASSERT_GE(host, 0);
+      ++share[static_cast<std::size_t>(host)];
+      if (seen[static_cast<std::size_t>(host)]) ++bad_rounds;
+      seen[static_cast<std::size_t>(host)] = true;
+    }
+  }
+  EXPECT_EQ(bad_rounds, 0);
+  for (int h = 0; h < kHosts; ++h) EXPECT_EQ(share[static_cast<std::size_t>(h)], kCalls) << h;
+}
+
+// pool::stats() on an attached host's thread, while the builder submits: the totals count
+// both hosts (ThreadSanitizer: only counters are read there).
+TEST(many_hosts, stats_are_read_on_an_attached_hosts_thread) {
+  knit::pool_options o;
+  o.threads = 2;
+  knit::pool p(o);
+  std::atomic<bool> builder_done{false};
+  knit::pool_stats seen;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_FALSE(h.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));
+      (void)p.stats();  // concurrent with the builder's own calls
+    }
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 100; }));
+    EXPECT_TRUE(knit_test::eventually([&] { return builder_done.load(); }));
+    seen = p.stats();
+  });
+  int mine = 0;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++mine; }));
+  }
+  ASSERT_TRUE(knit_test::drain_until(p, [&] { return mine == 100; }));
+  builder_done = true;
+  t.join();
+  EXPECT_EQ(seen.calls_submitted, 200u);
+  EXPECT_EQ(seen.calls_completed, 200u);
+  ASSERT_EQ(seen.hosts.size(), 2u);
+  EXPECT_EQ(seen.hosts[0].calls_completed, 100u);
+  EXPECT_EQ(seen.hosts[1].calls_completed, 100u);
+  EXPECT_EQ(seen.workers.size(), 2u);
 }
 
 TEST(many_hosts, the_builders_shutdown_waits_for_attached_hosts_to_leave) {

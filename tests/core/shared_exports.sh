@@ -11,7 +11,7 @@ public+='|knit::(process_options|process_error)(::|$)'
 public+='|knit::(error_category|parse_cpu_list|to_json)(\[abi:cxx11\])?\('
 public+='|knit::(register_process_task|has_process_task|run_process_task|worker_main)(\[abi:cxx11\])?\('
 public+='|knit::(set_process_options|current_process_options|current_process_stats)\('
-public+='|knit::detail::allocation_countdown$'
+public+='|knit::detail::(allocation_countdown|interleaving_hook)$'
 symbols=$(nm -D --defined-only -C "$lib" | cut -d' ' -f3-)
 [ -n "$symbols" ] || { echo "no exported symbol in $lib" >&2; exit 1; }
 leaked=$(grep -Ev "^((typeinfo|typeinfo name|vtable) for )?($public)" <<<"$symbols" || true)

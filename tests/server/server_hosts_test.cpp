@@ -284,6 +284,28 @@ TEST(hosts, a_stuck_call_on_one_loop_gets_504_and_the_pool_goes_on) {
       << server.stderr_text();
 }
 
+// /metrics on a pooled server with two loops carries the pool's counters (read on the loop
+// that answers, an attached host of the pool), one series per pool host.
+TEST(hosts, pooled_metrics_carry_the_pools_counters) {
+  server_process server = start_server("pooled", 2, {{"KNIT_THREADS", "2"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  for (int i = 0; i < 4; ++i) {
+    connection c(server.port());
+    const auto res = c.request("POST", "/jwt", kJwtBody);
+    ASSERT_TRUE(res) << i;
+    EXPECT_EQ(res->status, 200) << i;
+  }
+  connection c(server.port());
+  const auto metrics = c.request("GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("knit_pool_threads 2\n"), std::string::npos) << metrics->body;
+  EXPECT_NE(metrics->body.find("knit_pool_calls_submitted_total{host=\"1\"}"), std::string::npos)
+      << metrics->body;
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(std::chrono::seconds(8)), 0) << server.stderr_text();
+}
+
 TEST(hosts, sigusr1_prints_one_line_whose_hosts_add_up_while_loaded) {
   server_process server = start_server("inline", 4);
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();

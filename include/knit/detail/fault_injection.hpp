@@ -23,6 +23,22 @@ namespace knit::detail {
 // Exported: one counter shared by a test and libknit.so, not a copy on each side.
 KNIT_API inline std::atomic<int> allocation_countdown{0};
 
+// Interleaving points: a test-only pause in a worker at a window the many-hosts protocol
+// guards (src/host_state.hpp), so a test can make a host act inside it every time instead
+// of hoping a loop hits it (tests/core/many_hosts_interleaving_test.cpp). Off (null) it
+// costs a relaxed load, on paths where the worker has found nothing to do.
+enum class interleaving_point {
+  ring_found_empty,  // worker: ring(h, w) was empty, bit h not cleared yet (claim_in_turn)
+  before_park,       // worker: nothing claimed, not yet announced parked (park)
+};
+// Writer: a test; partner: the worker's relaxed load in at_interleaving_point.
+KNIT_API inline std::atomic<void (*)(interleaving_point)> interleaving_hook{nullptr};
+
+inline void at_interleaving_point(interleaving_point where) {
+  if (auto hook = interleaving_hook.load(std::memory_order_relaxed)) [[unlikely]]
+    hook(where);
+}
+
 inline void check_allocation() {
   if (allocation_countdown.load(std::memory_order_relaxed) == 0) [[likely]]
     return;

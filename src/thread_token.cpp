@@ -1,0 +1,20 @@
+// thread_token: one counter for the process (thread_token.hpp says why not std::thread::id).
+#include "thread_token.hpp"
+
+#include <atomic>
+
+namespace knit::detail {
+namespace {
+// Writer: every thread's first this_thread_token() (fetch_add); partner: none, the count
+// only has to be unique, so relaxed.
+std::atomic<std::uint64_t> tokens_drawn{0};
+thread_local std::uint64_t tls_token = 0;
+}  // namespace
+
+std::uint64_t this_thread_token() noexcept {
+  if (tls_token == 0) [[unlikely]]
+    tls_token = tokens_drawn.fetch_add(1, std::memory_order_relaxed) + 1;
+  return tls_token;
+}
+
+}  // namespace knit::detail
