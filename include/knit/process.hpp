@@ -75,12 +75,41 @@ struct KNIT_API process_options {
   void validate() const;
 };
 
-/// Sets the process options. A worker thread reads them when it starts its first child;
-/// a worker already running keeps the options it started with.
+/// Sets the process options. A worker thread reads them when it starts its first child (or
+/// process_workers when it starts its children); a worker already running keeps the options
+/// it started with.
 /// @throws config_error when `options.validate()` does.
 KNIT_API void set_process_options(const process_options& options);
 /// The options set_process_options() set last (the defaults before that).
 KNIT_API process_options current_process_options();
+
+/// @brief Worker processes started ahead of traffic: the constructor starts `count` children
+/// (one per pool worker thread: process_workers(pool)) and returns only once every one has
+/// finished its handshake, so no call pays a spawn and a worker that cannot start is found
+/// before any traffic. Each worker thread's first process task takes one of these children
+/// (a thread that finds none left starts its own, as before); after a crash or a kill the
+/// replacement is started at once off the request path (after the crash-loop backoff).
+/// Destroying it ends the children no worker thread has taken; a taken child belongs to its
+/// thread and ends with it (the pool's shutdown).
+class KNIT_API process_workers {
+ public:
+  /// Starts `count` (1 .. 1024) worker processes with current_process_options().
+  /// @throws process_error (errc::worker_start_failed) naming the first worker that could not
+  /// start and why (every other one is ended first); config_error for a bad `count`.
+  explicit process_workers(unsigned count);
+  /// One worker process per worker thread of `pool` (pool_options::threads).
+  explicit process_workers(const pool& pool) : process_workers(pool.options().threads) {}
+  ~process_workers();
+  process_workers(const process_workers&) = delete;
+  process_workers& operator=(const process_workers&) = delete;
+
+  /// How many were started (the constructor's `count`).
+  unsigned count() const noexcept { return count_; }
+
+ private:
+  std::uint64_t batch_;
+  unsigned count_;
+};
 
 /// @brief Counters over every process worker of this process (a snapshot).
 struct KNIT_API process_stats {
