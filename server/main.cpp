@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   // worker process: there knit::worker_main serves the calls and never returns. The task is
   // registered in every mode and before anything else, so host and worker agree on it.
   register_heavy_process_task();
+  test_hook_worker_start(argc, argv);
   if (knit::worker_main(argc, argv)) return 0;
 
   // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
@@ -158,7 +159,7 @@ int main(int argc, char** argv) {
     cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
     // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
     if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
-    // Each pool worker thread starts its own worker process on its first heavy call.
+    // Every worker process is started before the server listens (step 2).
     if (cfg.worker_isolation == isolation::process)
       knit::set_process_options(heavy_process_options());
   } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
@@ -198,6 +199,19 @@ int main(int argc, char** argv) {
       return kExitConfig;
     } catch (const std::exception& e) {
       err.write_line(std::string("knit-server: cannot start the pool: ") + e.what());
+      return kExitStartup;
+    }
+  }
+  // KNIT_ISOLATION=process: one worker process per pool worker thread, each started and
+  // handshaken here, before anything listens: /readyz cannot say ok before they are up, and
+  // a worker that cannot start stops the server with its cause instead of failing the first
+  // request a balancer sends.
+  std::optional<knit::process_workers> worker_processes;
+  if (pool && cfg.worker_isolation == isolation::process) {
+    try {
+      worker_processes.emplace(*pool);
+    } catch (const std::exception& e) {
+      err.write_line(std::string("knit-server: cannot start the worker processes: ") + e.what());
       return kExitStartup;
     }
   }

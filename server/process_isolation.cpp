@@ -2,9 +2,14 @@
 // that failed (process_isolation.hpp).
 #include "process_isolation.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "config.hpp"
@@ -20,6 +25,14 @@ void register_heavy_process_task() {
     // The job takes its body by value; this copy is the one the thread mode's move saves.
     return encode_heavy_output(run_heavy_job(request->job, std::string(request->body)));
   });
+}
+
+void test_hook_worker_start(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "--knit-process-worker") return;
+  if (const char* ms = std::getenv("KNIT_TEST_WORKER_START_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  }
+  if (const char* code = std::getenv("KNIT_TEST_WORKER_EXIT")) ::_exit(std::atoi(code));
 }
 
 knit::process_options heavy_process_options() {

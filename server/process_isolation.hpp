@@ -32,6 +32,12 @@ inline constexpr std::string_view kHeavyProcessTask = "knit-server/heavy";
 // knit::worker_main, in every mode (host and worker must agree on the registry).
 void register_heavy_process_task();
 
+// Test hooks of a worker process's start, read only in a worker (argv[1] is knit's worker
+// marker), before knit::worker_main: KNIT_TEST_WORKER_START_DELAY_MS=N sleeps N ms first
+// (a slow start), KNIT_TEST_WORKER_EXIT=N exits with code N instead (a worker that cannot
+// start). The server tests use them; an operator never needs them.
+void test_hook_worker_start(int argc, char** argv);
+
 // The process options knit-server uses: arenas sized for the largest request (kBodyLimit
 // plus the job's header and secret) and the largest answer a kBodyLimit body can render to
 // (every byte of a name escaped to 6 bytes, twice), rounded up.

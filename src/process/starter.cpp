@@ -112,10 +112,10 @@ class starter {
         }
         if (!starts_.empty()) {
           const auto wait = starts_.begin()->first - steady::now();
-          timeout_ms = wait <= steady::duration::zero()
-                           ? 0
-                           : static_cast<int>(
-                                 std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+          timeout_ms =
+              wait <= steady::duration::zero()
+                  ? 0
+                  : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
         }
       }
       ::poll(fds.data(), fds.size(), timeout_ms);
@@ -220,6 +220,13 @@ bool worker_box::replace(std::uint64_t id, bool crash) {
   if (abandoned_ || id == handled_id_) return degraded_;
   handled_id_ = id;
   const auto now = crash_loop::clock::now();
+  if (ready_ && ready_->id == id) {
+    // A child started ahead that died before any thread took it: no channel will see it,
+    // so it is reaped and counted here.
+    end_child(*ready_, /*kill=*/false);
+    ready_.reset();
+    counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  }
   if (crash) {
     crash_loop_.record_crash(now);
     set_degraded_locked(crash_loop_.degraded(now));
@@ -328,10 +335,10 @@ child_process start_child(unsigned number, const process_options& options) {
   const std::string who = "knit: process worker knit-worker-" + std::to_string(number) + " (pid " +
                           std::to_string(c.pid) + ", " + options.worker_executable + ")";
   region_header& header = c.region.header();
-  const bell_end end = wait_for_ring(
-      [&] { return load(header.ready, std::memory_order_acquire) != 0; }, header.host_sleeping,
-      c.answer.get(), c.pidfd.get(), steady::now() + options.start_timeout,
-      std::chrono::nanoseconds(0));
+  const bell_end end =
+      wait_for_ring([&] { return load(header.ready, std::memory_order_acquire) != 0; },
+                    header.host_sleeping, c.answer.get(), c.pidfd.get(),
+                    steady::now() + options.start_timeout, std::chrono::nanoseconds(0));
   std::string failure;
   if (end == bell_end::other_fd) {
     // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have

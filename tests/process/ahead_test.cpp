@@ -142,6 +142,21 @@ TEST_F(process_ahead_test, a_killed_idle_child_is_replaced_without_a_call) {
   EXPECT_EQ(knit::current_process_stats().respawned - base_.respawned, 1u);
 }
 
+// A child started ahead that no thread took yet, killed: replaced too, and reaped.
+TEST_F(process_ahead_test, a_killed_child_no_thread_took_is_replaced_and_reaped) {
+  knit::process_workers workers(1);
+  const std::set<int> before = live_workers();
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(::kill(*before.begin(), SIGKILL), 0);
+  ASSERT_TRUE(within_10s([&] {
+    const std::set<int> now = live_workers();
+    return now.size() == 1 && now != before && children(earlier_, true).size() == 1 &&
+           started() == 2;
+  })) << "not replaced, or the killed one not reaped";
+  EXPECT_EQ(started(), 2u);
+  EXPECT_EQ(live(), 1u);
+}
+
 // A crash during a call: its replacement is started at once, before the next call.
 TEST_F(process_ahead_test, a_crashed_child_is_replaced_before_the_next_call) {
   knit::pool pool(knit_test::threads(1));
