@@ -24,7 +24,9 @@
 // KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins)
 // KNIT_ISOLATION=thread|process (pooled mode: process runs /ssr and /jwt in worker processes,
 // children named knit-worker-N; a task that crashes gets 500 and the server lives on;
-// docs/process-workers.md).
+// docs/process-workers.md). KNIT_WORKER_SANDBOX=strict|off (default strict: each worker
+// process runs under a seccomp filter and resource limits) KNIT_WORKER_MEMORY_MB (default
+// 1024: the address space a worker process's tasks may add; 0 = no limit).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients

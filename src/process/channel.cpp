@@ -18,6 +18,7 @@
 #include "process/counters.hpp"
 #include "process/exit_status.hpp"
 #include "process/pidfd.hpp"
+#include "process/sandbox.hpp"
 #include "process/slot_bell.hpp"
 #include "process/task_registry.hpp"
 
@@ -144,7 +145,19 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   const std::uint64_t id = c.id;
   if (w == woke::death) {
     std::string who_it_was = who(name);
-    throw crashed(id, who_it_was + ": the worker " + end_child(true) + " during the call");
+    // Written by the child's SIGSYS handler just before it exited (sandbox.hpp): its
+    // sandbox refused a call. Read before end_child unmaps the region.
+    const std::uint64_t refused = load(h.sandbox_syscall, std::memory_order_acquire);
+    std::string how = end_child(true);
+    if (refused != 0) {
+      counters().sandbox_kills.fetch_add(1, std::memory_order_relaxed);
+      degraded_ = box_->replace(id, /*crash=*/true);  // a violation loop backs off too
+      std::string message = who_it_was + ": the sandbox refused " + syscall_name(refused - 1) +
+                            "; the worker " + how + " and is replaced";
+      if (degraded_) message += "; crash loop: respawns back off";
+      throw process_error(errc::sandbox_violation, message);
+    }
+    throw crashed(id, who_it_was + ": the worker " + how + " during the call");
   }
   if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
@@ -157,6 +170,17 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     throw crashed(id, std::move(message));
   }
   answered_seq_ = seq;
+  if (verdict.kind == answer_kind::out_of_memory) {
+    // The child lives, but its heap just failed: not trusted with the next call.
+    counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);
+    std::string message = who(name) + ": went over the worker's memory limit of " +
+                          std::to_string(options_.memory_limit) +
+                          " bytes (process_options::memory_limit: an allocation failed); the "
+                          "worker is replaced: ";
+    message += end_child(true);
+    box_->replace(id, /*crash=*/false);
+    throw process_error(errc::memory_limit, message);
+  }
   if (degraded_) degraded_ = box_->still_degraded();
   return take_answer(verdict, name, c.region.answer_arena(), arena, [&] { return who(name); });
 }

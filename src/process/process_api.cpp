@@ -126,6 +126,10 @@ void process_options::validate() const {
   }
   if (worker_executable.empty()) bad("worker_executable is empty");
   if (spin.count() < 0 || spin.count() > 1'000'000) bad("spin must be 0 .. 1 s");
+  if (open_files < 8 || open_files > 65536) {
+    bad("open_files must be 8 .. 65536, not " + std::to_string(open_files));
+  }
+  if (sandbox != process_sandbox::off && sandbox != process_sandbox::strict) bad("bad sandbox");
 }
 
 void set_process_options(const process_options& options) {
@@ -149,6 +153,8 @@ process_stats current_process_stats() noexcept {
   s.calls = c.calls.load(std::memory_order_relaxed);
   s.killed = c.killed.load(std::memory_order_relaxed);
   s.respawned = c.respawned.load(std::memory_order_relaxed);
+  s.sandbox_kills = c.sandbox_kills.load(std::memory_order_relaxed);
+  s.memory_limit_kills = c.memory_limit_kills.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -37,6 +37,6 @@ struct child_process {
 // Spawns knit-worker-`number`, whose waits spin for spin_ns (slot_bell.hpp). Throws
 // process_error(worker_start_failed).
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
-                          std::uint64_t spin_ns);
+                          std::uint64_t spin_ns, const region_sandbox& sandbox);
 
 }  // namespace knit::detail

@@ -40,8 +40,7 @@ struct proc_info {
 
 // /proc/PID/stat, or nullopt when the process is gone.
 std::optional<proc_info> read_proc(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = text.rfind(')');
   if (close == std::string::npos) return std::nullopt;
   std::istringstream rest(text.substr(close + 2));
@@ -297,6 +296,12 @@ std::vector<std::string> fd_targets(pid_t pid) {
   return out;
 }
 
+// /proc/PID/status, "" when gone.
+std::string proc_status(pid_t pid) {
+  // A newline first, so every field, the first too, follows one.
+  return std::string(1, '\n').append(read_proc_file("/proc/" + std::to_string(pid) + "/status"));
+}
+
 // The live children of `parent` named knit-worker-*. A read of /proc racing a child's
 // death can fail (ESRCH, thrown by the stream): the caller's poll then just looks again.
 std::vector<pid_t> worker_children(pid_t parent) {
@@ -318,7 +323,14 @@ TEST(process_isolation, every_worker_process_is_up_before_the_server_listens) {
   server_process server(
       process_env({{"KNIT_THREADS", "2"}, {"KNIT_TEST_WORKER_START_DELAY_MS", "300"}}));
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  EXPECT_EQ(worker_children(server.pid()).size(), 2U);
+  const std::vector<pid_t> kids = worker_children(server.pid());
+  EXPECT_EQ(kids.size(), 2U);
+  // Sandboxed by default: a seccomp filter (mode 2) and no new privileges.
+  for (pid_t kid : kids) {
+    const std::string status = proc_status(kid);
+    EXPECT_NE(status.find("\nSeccomp:\t2\n"), std::string::npos) << status;
+    EXPECT_NE(status.find("\nNoNewPrivs:\t1\n"), std::string::npos) << status;
+  }
   {
     connection c(server.port());
     const auto ready = c.request("GET", "/readyz");
@@ -329,6 +341,21 @@ TEST(process_isolation, every_worker_process_is_up_before_the_server_listens) {
   EXPECT_EQ(workers_field(stats, "live"), 2);
   EXPECT_EQ(workers_field(stats, "respawned"), 0);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// KNIT_WORKER_SANDBOX=off: no filter; a value it does not know: exit 2 naming it.
+TEST(process_isolation, the_sandbox_is_off_only_when_asked) {
+  server_process off(process_env({{"KNIT_THREADS", "1"}, {"KNIT_WORKER_SANDBOX", "off"}}));
+  ASSERT_TRUE(off.wait_listening()) << off.stderr_text();
+  const std::vector<pid_t> kids = worker_children(off.pid());
+  ASSERT_EQ(kids.size(), 1U);
+  const std::string status = proc_status(kids[0]);
+  EXPECT_NE(status.find("\nSeccomp:\t0\n"), std::string::npos) << status;
+  EXPECT_EQ(off.stop(), 0) << off.stderr_text();
+
+  server_process bad(process_env({{"KNIT_WORKER_SANDBOX", "loose"}}));
+  EXPECT_EQ(bad.wait_exit(), 2);
+  EXPECT_NE(bad.stderr_text().find("KNIT_WORKER_SANDBOX"), std::string::npos) << bad.stderr_text();
 }
 
 // A worker process that cannot start: the server exits 1 before it listens, with one line
