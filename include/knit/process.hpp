@@ -1,4 +1,4 @@
-// knit/process.hpp: process workers (first slice). Tasks registered by name (bytes in, bytes
+// knit/process.hpp: process workers. Tasks registered by name (bytes in, bytes
 // out) run in child processes, so a task that crashes (null write, abort, stack overflow, heap
 // corruption) fails its own call with errc::worker_crashed and the host lives on.
 //

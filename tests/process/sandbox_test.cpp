@@ -122,15 +122,12 @@ TEST_P(sandbox_test, a_refused_call_fails_alone_and_its_worker_is_replaced) {
   EXPECT_EQ(knit_test::memfd_mappings(), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(each_refusal, sandbox_test,
-                         testing::Values(bad_case{"connect", "", "(socket)"},
-                                         bad_case{"exec_sh", "", "(execve)"},
-                                         bad_case{"fork", "", "(clone)"},
-                                         bad_case{"open_write", "", "(openat)"},
-                                         bad_case{"allocate", "268435456", "memory limit"}),
-                         [](const testing::TestParamInfo<bad_case>& info) {
-                           return std::string(info.param.task);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    each_refusal, sandbox_test,
+    testing::Values(bad_case{"connect", "", "(socket)"}, bad_case{"exec_sh", "", "(execve)"},
+                    bad_case{"fork", "", "(clone)"}, bad_case{"open_write", "", "(openat)"},
+                    bad_case{"allocate", "268435456", "memory limit"}),
+    [](const testing::TestParamInfo<bad_case>& info) { return std::string(info.param.task); });
 
 // What the sandbox lets a task do: threads, a read-only open, sleeping, memory under the
 // limit, throwing; and without it, the refused tasks run.
@@ -149,8 +146,7 @@ TEST(sandbox_allows, threads_reads_sleeps_memory_and_exceptions) {
   ASSERT_TRUE(memory.ok()) << knit::failure_message(memory);
   const auto threw = run_one(pool, "throw", "");
   EXPECT_EQ(threw.error(), knit::errc::task_failed);
-  EXPECT_EQ(knit::current_process_stats().children_started - started, 1u)
-      << "one child did it all";
+  EXPECT_EQ(knit::current_process_stats().children_started - started, 1u) << "one child did it all";
 }
 
 TEST(sandbox_allows, everything_when_off) {
