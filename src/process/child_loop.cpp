@@ -105,6 +105,9 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
       std::memcpy(region.answer_arena(), unknown.data(), answer_bytes);
     }
   }
+  // A sanitizer runtime (TSan) may defer the SIGSYS handler until after the refused call
+  // returned: a refusal recorded during the task ends the child before any answer.
+  if (load(h.sandbox_syscall, std::memory_order_acquire) != 0) ::_exit(exit_sandbox_violation);
   store(h.answer_status, static_cast<std::uint32_t>(status));
   store(h.answer_bytes, answer_bytes);
   store(h.answer_seq, seq, std::memory_order_release);

@@ -43,6 +43,8 @@ constexpr const char* allowed_calls[] = {
     "close", "fstat", "newfstatat", "stat", "lstat", "statx", "fcntl", "dup", "dup2", "dup3",
     "poll", "ppoll", "select", "pselect6", "getdents64", "readlink", "readlinkat", "access",
     "faccessat", "faccessat2", "getcwd", "fsync", "fdatasync",
+    // a pipe of its own (sanitizer runtimes probe memory through one)
+    "pipe", "pipe2",
     // memory (mmap, mprotect: below)
     "brk", "munmap", "mremap", "madvise", "mincore", "msync", "mlock", "munlock", "membarrier",
     // threads and synchronisation (clone: below)

@@ -17,8 +17,9 @@
 //   reads and writes on fds the child holds, open/openat read-only, stat family, poll,
 //   signals to itself (kill/tgkill of its own pid: abort() and raise()), exit. Refused:
 //   everything else, among it socket, connect, bind, execve, fork (clone without
-//   CLONE_THREAD), vfork, ptrace, open for writing or creating, unlink, memfd_create, pipe,
-//   kill of another process, setuid and friends, mount, bpf, io_uring.
+//   CLONE_THREAD), vfork, ptrace, open for writing or creating, unlink, memfd_create,
+//   kill of another process, setuid and friends, mount, bpf, io_uring. (A pipe of its own
+//   is allowed: sanitizer runtimes probe memory through one.)
 // memory_limit (with or without strict): RLIMIT_AS = the child's address space at the
 //   handshake + memory_limit, so a task's allocation past it fails (std::bad_alloc; the
 //   child answers out_of_memory and the host replaces it).
