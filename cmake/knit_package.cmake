@@ -90,7 +90,7 @@ set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME ${KNIT_DEB_DEV})
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${KNIT_DEB_LIB} (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${KNIT_DEB_LIB} (= ${PROJECT_VERSION}), libseccomp-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libboost1.81-dev, pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "worker pool that keeps an event loop fast (development files)
 knit hands the expensive minority of an event loop's work to worker threads

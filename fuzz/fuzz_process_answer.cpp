@@ -61,11 +61,12 @@ void check(bool ok, const char* what, const std::string& detail = {}) {
 // The protocol's verdict, restated apart from answer_check.cpp.
 answer_kind expected_kind(std::uint64_t expected_seq, std::uint64_t seq, std::uint32_t status,
                           std::uint64_t bytes, std::size_t arena) {
-  if (seq != expected_seq || status < 1 || status > 4) return answer_kind::broken;
+  if (seq != expected_seq || status < 1 || status > 5) return answer_kind::broken;
   if (status == 3) return answer_kind::too_large;
   if (bytes > arena) return answer_kind::broken;
   return status == 1   ? answer_kind::ok
          : status == 2 ? answer_kind::task_threw
+         : status == 5 ? answer_kind::out_of_memory
                        : answer_kind::bad_request;
 }
 
@@ -102,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (v.kind == answer_kind::broken) {
     check(!v.why.empty(), "broken without a reason", words);
     const char* word = w.seq != expected_seq            ? "answer_seq "
-                       : (w.status < 1 || w.status > 4) ? "answer_status "
+                       : (w.status < 1 || w.status > 5) ? "answer_status "
                                                         : "answer_bytes ";
     check(v.why.rfind(word, 0) == 0, "broken names another word", v.why + "; " + words);
     const std::string message =
@@ -137,6 +138,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case answer_kind::bad_request:
         check(code == knit::errc::worker_crashed, "bad_request's code", what);
         check(what.rfind(who, 0) == 0, "bad_request's message lacks the child", what);
+        break;
+      case answer_kind::out_of_memory:
+        // The channel replaces the child before taking an answer; taken anyway, it is a
+        // failed call, never a read of the arena.
+        check(code == knit::errc::worker_crashed, "out_of_memory's code", what);
         break;
       case answer_kind::ok:
       case answer_kind::broken: fail("ok or broken threw", what);

@@ -24,7 +24,9 @@
 // KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins)
 // KNIT_ISOLATION=thread|process (pooled mode: process runs /ssr and /jwt in worker processes,
 // children named knit-worker-N; a task that crashes gets 500 and the server lives on;
-// docs/process-workers.md).
+// docs/process-workers.md). KNIT_WORKER_SANDBOX=strict|off (default strict: each worker
+// process runs under a seccomp filter and resource limits) KNIT_WORKER_MEMORY_MB (default
+// 1024: the address space a worker process's tasks may add; 0 = no limit).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
   // worker process: there knit::worker_main serves the calls and never returns. The task is
   // registered in every mode and before anything else, so host and worker agree on it.
   register_heavy_process_task();
+  test_hook_worker_start(argc, argv);
   if (knit::worker_main(argc, argv)) return 0;
 
   // A write to a pipe or socket whose reader has gone must fail with EPIPE, not kill the
@@ -157,7 +160,7 @@ int main(int argc, char** argv) {
     cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
     // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
     if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
-    // Each pool worker thread starts its own worker process on its first heavy call.
+    // Every worker process is started before the server listens (step 2).
     if (cfg.worker_isolation == isolation::process)
       knit::set_process_options(heavy_process_options());
   } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
@@ -197,6 +200,19 @@ int main(int argc, char** argv) {
       return kExitConfig;
     } catch (const std::exception& e) {
       err.write_line(std::string("knit-server: cannot start the pool: ") + e.what());
+      return kExitStartup;
+    }
+  }
+  // KNIT_ISOLATION=process: one worker process per pool worker thread, each started and
+  // handshaken here, before anything listens: /readyz cannot say ok before they are up, and
+  // a worker that cannot start stops the server with its cause instead of failing the first
+  // request a balancer sends.
+  std::optional<knit::process_workers> worker_processes;
+  if (pool && cfg.worker_isolation == isolation::process) {
+    try {
+      worker_processes.emplace(*pool);
+    } catch (const std::exception& e) {
+      err.write_line(std::string("knit-server: cannot start the worker processes: ") + e.what());
       return kExitStartup;
     }
   }

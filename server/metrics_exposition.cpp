@@ -232,6 +232,11 @@ void write_worker_processes(page& p, const worker_process_figures& w) {
   one("knit_worker_processes", "gauge", "Worker processes running now.", w.live);
   one("knit_worker_processes_crash_looping", "gauge",
       "Pool workers whose processes crash in a loop (their respawns back off).", w.degraded);
+  one("knit_worker_process_sandbox_kills_total", "counter",
+      "Worker processes ended by their sandbox: a task made a refused system call.",
+      w.sandbox_kills);
+  one("knit_worker_process_memory_kills_total", "counter",
+      "Worker processes replaced after a task went over the memory limit.", w.memory_kills);
 }
 
 }  // namespace

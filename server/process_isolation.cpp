@@ -2,9 +2,14 @@
 // that failed (process_isolation.hpp).
 #include "process_isolation.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "config.hpp"
@@ -22,12 +27,47 @@ void register_heavy_process_task() {
   });
 }
 
+void test_hook_worker_start(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "--knit-process-worker") return;
+  if (const char* ms = std::getenv("KNIT_TEST_WORKER_START_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  }
+  if (const char* code = std::getenv("KNIT_TEST_WORKER_EXIT")) ::_exit(std::atoi(code));
+}
+
 knit::process_options heavy_process_options() {
   knit::process_options options;
   // /ssr writes the name twice (title, h1) and the bio once, each byte escaped to at most 6
   // bytes ("&quot;", "&#x27;"), around a 2 KiB page: under 6 x kBodyLimit x 2 + 64 KiB.
   constexpr std::size_t kLargestAnswer = 12 * server_config::kBodyLimit + 64 * 1024;
   options.arena_bytes = std::max<std::size_t>(options.arena_bytes, kLargestAnswer);
+  // The sandbox, on unless KNIT_WORKER_SANDBOX=off; the memory limit, KNIT_WORKER_MEMORY_MB
+  // (default 1024, 0 = none), with the sandbox or without.
+  const char* sandbox = std::getenv("KNIT_WORKER_SANDBOX");
+  const std::string mode = sandbox ? sandbox : "strict";
+  if (mode == "strict") {
+    options.sandbox = knit::process_sandbox::strict;
+  } else if (mode == "off") {
+    options.sandbox = knit::process_sandbox::off;
+  } else {
+    throw knit::config_error("KNIT_WORKER_SANDBOX must be strict or off, not '" + mode + "'");
+  }
+  std::size_t megabytes = 1024;
+  if (const char* mb = std::getenv("KNIT_WORKER_MEMORY_MB")) {
+    const std::string text = mb;
+    std::size_t used = 0;
+    unsigned long value = 0;
+    try {
+      value = std::stoul(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size() || value > (std::size_t{1} << 20)) {
+      throw knit::config_error("KNIT_WORKER_MEMORY_MB must be 0 .. 1048576, not '" + text + "'");
+    }
+    megabytes = value;
+  }
+  options.memory_limit = megabytes << 20;
   return options;
 }
 
@@ -41,6 +81,14 @@ std::optional<heavy_output> process_answer(std::error_code ec) {
     return heavy_output{status::internal_server_error,
                         "Internal Server Error: no worker process could be started"};
   }
+  if (ec == knit::errc::sandbox_violation) {
+    return heavy_output{status::internal_server_error,
+                        "Internal Server Error: the worker process was stopped by its sandbox"};
+  }
+  if (ec == knit::errc::memory_limit) {
+    return heavy_output{status::internal_server_error,
+                        "Internal Server Error: the task went over the worker's memory limit"};
+  }
   if (ec == knit::errc::payload_too_large) {
     return heavy_output{status::internal_server_error,
                         "Internal Server Error: the answer was over the worker's arena"};
@@ -50,7 +98,8 @@ std::optional<heavy_output> process_answer(std::error_code ec) {
 
 worker_process_figures worker_figures() noexcept {
   const knit::process_stats p = knit::current_process_stats();
-  return {p.crashes, p.respawned, p.killed, p.children_live, p.degraded_workers};
+  return {p.crashes,       p.respawned,         p.killed, p.children_live, p.degraded_workers,
+          p.sandbox_kills, p.memory_limit_kills};
 }
 
 }  // namespace knit_server

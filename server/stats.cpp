@@ -54,6 +54,10 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
     line += std::to_string(workers->live);
     line += ",\"degraded\":";
     line += std::to_string(workers->degraded);
+    line += ",\"sandbox_kills\":";
+    line += std::to_string(workers->sandbox_kills);
+    line += ",\"memory_kills\":";
+    line += std::to_string(workers->memory_kills);
     line += '}';
   }
   if (!hosts.empty()) {

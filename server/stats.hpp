@@ -111,6 +111,8 @@ struct worker_process_figures {
   std::uint64_t killed = 0;     // killed by the server: a call past its deadline or stuck limit
   std::uint64_t live = 0;       // running now
   std::uint64_t degraded = 0;   // pool workers in a crash loop, their respawns backing off
+  std::uint64_t sandbox_kills = 0;  // ended by their sandbox (a refused system call)
+  std::uint64_t memory_kills = 0;   // replaced after a task went over the memory limit
 };
 
 // The whole line, without the newline:

@@ -24,6 +24,9 @@ class category_impl final : public std::error_category {
       case errc::payload_too_large:
         return "knit: the process task's request or answer is over the arena bound";
       case errc::worker_start_failed: return "knit: the process worker could not be started";
+      case errc::sandbox_violation:
+        return "knit: the process task made a system call its sandbox refuses";
+      case errc::memory_limit: return "knit: the process task went over its memory limit";
     }
     return "knit: unknown error " + std::to_string(value);
   }

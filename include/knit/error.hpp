@@ -27,6 +27,11 @@ enum class errc {
                         ///< arena_bytes; nothing was sent (request) or the answer was dropped.
   worker_start_failed,  ///< A process worker could not be started: spawn failed, the child died
                         ///< or timed out before its handshake, or its task registry differs.
+  sandbox_violation,    ///< A process task made a system call its worker's sandbox refuses
+                        ///< (process_options::sandbox); the message names the call, the worker
+                        ///< was replaced.
+  memory_limit,         ///< A process task allocated past its worker's memory limit
+                        ///< (process_options::memory_limit); the worker was replaced.
 };
 
 /// The std::error_category of knit::errc (name "knit"); message() describes each value.

@@ -1,4 +1,4 @@
-// knit/process.hpp: process workers (first slice). Tasks registered by name (bytes in, bytes
+// knit/process.hpp: process workers. Tasks registered by name (bytes in, bytes
 // out) run in child processes, so a task that crashes (null write, abort, stack overflow, heap
 // corruption) fails its own call with errc::worker_crashed and the host lives on.
 //
@@ -46,7 +46,15 @@ using process_task = std::function<std::string(std::string_view)>;
 /// by worker_main in a child), or for a name already registered.
 KNIT_API void register_process_task(std::string name, process_task fn);
 
-/// @brief The policy of every process worker: arena bound, crash-loop detection, backoff.
+/// What a worker process may do (process_options::sandbox).
+enum class process_sandbox {
+  off,     ///< Nothing beyond the process boundary (and the closed fds).
+  strict,  ///< A seccomp filter, no new privileges, no core dumps, few open files
+           ///< (docs/process-workers.md says what it allows and refuses).
+};
+
+/// @brief The policy of every process worker: arena bound, crash-loop detection, backoff,
+/// sandbox.
 struct KNIT_API process_options {
   /// Bytes of each of a child's two arenas (request, answer). A request over it fails with
   /// errc::payload_too_large before anything is sent; an answer over it fails the same way.
@@ -70,17 +78,57 @@ struct KNIT_API process_options {
   std::chrono::milliseconds start_timeout{5'000};
   /// The program a child runs: this same binary by default; it must call worker_main.
   std::string worker_executable = "/proc/self/exe";
+  /// strict: the child installs a seccomp filter as the last step of its handshake (a child
+  /// that cannot fails its start); a refused system call ends the child and fails its call
+  /// with errc::sandbox_violation naming the call. Also PR_SET_NO_NEW_PRIVS, RLIMIT_CORE 0
+  /// and RLIMIT_NOFILE open_files.
+  process_sandbox sandbox = process_sandbox::off;
+  /// The address space a child may add after its handshake (RLIMIT_AS = its size then plus
+  /// this), in bytes; 0 = no limit. A task whose allocation fails under it (std::bad_alloc)
+  /// fails its call with errc::memory_limit and its child is replaced.
+  std::size_t memory_limit = 0;
+  /// RLIMIT_NOFILE of a sandboxed child (its own fds included), 8 .. 65536.
+  unsigned open_files = 64;
 
   /// @throws config_error naming the first bad field.
   void validate() const;
 };
 
-/// Sets the process options. A worker thread reads them when it starts its first child;
-/// a worker already running keeps the options it started with.
+/// Sets the process options. A worker thread reads them when it starts its first child (or
+/// process_workers when it starts its children); a worker already running keeps the options
+/// it started with.
 /// @throws config_error when `options.validate()` does.
 KNIT_API void set_process_options(const process_options& options);
 /// The options set_process_options() set last (the defaults before that).
 KNIT_API process_options current_process_options();
+
+/// @brief Worker processes started ahead of traffic: the constructor starts `count` children
+/// (one per pool worker thread: process_workers(pool)) and returns only once every one has
+/// finished its handshake, so no call pays a spawn and a worker that cannot start is found
+/// before any traffic. Each worker thread's first process task takes one of these children
+/// (a thread that finds none left starts its own, as before); after a crash or a kill the
+/// replacement is started at once off the request path (after the crash-loop backoff).
+/// Destroying it ends the children no worker thread has taken; a taken child belongs to its
+/// thread and ends with it (the pool's shutdown).
+class KNIT_API process_workers {
+ public:
+  /// Starts `count` (1 .. 1024) worker processes with current_process_options().
+  /// @throws process_error (errc::worker_start_failed) naming the first worker that could not
+  /// start and why (every other one is ended first); config_error for a bad `count`.
+  explicit process_workers(unsigned count);
+  /// One worker process per worker thread of `pool` (pool_options::threads).
+  explicit process_workers(const pool& pool) : process_workers(pool.options().threads) {}
+  ~process_workers();
+  process_workers(const process_workers&) = delete;
+  process_workers& operator=(const process_workers&) = delete;
+
+  /// How many were started (the constructor's `count`).
+  unsigned count() const noexcept { return count_; }
+
+ private:
+  std::uint64_t batch_;
+  unsigned count_;
+};
 
 /// @brief Counters over every process worker of this process (a snapshot).
 struct KNIT_API process_stats {
@@ -93,12 +141,17 @@ struct KNIT_API process_stats {
   /// Children started in place of one that crashed or was killed (on whichever worker
   /// thread starts one next: a stuck call's thread may have been retired).
   std::uint64_t respawned = 0;
+  /// Children ended by their sandbox (a refused system call); not counted in crashes.
+  std::uint64_t sandbox_kills = 0;
+  /// Children replaced after a task went over the memory limit; not counted in crashes.
+  std::uint64_t memory_limit_kills = 0;
 };
 /// A snapshot of the counters.
 KNIT_API process_stats current_process_stats() noexcept;
 
 /// @brief The error of a failed process task: code() is an errc (worker_crashed,
-/// payload_too_large, worker_start_failed, task_failed), what() names the task and, for a
+/// payload_too_large, worker_start_failed, task_failed, sandbox_violation, memory_limit),
+/// what() names the task and, for a
 /// crash, the child's pid and signal or exit code.
 class KNIT_API process_error : public std::system_error {
  public:

@@ -31,6 +31,7 @@ answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
     case answer_status::task_threw: v = {answer_kind::task_threw, w.bytes, {}}; break;
     case answer_status::too_large: break;  // returned above
     case answer_status::bad_request: break;
+    case answer_status::out_of_memory: v = {answer_kind::out_of_memory, 0, {}}; break;
   }
   KNIT_ASSERT(v.copy_bytes() <= arena_bytes);
   return v;
@@ -59,6 +60,7 @@ std::string take_answer_text(const answer_verdict& v, std::string_view task,
                                                        std::to_string(arena_bytes) +
                                                        " bytes (process_options::arena_bytes)");
     case answer_kind::bad_request: break;
+    case answer_kind::out_of_memory: break;
     case answer_kind::broken: break;
   }
   // Not an answer to take (take_answer handles bad_request; the caller, broken): still a

@@ -37,11 +37,12 @@ inline answer_words read_answer_words(region_header& h) noexcept {
 }
 
 enum class answer_kind {
-  ok,           // `bytes` of answer in the arena
-  task_threw,   // `bytes` of the exception's what() in the arena
-  too_large,    // the answer did not fit: `bytes` is the size it needed (any value)
-  bad_request,  // the child refused the request
-  broken,       // the child broke the protocol: `why` says how; kill it
+  ok,             // `bytes` of answer in the arena
+  task_threw,     // `bytes` of the exception's what() in the arena
+  too_large,      // the answer did not fit: `bytes` is the size it needed (any value)
+  bad_request,    // the child refused the request
+  out_of_memory,  // the task went over the memory limit: replace the child
+  broken,         // the child broke the protocol: `why` says how; kill it
 };
 
 struct answer_verdict {

@@ -18,6 +18,7 @@
 #include "process/counters.hpp"
 #include "process/exit_status.hpp"
 #include "process/pidfd.hpp"
+#include "process/sandbox.hpp"
 #include "process/slot_bell.hpp"
 #include "process/task_registry.hpp"
 
@@ -43,24 +44,18 @@ woke wait_for(const child_process& c, Moved moved, steady::time_point until,
   return woke::death;  // the pidfd readable, or poll failed: treat the child as gone
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
-process_channel::process_channel(unsigned number, process_options options)
-    : number_(number),
-      options_(std::move(options)),
-      spin_(may_spin() ? std::chrono::nanoseconds(options_.spin) : std::chrono::nanoseconds(0)),
-      crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
-                  options_.backoff_max) {}
+process_channel::process_channel(std::shared_ptr<worker_box> box)
+    : box_(std::move(box)),
+      number_(box_->number()),
+      options_(box_->options()),
+      spin_(may_spin() ? std::chrono::nanoseconds(options_.spin) : std::chrono::nanoseconds(0)) {}
 
 process_channel::~process_channel() {
   if (child_) end_child(/*kill=*/true);
-  if (degraded_) counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+  box_->abandon();  // a replacement under way is ended too
 }
 
 std::string process_channel::who(std::string_view name) const {
@@ -72,114 +67,44 @@ std::string process_channel::who(std::string_view name) const {
 }
 
 std::string process_channel::end_child(bool kill) {
-  child_process& c = *child_;
-  if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
-  siginfo_t info{};
-  int r;
-  do {
-    r = ::waitid(p_pidfd, static_cast<id_t>(c.pidfd.get()), &info, WEXITED);
-  } while (r < 0 && errno == EINTR);
-  std::string how = r == 0 ? describe_exit(info)
-                           : std::string("ended (its status was not available: ") +
-                                 std::strerror(errno) + "; reaped elsewhere?)";
+  std::string how = detail::end_child(*child_, kill);
   child_.reset();  // closes the fds, unmaps the region
-  if (started_) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
-  started_ = false;
   return how;
 }
 
-void process_channel::note_crash() {
-  const auto now = crash_loop::clock::now();
-  crash_loop_.record_crash(now);
+process_error process_channel::crashed(std::uint64_t id, std::string message) {
   counters().crashes.fetch_add(1, std::memory_order_relaxed);
-  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
-  const bool degraded = crash_loop_.degraded(now);
-  if (degraded != degraded_) {
-    if (degraded) {
-      counters().degraded_workers.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
-    }
-    degraded_ = degraded;
-  }
-}
-
-process_error process_channel::crashed(std::string message) {
-  note_crash();
+  degraded_ = box_->replace(id, /*crash=*/true);
   if (degraded_) message += "; crash loop: respawns back off";
   return process_error(errc::worker_crashed, message);
 }
 
-void process_channel::start_child(std::string_view name) {
-  task_registry& registry = task_registry::instance();
-  registry.freeze();
-  try {
-    child_ = spawn_child(options_.worker_executable, number_, options_.arena_bytes,
-                         static_cast<std::uint64_t>(options_.spin.count()));
-  } catch (const process_error&) {
-    note_crash();
-    throw;
-  }
-  const auto ms = static_cast<int>(options_.start_timeout.count());
-  region_header& header = child_->region.header();
-  const woke w = wait_for(
-      *child_, [&] { return load(header.ready, std::memory_order_acquire) != 0; },
-      steady::now() + options_.start_timeout, std::chrono::nanoseconds(0));
-  std::string failure;
-  if (w == woke::death) {
-    failure = who(name);  // before end_child, which forgets the pid
-    // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
-    // reported an error rather than the death.
-    failure += ": the worker " + end_child(true) + " before its handshake";
-  } else if (w == woke::timeout) {
-    failure = who(name) + ": the worker did not finish its handshake within " + std::to_string(ms) +
-              " ms; killed";
-    end_child(true);
-  } else {
-    region_header& h = child_->region.header();
-    const std::uint32_t ready = load(h.ready, std::memory_order_acquire);
-    const std::uint32_t count = load(h.registry_count);
-    const std::uint64_t hash = load(h.registry_hash);
-    if (ready != 1 || count != registry.count() || hash != registry.hash()) {
-      failure = who(name) + ": task registry mismatch: the host has " +
-                std::to_string(registry.count()) + " tasks (hash " + hex(registry.hash()) +
-                "), the worker " + options_.worker_executable + " has " + std::to_string(count) +
-                " (hash " + hex(hash) + "); both must register the same tasks in the same order";
-      end_child(true);
-    }
-  }
-  if (!failure.empty()) {
-    note_crash();
-    throw process_error(errc::worker_start_failed, failure);
-  }
-  started_ = true;
-  answered_seq_ = 0;  // a new child's answer_seq starts at 0
-  std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
-  while (lost > 0 &&
-         !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
-  }
-  if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
-  counters().children_started.fetch_add(1, std::memory_order_relaxed);
-  counters().children_live.fetch_add(1, std::memory_order_relaxed);
-}
-
 void process_channel::ensure_child(std::string_view name) {
   if (child_) return;
-  const auto now = crash_loop::clock::now();
-  const auto at = crash_loop_.respawn_at(now);
-  // Degraded: this worker thread waits, like a slow task; its calls' deadlines still hold
-  // on the host, which gives up on them at their time.
-  if (at > now) std::this_thread::sleep_until(at);
-  start_child(name);
+  // Started by the starter: at once for a new worker, after the crash loop's backoff for a
+  // degraded one (this worker thread waits, like a slow task; its calls' deadlines still
+  // hold on the host, which gives up on them at their time).
+  try {
+    child_ = box_->take();
+  } catch (const process_error& e) {
+    std::string what = message_of(e);
+    if (what.starts_with("knit: ")) what.erase(0, 6);
+    throw process_error(static_cast<errc>(e.code().value()),
+                        "knit: process task '" + std::string(name) + "': " + what);
+  }
+  answered_seq_ = 0;  // a new child's answer_seq starts at 0
 }
 
 void process_channel::reap_if_died_between_calls() {
   if (!child_) return;
   pollfd fd{child_->pidfd.get(), POLLIN, 0};
   if (::poll(&fd, 1, 0) == 1) {
-    // It died while idle (killed from outside, OOM): no call was running, none fails.
+    // It died while idle (killed from outside, OOM): no call was running, none fails. The
+    // starter has most likely seen it already and started its replacement.
+    const std::uint64_t id = child_->id;
     end_child(false);
-    note_crash();
+    counters().crashes.fetch_add(1, std::memory_order_relaxed);
+    degraded_ = box_->replace(id, /*crash=*/true);
   }
 }
 
@@ -217,9 +142,22 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   const woke w = wait_for(
       c, [&] { return load(h.answer_seq, std::memory_order_acquire) != answered_seq_; },
       std::min(limits.deadline, stuck_at), spin_);
+  const std::uint64_t id = c.id;
   if (w == woke::death) {
     std::string who_it_was = who(name);
-    throw crashed(who_it_was + ": the worker " + end_child(true) + " during the call");
+    // Written by the child's SIGSYS handler just before it exited (sandbox.hpp): its
+    // sandbox refused a call. Read before end_child unmaps the region.
+    const std::uint64_t refused = load(h.sandbox_syscall, std::memory_order_acquire);
+    std::string how = end_child(true);
+    if (refused != 0) {
+      counters().sandbox_kills.fetch_add(1, std::memory_order_relaxed);
+      degraded_ = box_->replace(id, /*crash=*/true);  // a violation loop backs off too
+      std::string message = who_it_was + ": the sandbox refused " + syscall_name(refused - 1) +
+                            "; the worker " + how + " and is replaced";
+      if (degraded_) message += "; crash loop: respawns back off";
+      throw process_error(errc::sandbox_violation, message);
+    }
+    throw crashed(id, who_it_was + ": the worker " + how + " during the call");
   }
   if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
@@ -227,10 +165,23 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   const answer_verdict verdict = check_answer(read_answer_words(h), seq, arena);
   if (verdict.kind == answer_kind::broken) {
     std::string who_it_was = who(name);
-    throw crashed(broken_message(who_it_was, verdict) + end_child(true));
+    std::string message = broken_message(who_it_was, verdict);
+    message += end_child(true);
+    throw crashed(id, std::move(message));
   }
   answered_seq_ = seq;
-  if (degraded_) note_recovery();
+  if (verdict.kind == answer_kind::out_of_memory) {
+    // The child lives, but its heap just failed: not trusted with the next call.
+    counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);
+    std::string message = who(name) + ": went over the worker's memory limit of " +
+                          std::to_string(options_.memory_limit) +
+                          " bytes (process_options::memory_limit: an allocation failed); the "
+                          "worker is replaced: ";
+    message += end_child(true);
+    box_->replace(id, /*crash=*/false);
+    throw process_error(errc::memory_limit, message);
+  }
+  if (degraded_) degraded_ = box_->still_degraded();
   return take_answer(verdict, name, c.region.answer_arena(), arena, [&] { return who(name); });
 }
 
@@ -247,17 +198,10 @@ process_error process_channel::killed_past_limit(std::string_view name, bool stu
   // Counted before the reap: whoever sees the child gone (a test, the next call on another
   // worker thread) sees it counted.
   counters().killed.fetch_add(1, std::memory_order_relaxed);
-  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t id = child_->id;
   message += "; the worker was killed: " + end_child(true);
+  box_->replace(id, /*crash=*/false);  // started at once: a kill is no crash
   return process_error(stuck ? errc::stuck : errc::timed_out, message);
-}
-
-void process_channel::note_recovery() {
-  const bool degraded = crash_loop_.degraded(crash_loop::clock::now());
-  if (!degraded) {
-    counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
-    degraded_ = false;
-  }
 }
 
 }  // namespace knit::detail

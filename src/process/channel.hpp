@@ -1,26 +1,28 @@
 // process_channel: one worker thread's link to its own child process (the "proxy" design of
 // docs/process-workers.md). call() sends one request and waits for the answer or the death
 // of the child, whichever comes first (poll on the answer eventfd and the pidfd); a death or
-// a broken protocol fails that call alone, the child is reaped, and the next call starts a
-// replacement, after a backoff when the worker is in a crash loop (crash_loop.hpp).
-// Owned by its thread (thread_local in process_api.cpp): never shared, so no lock.
+// a broken protocol fails that call alone, the child is reaped, and the starter starts a
+// replacement at once, after a backoff when the worker is in a crash loop (starter.hpp,
+// crash_loop.hpp). Owned by its thread (thread_local in process_api.cpp): never shared, so
+// no lock; what it shares with the starter is in its worker_box.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "knit/process.hpp"
-#include "process/crash_loop.hpp"
 #include "process/spawn.hpp"
+#include "process/starter.hpp"
 
 namespace knit::detail {
 
 class process_channel {
  public:
-  process_channel(unsigned number, process_options options);
+  explicit process_channel(std::shared_ptr<worker_box> box);
   ~process_channel();
   process_channel(const process_channel&) = delete;
   process_channel& operator=(const process_channel&) = delete;
@@ -33,26 +35,23 @@ class process_channel {
 
  private:
   void ensure_child(std::string_view name);
-  void start_child(std::string_view name);
   void reap_if_died_between_calls();
   // Kills (when `kill`) and reaps the child; returns how it ended, in words.
   std::string end_child(bool kill);
-  // Counts the crash and makes its error (the message gains the crash-loop state).
-  process_error crashed(std::string message);
-  void note_crash();
+  // Counts the crash (its replacement is under way) and makes its error (the message gains
+  // the crash-loop state).
+  process_error crashed(std::uint64_t id, std::string message);
   // A call refused because its deadline passed before it could be sent.
   static process_error past_deadline(std::string_view name, std::string_view when);
   // Kills and reaps the child of a call past its deadline (or its stuck limit, `stuck`).
   process_error killed_past_limit(std::string_view name, bool stuck);
-  void note_recovery();
   std::string who(std::string_view name) const;
 
+  std::shared_ptr<worker_box> box_;
   unsigned number_;
-  process_options options_;
-  std::chrono::nanoseconds spin_;  // 0 when this thread may run on one CPU only
-  crash_loop crash_loop_;
-  bool degraded_ = false;
-  bool started_ = false;  // the child finished its handshake (counted in children_live)
+  const process_options& options_;  // box_'s
+  std::chrono::nanoseconds spin_;   // 0 when this thread may run on one CPU only
+  bool degraded_ = false;           // as box_ said after the last crash
   std::optional<child_process> child_;
   std::uint64_t seq_ = 0;           // the last request sent (over every child of this worker)
   std::uint64_t answered_seq_ = 0;  // the child's answer_seq as last taken (0: a new child)

@@ -16,11 +16,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <string_view>
 
 #include "knit/process.hpp"
 #include "process/child_slot.hpp"
+#include "process/sandbox.hpp"
 #include "process/shared_region.hpp"
 #include "process/slot_bell.hpp"
 #include "process/spawn.hpp"
@@ -32,6 +34,7 @@ namespace {
 // Exit codes of a child that could not start (the host reports them).
 constexpr int exit_bad_args = 120;
 constexpr int exit_bad_region = 121;
+constexpr int exit_bad_sandbox = 122;
 constexpr int exit_host_gone = 0;
 
 child_slot slot;
@@ -81,6 +84,16 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
       } else {
         std::memcpy(region.answer_arena(), out.data(), out.size());
       }
+    } catch (const std::bad_alloc&) {
+      // Under a memory limit a failed allocation is the limit's doing (RLIMIT_AS).
+      if (load(h.memory_limit) == 0) {
+        status = answer_status::task_threw;
+        static constexpr std::string_view what = "std::bad_alloc";
+        answer_bytes = std::min(what.size(), arena);
+        std::memcpy(region.answer_arena(), what.data(), answer_bytes);
+      } else {
+        status = answer_status::out_of_memory;
+      }
     } catch (const std::exception& e) {
       status = answer_status::task_threw;
       answer_bytes = std::min(std::strlen(e.what()), arena);
@@ -92,6 +105,9 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
       std::memcpy(region.answer_arena(), unknown.data(), answer_bytes);
     }
   }
+  // A sanitizer runtime (TSan) may defer the SIGSYS handler until after the refused call
+  // returned: a refusal recorded during the task ends the child before any answer.
+  if (load(h.sandbox_syscall, std::memory_order_acquire) != 0) ::_exit(exit_sandbox_violation);
   store(h.answer_status, static_cast<std::uint32_t>(status));
   store(h.answer_bytes, answer_bytes);
   store(h.answer_seq, seq, std::memory_order_release);
@@ -128,12 +144,17 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
   region_header& h = region.header();
   store(h.registry_count, registry.count());
   store(h.registry_hash, registry.hash());
+  // Spin only where it can overlap the host (slot_bell.hpp); read once: the host wrote it
+  // before the spawn. Asked before the sandbox (sched_getaffinity is allowed, but this is
+  // the child's own setup, not a task's).
+  const std::chrono::nanoseconds spin(may_spin() ? load(h.spin_ns) : 0);
+  // The sandbox as the last step before ready: no call ever runs without it, and a child
+  // that cannot install it fails its start (the host reports the exit code, stderr why).
+  const std::string refused = apply_sandbox(h);
+  if (!refused.empty()) die(exit_bad_sandbox, ("cannot install its sandbox: " + refused).c_str());
   store(h.ready, std::uint32_t{1}, std::memory_order_release);
   ring_if_sleeping(h.host_sleeping, answer_fd);
 
-  // Spin only where it can overlap the host (slot_bell.hpp); read once: the host wrote it
-  // before the spawn.
-  const std::chrono::nanoseconds spin(may_spin() ? load(h.spin_ns) : 0);
   std::uint64_t last_seen = 0;  // request_seq of the last request served
   for (;;) {
     std::uint64_t seq = 0;

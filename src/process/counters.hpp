@@ -15,6 +15,8 @@ struct process_counters {
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> killed{0};
   std::atomic<std::uint64_t> respawned{0};
+  std::atomic<std::uint64_t> sandbox_kills{0};
+  std::atomic<std::uint64_t> memory_limit_kills{0};
   // Children that crashed or were killed and are not replaced yet. Writers: a channel that
   // loses its child (+1) and any channel that starts one (-1, counting a respawn); the
   // replacement may start on another worker thread (a stuck call's thread is retired).

@@ -3,14 +3,18 @@
 // first time a thread runs a process task; destroyed, its child killed and reaped, when
 // that thread exits, as a pool's workers do at shutdown).
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "knit/process.hpp"
 #include "process/channel.hpp"
 #include "process/counters.hpp"
+#include "process/starter.hpp"
 #include "process/task_registry.hpp"
 
 namespace knit {
@@ -23,7 +27,77 @@ process_options& stored_options() {
 }
 std::atomic<unsigned> next_worker_number{1};
 
+// The workers process_workers started that no worker thread has taken yet, each tagged with
+// its batch (the process_workers that owns it until taken).
+struct standby_worker {
+  std::uint64_t batch;
+  std::shared_ptr<detail::worker_box> box;
+};
+std::mutex standby_mutex;
+std::deque<standby_worker>& standby() {
+  static std::deque<standby_worker> workers;
+  return workers;
+}
+std::atomic<std::uint64_t> next_batch{1};
+
+// A worker for a thread's first process task: one started ahead, else a new one.
+std::shared_ptr<detail::worker_box> claim_worker() {
+  {
+    std::lock_guard lock(standby_mutex);
+    if (!standby().empty()) {
+      std::shared_ptr<detail::worker_box> box = std::move(standby().front().box);
+      standby().pop_front();
+      return box;
+    }
+  }
+  return std::make_shared<detail::worker_box>(
+      next_worker_number.fetch_add(1, std::memory_order_relaxed), current_process_options());
+}
+
 }  // namespace
+
+process_workers::process_workers(unsigned count)
+    : batch_(next_batch.fetch_add(1, std::memory_order_relaxed)), count_(count) {
+  if (count == 0 || count > 1024) {
+    throw config_error("knit::process_workers: count must be 1 .. 1024, not " +
+                       std::to_string(count));
+  }
+  detail::task_registry::instance().freeze();
+  const process_options options = current_process_options();
+  std::vector<std::shared_ptr<detail::worker_box>> boxes;
+  for (unsigned i = 0; i < count; ++i) {
+    boxes.push_back(std::make_shared<detail::worker_box>(
+        next_worker_number.fetch_add(1, std::memory_order_relaxed), options));
+    boxes.back()->want_child();
+  }
+  std::optional<std::string> failure;
+  for (auto& box : boxes) {
+    box->wait_started();
+    if (!failure) failure = box->start_failure();
+  }
+  if (failure) {
+    for (auto& box : boxes) box->abandon();
+    throw process_error(errc::worker_start_failed, *failure);
+  }
+  std::lock_guard lock(standby_mutex);
+  for (auto& box : boxes) standby().push_back({batch_, std::move(box)});
+}
+
+process_workers::~process_workers() {
+  std::vector<std::shared_ptr<detail::worker_box>> mine;
+  {
+    std::lock_guard lock(standby_mutex);
+    for (auto it = standby().begin(); it != standby().end();) {
+      if (it->batch == batch_) {
+        mine.push_back(std::move(it->box));
+        it = standby().erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& box : mine) box->abandon();
+}
 
 namespace detail {
 process_counters& counters() noexcept {
@@ -52,6 +126,10 @@ void process_options::validate() const {
   }
   if (worker_executable.empty()) bad("worker_executable is empty");
   if (spin.count() < 0 || spin.count() > 1'000'000) bad("spin must be 0 .. 1 s");
+  if (open_files < 8 || open_files > 65536) {
+    bad("open_files must be 8 .. 65536, not " + std::to_string(open_files));
+  }
+  if (sandbox != process_sandbox::off && sandbox != process_sandbox::strict) bad("bad sandbox");
 }
 
 void set_process_options(const process_options& options) {
@@ -75,6 +153,8 @@ process_stats current_process_stats() noexcept {
   s.calls = c.calls.load(std::memory_order_relaxed);
   s.killed = c.killed.load(std::memory_order_relaxed);
   s.respawned = c.respawned.load(std::memory_order_relaxed);
+  s.sandbox_kills = c.sandbox_kills.load(std::memory_order_relaxed);
+  s.memory_limit_kills = c.memory_limit_kills.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -88,10 +168,7 @@ std::string run_process_task(std::string_view name, std::string_view bytes,
                                 std::string(name) + "'");
   }
   thread_local std::unique_ptr<detail::process_channel> channel;
-  if (!channel) {
-    channel = std::make_unique<detail::process_channel>(
-        next_worker_number.fetch_add(1, std::memory_order_relaxed), current_process_options());
-  }
+  if (!channel) channel = std::make_unique<detail::process_channel>(claim_worker());
   return channel->call(*index, name, bytes, limits);
 }
 

@@ -31,7 +31,8 @@ shared_region::~shared_region() {
   if (base_) ::munmap(base_, bytes_);
 }
 
-shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns, unique_fd& memfd) {
+shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns,
+                            const region_sandbox& sandbox, unique_fd& memfd) {
   const std::size_t bytes = region_bytes(arena_bytes);
   // The name shows in /proc/PID/maps ("/memfd:knit-worker (deleted)"): what the leak test
   // counts.
@@ -50,6 +51,9 @@ shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns, uniq
   h.version = region_version;
   h.arena_bytes = arena_bytes;
   h.spin_ns = spin_ns;
+  h.sandbox = sandbox.strict;
+  h.open_files = sandbox.open_files;
+  h.memory_limit = sandbox.memory_limit;
   memfd = std::move(fd);
   return region;
 }

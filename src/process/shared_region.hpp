@@ -13,10 +13,11 @@
 //     other's eventfd only when the other's `sleeping` word says it sleeps (a Dekker pair of
 //     seq_cst fences: no lost wake-up); a waiter first spins for spin_ns when it may run on
 //     more than one CPU. A wake means "look again", never "there is news".
-//   Start: the host fills magic, version, arena_bytes, spin_ns and spawns. The child maps
-//     the memfd, checks them, writes registry_count and registry_hash, then ready = 1
-//     (release), and rings `answer`. The host waits for ready or the child's pidfd
-//     (start_timeout); a death, a timeout or a registry that differs fails the start.
+//   Start: the host fills magic, version, arena_bytes, spin_ns, the sandbox words and
+//     spawns. The child maps the memfd, checks them, writes registry_count and
+//     registry_hash, installs its sandbox when asked (sandbox.hpp; a child that cannot
+//     exits), then ready = 1 (release), and rings `answer`. The host waits for ready or the child's
+//     pidfd (start_timeout); a death, a timeout or a registry that differs fails the start.
 //   Call: the host copies the request into the request arena, writes task_index,
 //     request_bytes and then request_seq (seq + 1, release), and rings `request`. The child
 //     sees request_seq move (acquire), checks task_index < its count and request_bytes <=
@@ -41,16 +42,17 @@
 namespace knit::detail {
 
 inline constexpr std::uint32_t region_magic = 0x6b6e6974;  // "knit"
-inline constexpr std::uint32_t region_version = 2;
+inline constexpr std::uint32_t region_version = 3;
 inline constexpr std::size_t region_page = 4096;
 
 enum class answer_status : std::uint32_t {
-  ok = 1,           // answer_bytes of answer in the answer arena
-  task_threw = 2,   // answer arena: the exception's what(), truncated to the arena
-  too_large = 3,    // the answer did not fit: answer_bytes is the size it needed
-  bad_request = 4,  // the child found task_index or request_bytes out of range
+  ok = 1,             // answer_bytes of answer in the answer arena
+  task_threw = 2,     // answer arena: the exception's what(), truncated to the arena
+  too_large = 3,      // the answer did not fit: answer_bytes is the size it needed
+  bad_request = 4,    // the child found task_index or request_bytes out of range
+  out_of_memory = 5,  // the task's allocation failed under the memory limit (bad_alloc)
 };
-inline constexpr std::uint32_t answer_status_max = 4;
+inline constexpr std::uint32_t answer_status_max = 5;
 
 struct region_header {
   // Written by the host before the spawn.
@@ -78,6 +80,13 @@ struct region_header {
   std::uint32_t host_sleeping;
   std::uint32_t child_sleeping;
   std::uint64_t spin_ns;
+  // The sandbox (version 3), written by the host before the spawn: sandbox 1 = strict,
+  // memory_limit in bytes (0: none), open_files. sandbox_syscall: written by the child's
+  // SIGSYS handler, the number of the system call its filter refused, just before it exits.
+  std::uint32_t sandbox;
+  std::uint32_t open_files;
+  std::uint64_t memory_limit;
+  std::uint64_t sandbox_syscall;
 };
 static_assert(sizeof(region_header) <= region_page);
 
@@ -122,7 +131,13 @@ class shared_region {
 
 // The host's side: a new memfd of region_bytes(arena_bytes), mapped, the header filled in.
 // Throws std::system_error.
-shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns, unique_fd& memfd);
+struct region_sandbox {
+  std::uint32_t strict = 0;
+  std::uint32_t open_files = 64;
+  std::uint64_t memory_limit = 0;
+};
+shared_region create_region(std::size_t arena_bytes, std::uint64_t spin_ns,
+                            const region_sandbox& sandbox, unique_fd& memfd);
 // The child's side: maps `memfd` and checks its size and header. Returns an empty region
 // when they are wrong.
 shared_region map_region(int memfd, std::size_t arena_bytes) noexcept;

@@ -21,20 +21,22 @@ namespace knit::detail {
 inline constexpr std::string_view worker_marker = "--knit-process-worker";
 inline constexpr int worker_argc = 9;
 
-// A started child as its host holds it. Destroying it does not stop the child: the channel
-// kills and reaps it (process_channel::forget_child).
+// A started child as its host holds it. Destroying it does not stop the child: its owner
+// kills and reaps it (end_child, starter.hpp).
 struct child_process {
   pid_t pid = -1;
-  unique_fd pidfd;    // readable once the child has ended; waitid(P_PIDFD) reaps it
-  unique_fd request;  // host -> child eventfd
-  unique_fd answer;   // child -> host eventfd
-  unique_fd alive;    // the pipe's write end: closing it (or the host's death) ends the child
+  std::uint64_t id = 0;  // the starter's name for it (0: not started by the starter)
+  bool counted = false;  // counted in children_live (it finished its handshake)
+  unique_fd pidfd;       // readable once the child has ended; waitid(P_PIDFD) reaps it
+  unique_fd request;     // host -> child eventfd
+  unique_fd answer;      // child -> host eventfd
+  unique_fd alive;       // the pipe's write end: closing it (or the host's death) ends the child
   shared_region region;
 };
 
 // Spawns knit-worker-`number`, whose waits spin for spin_ns (slot_bell.hpp). Throws
 // process_error(worker_start_failed).
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
-                          std::uint64_t spin_ns);
+                          std::uint64_t spin_ns, const region_sandbox& sandbox);
 
 }  // namespace knit::detail

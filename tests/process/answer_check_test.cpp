@@ -139,7 +139,7 @@ TEST(answer_check, a_sequence_other_than_the_request_breaks_the_protocol) {
 }
 
 TEST(answer_check, a_status_out_of_range_breaks_the_protocol) {
-  for (std::uint32_t status : {0u, 5u, 99u, 0xffffffffu}) {
+  for (std::uint32_t status : {0u, 6u, 99u, 0xffffffffu}) {
     const answer_verdict v = check_answer({seq, status, 0}, seq, arena);
     EXPECT_EQ(v.kind, answer_kind::broken);
     EXPECT_EQ(v.why, "answer_status " + std::to_string(status) + " out of range");

@@ -67,6 +67,17 @@ inline knit::result<std::string> run_one(knit::pool& pool, std::string task, std
   return std::move(*calls[0].result);
 }
 
+// The text of a /proc file, "" when it cannot be read. A read racing the process's exit
+// fails with ESRCH, which the stream throws (basic_filebuf::underflow): gone, not an error.
+inline std::string read_proc_file(const std::string& path) {
+  try {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 inline std::size_t open_fd_count() {
   std::size_t n = 0;
   if (DIR* d = ::opendir("/proc/self/fd")) {
@@ -99,8 +110,7 @@ inline std::vector<child_info> children_of(int parent) {
   if (!d) return out;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = read_proc_file(std::string("/proc/") + e->d_name + "/stat");
     const auto close = text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(text.substr(close + 1));
@@ -117,17 +127,15 @@ inline std::vector<child_info> children_of_this_process() { return children_of(:
 
 // The state letter of `pid` from /proc/PID/stat, or 0 when it is gone.
 inline char process_state(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size()) return 0;
   return text[close + 2];
 }
 
 inline std::string process_comm(int pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
+  std::string name = read_proc_file("/proc/" + std::to_string(pid) + "/comm");
+  if (const auto end = name.find('\n'); end != std::string::npos) name.resize(end);
   return name;
 }
 

@@ -4,8 +4,15 @@
 // write would find it) before crashing or before signalling an answer it never wrote.
 #include "process/test_tasks.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 
 #include <chrono>
 #include <cstdint>
@@ -44,7 +51,62 @@ int overflow(int depth) {
 
 std::size_t parse_size(std::string_view in) { return std::stoul(std::string(in)); }
 
+// What a call returned, in words: "ok" or the errno's text (a task that the sandbox lets
+// through reports what the kernel said instead of being stopped).
+std::string outcome(long r) { return r >= 0 ? "ok" : std::strerror(errno); }
+
 }  // namespace
+
+// The tasks a sandbox refuses, and those it allows (a thread, a read-only open, memory).
+void register_sandbox_tasks() {
+  knit::register_process_task("connect", [](std::string_view) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return "socket: " + outcome(fd);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(9);  // discard: nothing listens; connect is refused
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const std::string r = outcome(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to));
+    ::close(fd);
+    return "connect: " + r;
+  });
+  knit::register_process_task("exec_sh", [](std::string_view) {
+    char sh[] = "/bin/sh", c[] = "-c", cmd[] = "exit 0";
+    char* argv[] = {sh, c, cmd, nullptr};
+    ::execve("/bin/sh", argv, environ);
+    return "execve: " + std::string(std::strerror(errno));
+  });
+  knit::register_process_task("fork", [](std::string_view) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    if (pid < 0) return "fork: " + std::string(std::strerror(errno));
+    ::waitpid(pid, nullptr, 0);
+    return std::string("forked");
+  });
+  knit::register_process_task("open_write", [](std::string_view) {
+    const int fd = ::open("/etc/passwd", O_WRONLY | O_CLOEXEC);
+    const std::string r = outcome(fd);
+    if (fd >= 0) ::close(fd);
+    return "open: " + r;
+  });
+  knit::register_process_task("open_read", [](std::string_view) {
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    char buf[64];
+    const long n = fd >= 0 ? ::read(fd, buf, sizeof buf) : -1;
+    if (fd >= 0) ::close(fd);
+    return n > 0 ? std::string("read") : "open: " + outcome(fd);
+  });
+  knit::register_process_task("allocate", [](std::string_view in) {
+    std::string big(parse_size(in), 'x');  // touched: every page is written
+    return std::to_string(big.size());
+  });
+  knit::register_process_task("thread", [](std::string_view) {
+    std::string out;
+    std::thread t([&out] { out = "joined"; });
+    t.join();
+    return out;
+  });
+}
 
 void register_test_tasks() {
   knit::register_process_task("echo", [](std::string_view in) { return std::string(in); });
@@ -86,6 +148,7 @@ void register_test_tasks() {
     if (::write(s.answer_fd, &one, sizeof one) != sizeof one) std::abort();
     for (;;) ::pause();
   });
+  register_sandbox_tasks();
 }
 
 }  // namespace knit_test

@@ -173,6 +173,8 @@ TEST(metrics_exposition, WorkerProcessesOnlyWithProcessIsolation) {
   EXPECT_EQ(page.sum("knit_worker_process_kills_total"), 1);
   EXPECT_EQ(page.sum("knit_worker_processes"), 4);
   EXPECT_EQ(page.sum("knit_worker_processes_crash_looping"), 1);
+  EXPECT_EQ(page.sum("knit_worker_process_sandbox_kills_total"), 0);
+  EXPECT_EQ(page.sum("knit_worker_process_memory_kills_total"), 0);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 // call gets 504 and its worker process is killed; a crash loop turns /readyz to "degraded"; SIGTERM
 // leaves no worker process behind. No test asserts on timing: what a test waits for is an event (a
 // child's CPU time growing, a process gone), and deadlines only keep a broken server from hanging.
+#include <dirent.h>
 #include <signal.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -38,8 +40,7 @@ struct proc_info {
 
 // /proc/PID/stat, or nullopt when the process is gone.
 std::optional<proc_info> read_proc(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = text.rfind(')');
   if (close == std::string::npos) return std::nullopt;
   std::istringstream rest(text.substr(close + 2));
@@ -276,6 +277,146 @@ TEST(process_isolation, readyz_says_degraded_while_the_workers_crash_loop) {
   const json::object stats = read_stats(server);
   EXPECT_EQ(workers_field(stats, "crashed"), 5);
   EXPECT_EQ(workers_field(stats, "degraded"), 1);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// The children and their fd tables (/proc/PID/fd): each entry's link target.
+std::vector<std::string> fd_targets(pid_t pid) {
+  std::vector<std::string> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char target[256] = {};
+      const ssize_t n = ::readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+      out.push_back(std::string(e->d_name) + " -> " + (n > 0 ? std::string(target, n) : "?"));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// /proc/PID/status, "" when gone.
+std::string proc_status(pid_t pid) {
+  // A newline first, so every field, the first too, follows one.
+  return std::string(1, '\n').append(read_proc_file("/proc/" + std::to_string(pid) + "/status"));
+}
+
+// The live children of `parent` named knit-worker-*. A read of /proc racing a child's
+// death can fail (ESRCH, thrown by the stream): the caller's poll then just looks again.
+std::vector<pid_t> worker_children(pid_t parent) {
+  std::vector<pid_t> out;
+  try {
+    for (pid_t kid : live_children_of(parent)) {
+      if (process_comm(kid).rfind("knit-worker-", 0) == 0) out.push_back(kid);
+    }
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+// Every worker process is started and handshaken before "listening on": with each start
+// slowed by the test hook, both children of KNIT_THREADS=2 exist the moment the line
+// appears, knit-stats counts them live, and the first /readyz already says ready.
+TEST(process_isolation, every_worker_process_is_up_before_the_server_listens) {
+  server_process server(
+      process_env({{"KNIT_THREADS", "2"}, {"KNIT_TEST_WORKER_START_DELAY_MS", "300"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  const std::vector<pid_t> kids = worker_children(server.pid());
+  EXPECT_EQ(kids.size(), 2U);
+  // Sandboxed by default: a seccomp filter (mode 2) and no new privileges.
+  for (pid_t kid : kids) {
+    const std::string status = proc_status(kid);
+    EXPECT_NE(status.find("\nSeccomp:\t2\n"), std::string::npos) << status;
+    EXPECT_NE(status.find("\nNoNewPrivs:\t1\n"), std::string::npos) << status;
+  }
+  {
+    connection c(server.port());
+    const auto ready = c.request("GET", "/readyz");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200) << ready->body;
+  }
+  const json::object stats = read_stats(server);
+  EXPECT_EQ(workers_field(stats, "live"), 2);
+  EXPECT_EQ(workers_field(stats, "respawned"), 0);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// KNIT_WORKER_SANDBOX=off: no filter; a value it does not know: exit 2 naming it.
+TEST(process_isolation, the_sandbox_is_off_only_when_asked) {
+  server_process off(process_env({{"KNIT_THREADS", "1"}, {"KNIT_WORKER_SANDBOX", "off"}}));
+  ASSERT_TRUE(off.wait_listening()) << off.stderr_text();
+  const std::vector<pid_t> kids = worker_children(off.pid());
+  ASSERT_EQ(kids.size(), 1U);
+  const std::string status = proc_status(kids[0]);
+  EXPECT_NE(status.find("\nSeccomp:\t0\n"), std::string::npos) << status;
+  EXPECT_EQ(off.stop(), 0) << off.stderr_text();
+
+  server_process bad(process_env({{"KNIT_WORKER_SANDBOX", "loose"}}));
+  EXPECT_EQ(bad.wait_exit(), 2);
+  EXPECT_NE(bad.stderr_text().find("KNIT_WORKER_SANDBOX"), std::string::npos) << bad.stderr_text();
+}
+
+// A worker process that cannot start: the server exits 1 before it listens, with one line
+// naming the cause, and leaves no child behind.
+TEST(process_isolation, a_worker_that_cannot_start_stops_the_server_before_it_listens) {
+  server_process server(process_env({{"KNIT_THREADS", "2"}, {"KNIT_TEST_WORKER_EXIT", "7"}}));
+  EXPECT_FALSE(server.wait_listening());
+  const pid_t pid = server.pid();
+  EXPECT_EQ(server.wait_exit(), 1);
+  EXPECT_EQ(server.stdout_seen().find("listening on"), std::string::npos) << server.stdout_seen();
+  const std::string log = server.stderr_text();
+  const std::string line = "knit-server: cannot start the worker processes: ";
+  EXPECT_NE(log.find(line), std::string::npos) << log;
+  EXPECT_NE(log.find("exited with code 7 before its handshake"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\n'), log.size() - 1) << "one line: " << log;
+  EXPECT_TRUE(children_of(pid).empty());
+}
+
+// A worker process killed while idle, with a client connected: its replacement is started
+// without any request, and inherits neither the listening socket nor the connection: its fd
+// table holds stdin/out/err and its own three (two eventfds, the host-alive pipe).
+TEST(process_isolation, a_killed_worker_is_replaced_at_once_with_only_its_own_fds) {
+  server_process server(process_env({{"KNIT_THREADS", "1"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection c(server.port());
+  ASSERT_TRUE(c.request("GET", "/ping"));  // the connection is open in the server
+  const pid_t worker = the_only_child(server.pid());
+  ASSERT_NE(worker, 0);
+  ::kill(worker, SIGKILL);
+  pid_t replacement = 0;
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < limit) {
+    const std::vector<pid_t> kids = worker_children(server.pid());
+    if (kids.size() == 1 && kids[0] != worker) {
+      replacement = kids[0];
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_NE(replacement, 0) << "no replacement without a request";
+  // Its handshake done (it closes the memfd before it): counted as a respawn.
+  (void)stats_where(server, [](const json::object& s) {
+    return s.at("workers").at("respawned").as_int64() == 1;
+  });
+  const std::vector<std::string> fds = fd_targets(replacement);
+  int own = 0;
+  for (const std::string& fd : fds) {
+    EXPECT_EQ(fd.find("socket:"), std::string::npos) << fd;
+    const bool std_fd = fd.rfind("0 ", 0) == 0 || fd.rfind("1 ", 0) == 0 || fd.rfind("2 ", 0) == 0;
+    if (!std_fd) {
+      ++own;
+      EXPECT_TRUE(fd.find("anon_inode:[eventfd]") != std::string::npos ||
+                  fd.find("pipe:") != std::string::npos)
+          << fd;
+    }
+  }
+  EXPECT_EQ(own, 3) << testing::PrintToString(fds);
+  const auto jwt = c.request("POST", "/jwt", kJwtBody);
+  ASSERT_TRUE(jwt);
+  EXPECT_EQ(jwt->status, 200);
+  EXPECT_EQ(workers_field(read_stats(server), "respawned"), 1);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 

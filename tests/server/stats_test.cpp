@@ -78,7 +78,7 @@ TEST(stats, process_isolation_adds_the_worker_processes) {
   const std::string line = format_stats_line(exec_mode::pooled, {}, {}, {}, std::string_view("{}"),
                                              std::nullopt, {}, workers);
   EXPECT_NE(line.find(R"("pool":{},"isolation":"process","workers":{"crashed":3,"respawned":2,)"
-                      R"("killed":1,"live":4,"degraded":1}})"),
+                      R"("killed":1,"live":4,"degraded":1,"sandbox_kills":0,"memory_kills":0}})"),
             std::string::npos)
       << line;
 }

@@ -1,0 +1,379 @@
+// The starter thread and the worker boxes (starter.hpp), and start_child / end_child.
+#include "process/starter.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "process/counters.hpp"
+#include "process/exit_status.hpp"
+#include "process/pidfd.hpp"
+#include "process/slot_bell.hpp"
+#include "process/task_registry.hpp"
+
+namespace knit::detail {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+// The process-wide starter. Created on first use and never destroyed: its thread blocks in
+// poll for the life of the process (children it spawned keep a PDEATHSIG tied to it), and a
+// static destructor must not pull its state from under it at exit.
+class starter {
+ public:
+  static starter& instance() {
+    static starter* s = new starter();  // leaked on purpose (above)
+    return *s;
+  }
+
+  // Queues a start of `box` at `at`. Called with the box's mutex held (lock order: box,
+  // then starter).
+  void schedule(std::shared_ptr<worker_box> box, steady::time_point at) {
+    {
+      std::lock_guard lock(mutex_);
+      starts_.emplace(at, std::move(box));
+    }
+    nudge();
+  }
+
+  // Watches a dup of `c`'s pidfd; its end becomes box->replace(id).
+  void watch(const child_process& c, const std::shared_ptr<worker_box>& box) {
+    const int fd = ::fcntl(c.pidfd.get(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;  // unwatched: its end is then seen by its channel alone
+    {
+      std::lock_guard lock(mutex_);
+      watches_.push_back({fd, c.id, box});
+    }
+    nudge();
+  }
+
+  // Stops watching child `id` and closes its dup now (the caller is about to reap it: no fd
+  // may outlive it). The starter may be polling the closed number: it checks ids after poll.
+  void unwatch(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    for (auto it = watches_.begin(); it != watches_.end(); ++it) {
+      if (it->id == id) {
+        ::close(it->fd);
+        watches_.erase(it);
+        break;
+      }
+    }
+  }
+
+  std::uint64_t next_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  struct watch_entry {
+    int fd;
+    std::uint64_t id;
+    std::weak_ptr<worker_box> box;
+  };
+
+  starter() : nudge_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    std::thread([this] { run(); }).detach();
+  }
+
+  void nudge() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(nudge_fd_, &one, sizeof one);
+  }
+
+  void run() {
+    std::vector<pollfd> fds;
+    std::vector<std::uint64_t> ids;
+    for (;;) {
+      int timeout_ms = -1;
+      {
+        std::lock_guard lock(mutex_);
+        fds.assign(1, pollfd{nudge_fd_, POLLIN, 0});
+        ids.assign(1, 0);
+        for (const watch_entry& w : watches_) {
+          fds.push_back({w.fd, POLLIN, 0});
+          ids.push_back(w.id);
+        }
+        if (!starts_.empty()) {
+          const auto wait = starts_.begin()->first - steady::now();
+          timeout_ms =
+              wait <= steady::duration::zero()
+                  ? 0
+                  : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+        }
+      }
+      ::poll(fds.data(), fds.size(), timeout_ms);
+      if (fds[0].revents) {
+        std::uint64_t count;
+        [[maybe_unused]] ssize_t n = ::read(nudge_fd_, &count, sizeof count);
+      }
+      // Deaths: each id still watched whose fd was readable.
+      std::vector<std::pair<std::shared_ptr<worker_box>, std::uint64_t>> ended;
+      {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+          if (!fds[i].revents) continue;
+          for (auto it = watches_.begin(); it != watches_.end(); ++it) {
+            if (it->id != ids[i]) continue;
+            if (auto box = it->box.lock()) ended.emplace_back(std::move(box), it->id);
+            ::close(it->fd);
+            watches_.erase(it);
+            break;
+          }
+        }
+      }
+      for (auto& [box, id] : ended) box->replace(id, /*crash=*/true);
+      // Starts that are due, one at a time (each is bounded by its start_timeout).
+      for (;;) {
+        std::shared_ptr<worker_box> box;
+        {
+          std::lock_guard lock(mutex_);
+          if (starts_.empty() || starts_.begin()->first > steady::now()) break;
+          box = std::move(starts_.begin()->second);
+          starts_.erase(starts_.begin());
+        }
+        run_start(box);
+      }
+    }
+  }
+
+  void run_start(const std::shared_ptr<worker_box>& box) {
+    {
+      std::lock_guard lock(box->mutex_);
+      if (box->abandoned_) {
+        box->scheduled_ = false;
+        box->changed_.notify_all();
+        return;
+      }
+      box->starting_ = true;
+    }
+    std::optional<child_process> child;
+    std::optional<process_error> failure;
+    try {
+      child = start_child(box->number(), box->options());
+      child->id = next_id();
+    } catch (const process_error& e) {
+      failure = e;
+    }
+    std::unique_lock lock(box->mutex_);
+    box->starting_ = false;
+    box->scheduled_ = false;
+    if (box->abandoned_) {
+      lock.unlock();
+      if (child) end_child(*child, /*kill=*/true);
+      lock.lock();
+    } else if (child) {
+      watch(*child, box);
+      box->ready_ = std::move(child);
+    } else {
+      box->failed_ = std::move(failure);
+    }
+    box->changed_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::multimap<steady::time_point, std::shared_ptr<worker_box>> starts_;
+  std::vector<watch_entry> watches_;
+  std::atomic<std::uint64_t> next_id_{1};
+  int nudge_fd_;
+};
+
+worker_box::worker_box(unsigned number, process_options options)
+    : number_(number),
+      options_(std::move(options)),
+      crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
+                  options_.backoff_max) {}
+
+void worker_box::schedule_locked(crash_loop::clock::time_point at) {
+  scheduled_ = true;
+  starter::instance().schedule(shared_from_this(), at);
+}
+
+void worker_box::set_degraded_locked(bool degraded) {
+  if (degraded == degraded_) return;
+  if (degraded) {
+    counters().degraded_workers.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+  }
+  degraded_ = degraded;
+}
+
+bool worker_box::replace(std::uint64_t id, bool crash) {
+  std::lock_guard lock(mutex_);
+  if (abandoned_ || id == handled_id_) return degraded_;
+  handled_id_ = id;
+  const auto now = crash_loop::clock::now();
+  if (ready_ && ready_->id == id) {
+    // A child started ahead that died before any thread took it: no channel will see it,
+    // so it is reaped and counted here.
+    end_child(*ready_, /*kill=*/false);
+    ready_.reset();
+    counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (crash) {
+    crash_loop_.record_crash(now);
+    set_degraded_locked(crash_loop_.degraded(now));
+  }
+  // Counted as lost until a start replaces it (a respawn, whichever worker starts one).
+  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  if (!scheduled_ && !ready_ && !failed_) schedule_locked(crash_loop_.respawn_at(now));
+  return degraded_;
+}
+
+void worker_box::want_child() {
+  std::lock_guard lock(mutex_);
+  if (abandoned_ || scheduled_ || ready_ || failed_) return;
+  schedule_locked(crash_loop_.respawn_at(crash_loop::clock::now()));
+}
+
+child_process worker_box::take() {
+  std::unique_lock lock(mutex_);
+  if (!abandoned_ && !scheduled_ && !ready_ && !failed_) {
+    schedule_locked(crash_loop_.respawn_at(crash_loop::clock::now()));
+  }
+  // Bounded: a scheduled start begins by its backoff (at most backoff_max) and ends within
+  // start_timeout.
+  changed_.wait(lock, [&] { return ready_ || failed_ || abandoned_; });
+  if (ready_) {
+    child_process c = std::move(*ready_);
+    ready_.reset();
+    return c;
+  }
+  if (abandoned_) throw process_error(errc::worker_start_failed, "knit: process worker stopped");
+  process_error e = std::move(*failed_);
+  failed_.reset();
+  // A failed start counts as a crash (the crash loop bounds the retries); the next call on
+  // this worker schedules the next try. No retry is scheduled here: a binary that cannot
+  // start would otherwise keep spawning with no one calling.
+  const auto now = crash_loop::clock::now();
+  crash_loop_.record_crash(now);
+  set_degraded_locked(crash_loop_.degraded(now));
+  counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  if (degraded_) {
+    throw process_error(static_cast<errc>(e.code().value()),
+                        message_of(e) + "; crash loop: respawns back off");
+  }
+  throw e;
+}
+
+bool worker_box::still_degraded() {
+  std::lock_guard lock(mutex_);
+  set_degraded_locked(crash_loop_.degraded(crash_loop::clock::now()));
+  return degraded_;
+}
+
+void worker_box::abandon() {
+  std::optional<child_process> child;
+  {
+    std::unique_lock lock(mutex_);
+    abandoned_ = true;
+    changed_.wait(lock, [&] { return !starting_; });
+    child = std::move(ready_);
+    ready_.reset();
+    set_degraded_locked(false);
+  }
+  if (child) end_child(*child, /*kill=*/true);
+}
+
+void worker_box::wait_started() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !scheduled_ || abandoned_; });
+}
+
+std::optional<std::string> worker_box::start_failure() {
+  std::lock_guard lock(mutex_);
+  if (!failed_) return std::nullopt;
+  return message_of(*failed_);
+}
+
+std::string message_of(const process_error& e) {
+  std::string what = e.what();
+  const std::string suffix = ": " + e.code().message();
+  if (what.ends_with(suffix)) what.resize(what.size() - suffix.size());
+  return what;
+}
+
+std::string end_child(child_process& c, bool kill) {
+  if (c.id != 0) starter::instance().unwatch(c.id);
+  if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
+  siginfo_t info{};
+  int r;
+  do {
+    r = ::waitid(p_pidfd, static_cast<id_t>(c.pidfd.get()), &info, WEXITED);
+  } while (r < 0 && errno == EINTR);
+  std::string how = r == 0 ? describe_exit(info)
+                           : std::string("ended (its status was not available: ") +
+                                 std::strerror(errno) + "; reaped elsewhere?)";
+  if (c.counted) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
+  c.counted = false;
+  return how;
+}
+
+child_process start_child(unsigned number, const process_options& options) {
+  task_registry& registry = task_registry::instance();
+  registry.freeze();
+  region_sandbox sandbox;
+  sandbox.strict = options.sandbox == process_sandbox::strict ? 1 : 0;
+  sandbox.open_files = options.open_files;
+  sandbox.memory_limit = options.memory_limit;
+  child_process c = spawn_child(options.worker_executable, number, options.arena_bytes,
+                                static_cast<std::uint64_t>(options.spin.count()), sandbox);
+  const std::string who = "knit: process worker knit-worker-" + std::to_string(number) + " (pid " +
+                          std::to_string(c.pid) + ", " + options.worker_executable + ")";
+  region_header& header = c.region.header();
+  const bell_end end =
+      wait_for_ring([&] { return load(header.ready, std::memory_order_acquire) != 0; },
+                    header.host_sleeping, c.answer.get(), c.pidfd.get(),
+                    steady::now() + options.start_timeout, std::chrono::nanoseconds(0));
+  std::string failure;
+  if (end == bell_end::other_fd) {
+    // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
+    // reported an error rather than the death.
+    failure = who + ": the worker " + end_child(c, true) + " before its handshake";
+  } else if (end == bell_end::timeout) {
+    failure = who + ": the worker did not finish its handshake within " +
+              std::to_string(options.start_timeout.count()) + " ms; killed";
+    end_child(c, true);
+  } else {
+    const std::uint32_t ready = load(header.ready, std::memory_order_acquire);
+    const std::uint32_t count = load(header.registry_count);
+    const std::uint64_t hash = load(header.registry_hash);
+    if (ready != 1 || count != registry.count() || hash != registry.hash()) {
+      failure = who + ": task registry mismatch: the host has " + std::to_string(registry.count()) +
+                " tasks (hash " + hex(registry.hash()) + "), the worker has " +
+                std::to_string(count) + " (hash " + hex(hash) +
+                "); both must register the same tasks in the same order";
+      end_child(c, true);
+    }
+  }
+  if (!failure.empty()) throw process_error(errc::worker_start_failed, failure);
+  c.counted = true;
+  std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
+  while (lost > 0 &&
+         !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
+  }
+  if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
+  counters().children_started.fetch_add(1, std::memory_order_relaxed);
+  counters().children_live.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace knit::detail

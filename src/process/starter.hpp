@@ -1,0 +1,108 @@
+// The starter: one process-wide thread that starts worker processes off the request path and
+// watches every live one, so that a worker's process is ready before a call needs it.
+//
+// Why a thread of its own:
+//   - Eager start (knit::process_workers): N children are spawned and handshaken before the
+//     caller goes on; the starter spawns them, so their PR_SET_PDEATHSIG follows a thread
+//     that lives as long as the process (PDEATHSIG fires when the *spawning thread* ends).
+//   - Replace at once: a child that dies (a crash during a call, a kill at a deadline, a
+//     SIGKILL from outside while it idles) is replaced as soon as the starter sees it, after
+//     the crash-loop backoff, not when the next call lands on its worker. The starter polls
+//     a dup of every live child's pidfd for that, so an idle child's death is seen too.
+//
+// One worker_box per process worker (per pool worker thread's channel, or per worker started
+// ahead by process_workers), shared by its channel and the starter, its state under its
+// mutex. The channel owns the child it holds; the box holds a child only between the
+// starter's start and the channel's take():
+//
+//   channel                         starter
+//   replace(id): first sighting of  on the pidfd of child `id` readable: replace(id).
+//     child id's end -> schedule a  at a scheduled time: start the child (spawn, handshake),
+//     start at the crash loop's       put it (or the failure) in the box, notify.
+//     respawn time.
+//   take(): waits for the started child or the failure.
+//   abandon(): no more starts; waits out a start under way, ends a child not taken.
+//
+// A start is never scheduled twice for one ending: `handled_id` is the id of the last child
+// whose end was acted on, set by whichever side saw it first (both do, for a crash during a
+// call). A kill by the channel itself (a deadline, a stuck limit, the memory limit) is
+// announced before the SIGKILL (replace(id, /*crash=*/false)), so the starter's later
+// sighting is not taken for a crash.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "knit/process.hpp"
+#include "process/crash_loop.hpp"
+#include "process/spawn.hpp"
+
+namespace knit::detail {
+
+class worker_box : public std::enable_shared_from_this<worker_box> {
+ public:
+  worker_box(unsigned number, process_options options);
+  worker_box(const worker_box&) = delete;
+  worker_box& operator=(const worker_box&) = delete;
+
+  unsigned number() const noexcept { return number_; }
+  const process_options& options() const noexcept { return options_; }
+
+  // The end of child `id` (0: no child yet, or the last start failed) was seen: when it is
+  // the first sighting, records a crash (when `crash`) in the crash loop and schedules the
+  // replacement at the crash loop's respawn time. Returns whether the worker is degraded.
+  bool replace(std::uint64_t id, bool crash);
+  // Schedules a start now unless one is scheduled, under way or waiting to be taken (a
+  // worker with no child: the first call, or the call after a failed start).
+  void want_child();
+  // Waits for the scheduled start: the child, or the error of a start that failed (a failed
+  // start counts as a crash in the crash loop, as a crashed child does).
+  child_process take();
+  // Whether the crash loop still holds K crashes now (after a call that went well).
+  bool still_degraded();
+  // No more starts for this worker: waits for a start under way, ends (kills and reaps) a
+  // child not yet taken. Idempotent.
+  void abandon();
+  // Waits until no start is scheduled or under way (the started child, or a failure, is
+  // then in the box). For process_workers, which starts all its workers before it returns.
+  void wait_started();
+  // The failure of the last start, when the box holds one (without taking it).
+  std::optional<std::string> start_failure();
+
+ private:
+  friend class starter;
+  void schedule_locked(crash_loop::clock::time_point at);
+  void set_degraded_locked(bool degraded);
+
+  const unsigned number_;
+  const process_options options_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  crash_loop crash_loop_;
+  bool degraded_ = false;
+  bool abandoned_ = false;
+  bool scheduled_ = false;  // a start is queued with the starter or under way
+  bool starting_ = false;   // the starter is spawning or handshaking now
+  std::uint64_t handled_id_ = 0;
+  std::optional<child_process> ready_;
+  std::optional<process_error> failed_;
+};
+
+// Spawns knit-worker-`number` with `options` and waits for its handshake; on success the
+// child is counted (children_started, children_live, respawned), on failure it is killed and
+// reaped. Throws process_error(worker_start_failed) naming the cause.
+child_process start_child(unsigned number, const process_options& options);
+
+// What `e` was made with: its what() less the ": <code's message>" system_error appends.
+std::string message_of(const process_error& e);
+
+// Kills (when `kill`) and reaps `c`, stops watching it, uncounts it from children_live when
+// it was counted; returns how it ended, in words.
+std::string end_child(child_process& c, bool kill);
+
+}  // namespace knit::detail

@@ -1,0 +1,178 @@
+// Worker processes ready before traffic (knit::process_workers) and replaced at once: every
+// child exists and has handshaken when the constructor returns, a worker that cannot start
+// fails the constructor with its cause, and after a crash or a kill the replacement is
+// started without waiting for a call.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "knit/pool.hpp"
+#include "knit/process.hpp"
+#include "process/process_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using knit_test::children_of_this_process;
+using knit_test::process_call;
+using knit_test::run_calls;
+using knit_test::run_one;
+
+// The children of this process (with zombies when `zombies`) not in `except`.
+std::set<int> children(const std::set<int>& except, bool zombies) {
+  std::set<int> pids;
+  for (const auto& c : children_of_this_process()) {
+    if ((zombies || c.state != 'Z') && !except.contains(c.pid)) pids.insert(c.pid);
+  }
+  return pids;
+}
+
+// Waits (10 s at most) for `done()`; no call is made meanwhile.
+template <class Done>
+bool within_10s(Done done) {
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+class process_ahead_test : public testing::Test {
+ protected:
+  void SetUp() override {
+    knit::process_options options;
+    options.crash_loop_crashes = 100;  // no backoff in these tests
+    knit::set_process_options(options);
+    base_ = knit::current_process_stats();
+    // A plain run of the binary runs every test in one process: a child left by an earlier
+    // test (the main thread's own, from run_process_task) is not this test's.
+    earlier_ = children(std::set<int>{}, true);
+  }
+  // This test's live worker processes (knit-worker-N, not zombies).
+  std::set<int> live_workers() const {
+    std::set<int> pids;
+    for (int pid : children(earlier_, false)) {
+      if (knit_test::process_comm(pid).starts_with("knit-worker-")) pids.insert(pid);
+    }
+    return pids;
+  }
+  // Every child of this test, zombies included.
+  bool no_children() const { return children(earlier_, true).empty(); }
+  std::uint64_t live() const {
+    return knit::current_process_stats().children_live - base_.children_live;
+  }
+  std::uint64_t started() const {
+    return knit::current_process_stats().children_started - base_.children_started;
+  }
+  knit::process_stats base_;
+  std::set<int> earlier_;
+};
+
+TEST_F(process_ahead_test, every_child_is_up_when_the_constructor_returns) {
+  knit::pool pool(knit_test::threads(2));
+  knit::process_workers workers(pool);
+  EXPECT_EQ(workers.count(), 2u);
+  // Read right after the constructor: both children exist and finished their handshake.
+  EXPECT_EQ(live_workers().size(), 2u);
+  EXPECT_EQ(started(), 2u);
+  EXPECT_EQ(live(), 2u);
+  // Two overlapping calls run on those two children: no call started one.
+  const std::set<int> ahead = live_workers();
+  std::vector<process_call> calls{{"sleep_pid", "100", std::nullopt},
+                                  {"sleep_pid", "100", std::nullopt}};
+  ASSERT_TRUE(run_calls(pool, calls));
+  std::set<int> served;
+  for (auto& c : calls) {
+    ASSERT_TRUE(c.result->ok()) << knit::failure_message(*c.result);
+    served.insert(std::stoi(c.result->value()));
+  }
+  EXPECT_EQ(served, ahead);
+  EXPECT_EQ(started(), 2u);
+}
+
+TEST_F(process_ahead_test, a_worker_that_cannot_start_fails_the_constructor_with_its_cause) {
+  knit::process_options options;
+  options.worker_executable = "/bin/true";  // exits 0 without calling worker_main
+  knit::set_process_options(options);
+  try {
+    knit::process_workers workers(2);
+    FAIL() << "started workers that cannot start";
+  } catch (const knit::process_error& e) {
+    EXPECT_EQ(e.code(), knit::errc::worker_start_failed);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("knit-worker-"), std::string::npos) << what;
+    EXPECT_NE(what.find("exited with code 0 before its handshake"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(live(), 0u);
+}
+
+TEST_F(process_ahead_test, destroying_it_ends_the_children_no_thread_took) {
+  {
+    knit::process_workers workers(3);
+    EXPECT_EQ(live_workers().size(), 3u);
+  }
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(live(), 0u);
+}
+
+// A SIGKILL from outside to an idle child: the replacement appears with no call made.
+TEST_F(process_ahead_test, a_killed_idle_child_is_replaced_without_a_call) {
+  knit::pool pool(knit_test::threads(1));
+  knit::process_workers workers(pool);
+  auto first = run_one(pool, "pid", "");
+  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
+  const int pid = std::stoi(first.value());
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(within_10s([&] {
+    const std::set<int> now = live_workers();
+    return now.size() == 1 && !now.contains(pid) && started() == 2;
+  })) << "no replacement without a call";
+  const int replacement = *live_workers().begin();
+  auto next = run_one(pool, "pid", "");
+  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
+  EXPECT_EQ(std::stoi(next.value()), replacement);
+  EXPECT_EQ(started(), 2u) << "the call after the kill started no child";
+  EXPECT_EQ(knit::current_process_stats().respawned - base_.respawned, 1u);
+}
+
+// A child started ahead that no thread took yet, killed: replaced too, and reaped.
+TEST_F(process_ahead_test, a_killed_child_no_thread_took_is_replaced_and_reaped) {
+  knit::process_workers workers(1);
+  const std::set<int> before = live_workers();
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(::kill(*before.begin(), SIGKILL), 0);
+  ASSERT_TRUE(within_10s([&] {
+    const std::set<int> now = live_workers();
+    return now.size() == 1 && now != before && children(earlier_, true).size() == 1 &&
+           started() == 2;
+  })) << "not replaced, or the killed one not reaped";
+  EXPECT_EQ(started(), 2u);
+  EXPECT_EQ(live(), 1u);
+}
+
+// A crash during a call: its replacement is started at once, before the next call.
+TEST_F(process_ahead_test, a_crashed_child_is_replaced_before_the_next_call) {
+  knit::pool pool(knit_test::threads(1));
+  knit::process_workers workers(pool);
+  const std::set<int> before = live_workers();
+  ASSERT_EQ(before.size(), 1u);
+  auto crash = run_one(pool, "segv", "");
+  ASSERT_EQ(crash.error(), knit::errc::worker_crashed);
+  ASSERT_TRUE(within_10s([&] {
+    const std::set<int> now = live_workers();
+    return now.size() == 1 && now != before && started() == 2;
+  })) << "no replacement without a call";
+  auto next = run_one(pool, "pid", "");
+  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
+  EXPECT_EQ(std::stoi(next.value()), *live_workers().begin());
+  EXPECT_EQ(started(), 2u);
+}
+
+}  // namespace
