@@ -71,7 +71,8 @@ TEST(many_hosts_interleaving, ring_runs_dry_while_its_host_pushes) {
     ASSERT_TRUE(knit_test::eventually([] { return paused.load(); }, 10s));
     ASSERT_FALSE(h.submit([](int x) { return x; }, 2, [&](knit::result<int>) { b = true; }));
     go = true;
-    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return a && b; }, 5s))
+    EXPECT_TRUE(knit_test::drain_host_until(
+        h, [&] { return a && b; }, 5s))
         << "the call pushed while its ring ran dry was stranded";
   });
 }
@@ -90,7 +91,8 @@ TEST(many_hosts_interleaving, worker_parks_while_a_host_pushes_and_sets_its_bit)
     ASSERT_TRUE(knit_test::eventually([] { return paused.load(); }, 10s));
     ASSERT_FALSE(h.submit([](int x) { return x; }, 2, [&](knit::result<int>) { b = true; }));
     go = true;
-    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return a && b; }, 5s))
+    EXPECT_TRUE(knit_test::drain_host_until(
+        h, [&] { return a && b; }, 5s))
         << "the worker parked past a call pushed as it went to sleep";
   });
 }
