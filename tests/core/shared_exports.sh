@@ -7,7 +7,7 @@
 set -euo pipefail
 lib=$1
 public='knit::(pool|pool_host|pool_options|shutdown_report|pool_stats|config_error)(::|$)'
-public+='|knit::(process_options|process_error)(::|$)'
+public+='|knit::(process_options|process_error|process_workers)(::|$)'
 public+='|knit::(error_category|parse_cpu_list|to_json)(\[abi:cxx11\])?\('
 public+='|knit::(register_process_task|has_process_task|run_process_task|worker_main)(\[abi:cxx11\])?\('
 public+='|knit::(set_process_options|current_process_options|current_process_stats)\('
