@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,13 +24,17 @@ namespace {
 
 std::uint64_t* violation_word = nullptr;  // the region's sandbox_syscall, for the handler
 
-// SIGSYS from the filter: record which call, then end (async-signal-safe: a store, _exit).
+// SIGSYS from the filter: record which call, then end (async-signal-safe: a store and the
+// exit_group system call itself). Not _exit(): a sanitizer runtime intercepts it and takes its
+// own locks, which TSan's fork() interceptor already holds when the refused clone traps, so
+// the child would hang there instead of ending.
 void on_sigsys(int, siginfo_t* info, void*) {
   if (violation_word) {
     __atomic_store_n(violation_word, static_cast<std::uint64_t>(info->si_syscall) + 1,
                      __ATOMIC_RELEASE);
   }
-  ::_exit(exit_sandbox_violation);
+  ::syscall(SYS_exit_group, exit_sandbox_violation);
+  __builtin_unreachable();
 }
 
 std::string failed(const char* what, int err) {
