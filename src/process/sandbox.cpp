@@ -37,6 +37,12 @@ void on_sigsys(int, siginfo_t* info, void*) {
   __builtin_unreachable();
 }
 
+// One argument comparison of a rule. libseccomp's SCMP_A0..5 macros leave datum_b out of an
+// equality test, which Clang's -Wmissing-field-initializers refuses; this names every field.
+scmp_arg_cmp arg(unsigned index, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  return scmp_arg_cmp{index, op, a, b};
+}
+
 std::string failed(const char* what, int err) {
   return std::string(what) + ": " + std::strerror(err < 0 ? -err : err);
 }
@@ -116,25 +122,25 @@ std::string apply_sandbox(region_header& h) {
   };
   for (const char* name : allowed_calls) allow(::seccomp_syscall_resolve_name(name), {});
   // Memory, but never executable: no code the task did not come with.
-  allow(SCMP_SYS(mmap), {SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)});
-  allow(SCMP_SYS(mprotect), {SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)});
+  allow(SCMP_SYS(mmap), {arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)});
+  allow(SCMP_SYS(mprotect), {arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)});
   // Threads, not processes: clone only with CLONE_THREAD. clone3 passes its flags in memory
   // the filter cannot read: ENOSYS, and glibc falls back to clone.
-  allow(SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)});
+  allow(SCMP_SYS(clone), {arg(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)});
   if (rc == 0) rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
   // Files read-only.
   constexpr scmp_datum_t writes = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
-  allow(SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, writes, 0)});
-  allow(SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, writes, 0)});
+  allow(SCMP_SYS(open), {arg(1, SCMP_CMP_MASKED_EQ, writes, 0)});
+  allow(SCMP_SYS(openat), {arg(2, SCMP_CMP_MASKED_EQ, writes, 0)});
   // Signals to itself only (abort, raise).
   const auto self = static_cast<scmp_datum_t>(::getpid());
-  allow(SCMP_SYS(kill), {SCMP_A0(SCMP_CMP_EQ, self)});
-  allow(SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, self)});
+  allow(SCMP_SYS(kill), {arg(0, SCMP_CMP_EQ, self)});
+  allow(SCMP_SYS(tgkill), {arg(0, SCMP_CMP_EQ, self)});
   // Names for its threads; isatty; reading its own limits.
-  allow(SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME)});
-  allow(SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME)});
-  allow(SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, TCGETS)});
-  allow(SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
+  allow(SCMP_SYS(prctl), {arg(0, SCMP_CMP_EQ, PR_SET_NAME)});
+  allow(SCMP_SYS(prctl), {arg(0, SCMP_CMP_EQ, PR_GET_NAME)});
+  allow(SCMP_SYS(ioctl), {arg(1, SCMP_CMP_EQ, TCGETS)});
+  allow(SCMP_SYS(prlimit64), {arg(0, SCMP_CMP_EQ, 0), arg(2, SCMP_CMP_EQ, 0)});
   if (rc == 0) rc = ::seccomp_load(ctx);
   ::seccomp_release(ctx);
   if (rc != 0) return failed("the seccomp filter", rc);
