@@ -72,8 +72,8 @@ std::string process_channel::end_child(bool kill) {
   return how;
 }
 
-process_error process_channel::crashed(std::uint64_t id, std::string message) {
-  counters().crashes.fetch_add(1, std::memory_order_relaxed);
+process_error process_channel::crashed(std::uint64_t id, child_end& end, std::string message) {
+  count_crash_once(end);
   degraded_ = box_->replace(id, /*crash=*/true);
   if (degraded_) message += "; crash loop: respawns back off";
   return process_error(errc::worker_crashed, message);
@@ -100,10 +100,12 @@ void process_channel::reap_if_died_between_calls() {
   pollfd fd{child_->pidfd.get(), POLLIN, 0};
   if (::poll(&fd, 1, 0) == 1) {
     // It died while idle (killed from outside, OOM): no call was running, none fails. The
-    // starter has most likely seen it already and started its replacement.
+    // starter has most likely seen it already, reaped it, counted the crash and started
+    // its replacement; what is left here is its fds and mapping.
     const std::uint64_t id = child_->id;
+    const std::shared_ptr<child_end> end = child_->end;
     end_child(false);
-    counters().crashes.fetch_add(1, std::memory_order_relaxed);
+    count_crash_once(*end);
     degraded_ = box_->replace(id, /*crash=*/true);
   }
 }
@@ -126,6 +128,9 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   if (steady::now() >= limits.deadline) throw past_deadline(name, "before it was sent");
   child_process& c = *child_;
   region_header& h = c.region.header();
+  // From here until its answer is read, a death of this child is this call's to report
+  // (child_end.hpp): the starter reaps it but leaves the counting to this call.
+  c.end->in_call.store(true, std::memory_order_seq_cst);
   std::memcpy(c.region.request_arena(), bytes.data(), bytes.size());
   store(h.task_index, index);
   store(h.request_bytes, static_cast<std::uint64_t>(bytes.size()));
@@ -144,6 +149,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
       std::min(limits.deadline, stuck_at), spin_);
   const std::uint64_t id = c.id;
   if (w == woke::death) {
+    const std::shared_ptr<child_end> end = c.end;  // outlives child_ (reset by end_child)
     std::string who_it_was = who(name);
     // Written by the child's SIGSYS handler just before it exited (sandbox.hpp): its
     // sandbox refused a call. Read before end_child unmaps the region.
@@ -157,19 +163,22 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
       if (degraded_) message += "; crash loop: respawns back off";
       throw process_error(errc::sandbox_violation, message);
     }
-    throw crashed(id, who_it_was + ": the worker " + how + " during the call");
+    throw crashed(id, *end, who_it_was + ": the worker " + how + " during the call");
   }
   if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
   const std::size_t arena = c.region.arena_bytes();
   const answer_verdict verdict = check_answer(read_answer_words(h), seq, arena);
   if (verdict.kind == answer_kind::broken) {
+    const std::shared_ptr<child_end> end = c.end;
     std::string who_it_was = who(name);
     std::string message = broken_message(who_it_was, verdict);
     message += end_child(true);
-    throw crashed(id, std::move(message));
+    throw crashed(id, *end, std::move(message));
   }
   answered_seq_ = seq;
+  // Idle again: a death from here on is reported by no call, so the starter counts it.
+  c.end->in_call.store(false, std::memory_order_seq_cst);
   if (verdict.kind == answer_kind::out_of_memory) {
     // The child lives, but its heap just failed: not trusted with the next call.
     counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);

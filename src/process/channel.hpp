@@ -40,7 +40,7 @@ class process_channel {
   std::string end_child(bool kill);
   // Counts the crash (its replacement is under way) and makes its error (the message gains
   // the crash-loop state).
-  process_error crashed(std::uint64_t id, std::string message);
+  process_error crashed(std::uint64_t id, child_end& end, std::string message);
   // A call refused because its deadline passed before it could be sent.
   static process_error past_deadline(std::string_view name, std::string_view when);
   // Kills and reaps the child of a call past its deadline (or its stuck limit, `stuck`).

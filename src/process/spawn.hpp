@@ -10,9 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "process/child_end.hpp"
 #include "process/shared_region.hpp"
 #include "process/unique_fd.hpp"
 
@@ -26,11 +28,12 @@ inline constexpr int worker_argc = 9;
 struct child_process {
   pid_t pid = -1;
   std::uint64_t id = 0;  // the starter's name for it (0: not started by the starter)
-  bool counted = false;  // counted in children_live (it finished its handshake)
-  unique_fd pidfd;       // readable once the child has ended; waitid(P_PIDFD) reaps it
-  unique_fd request;     // host -> child eventfd
-  unique_fd answer;      // child -> host eventfd
-  unique_fd alive;       // the pipe's write end: closing it (or the host's death) ends the child
+  // Its end, shared with the starter's watch (child_end.hpp): who reaps it, and how it ended.
+  std::shared_ptr<child_end> end = std::make_shared<child_end>();
+  unique_fd pidfd;    // readable once the child has ended; waitid(P_PIDFD) reaps it
+  unique_fd request;  // host -> child eventfd
+  unique_fd answer;   // child -> host eventfd
+  unique_fd alive;    // the pipe's write end: closing it (or the host's death) ends the child
   shared_region region;
 };
 

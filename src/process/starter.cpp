@@ -61,7 +61,7 @@ class starter {
     if (fd < 0) return;  // unwatched: its end is then seen by its channel alone
     {
       std::lock_guard lock(mutex_);
-      watches_.push_back({fd, c.id, box});
+      watches_.push_back({fd, c.id, c.end, box});
     }
     nudge();
   }
@@ -85,6 +85,7 @@ class starter {
   struct watch_entry {
     int fd;
     std::uint64_t id;
+    std::shared_ptr<child_end> end;
     std::weak_ptr<worker_box> box;
   };
 
@@ -123,22 +124,31 @@ class starter {
         std::uint64_t count;
         [[maybe_unused]] ssize_t n = ::read(nudge_fd_, &count, sizeof count);
       }
-      // Deaths: each id still watched whose fd was readable.
-      std::vector<std::pair<std::shared_ptr<worker_box>, std::uint64_t>> ended;
+      // Deaths: each id still watched whose fd was readable. Taken out of the watches (an
+      // owner's unwatch then finds nothing to close) and reaped here, at once, before the
+      // fd is closed: an idle child's owner may not look at it again for a long time.
+      std::vector<watch_entry> ended;
       {
         std::lock_guard lock(mutex_);
         for (std::size_t i = 1; i < fds.size(); ++i) {
           if (!fds[i].revents) continue;
           for (auto it = watches_.begin(); it != watches_.end(); ++it) {
             if (it->id != ids[i]) continue;
-            if (auto box = it->box.lock()) ended.emplace_back(std::move(box), it->id);
-            ::close(it->fd);
+            ended.push_back(std::move(*it));
             watches_.erase(it);
             break;
           }
         }
       }
-      for (auto& [box, id] : ended) box->replace(id, /*crash=*/true);
+      for (watch_entry& w : ended) {
+        // A death with no call in flight is reported by no call: counted here (before the
+        // reap, so whoever sees it reaped sees it counted). One during a call is its
+        // caller's to count (a crash, or a sandbox kill, counted apart).
+        if (!w.end->in_call.load(std::memory_order_seq_cst)) count_crash_once(*w.end);
+        reap(*w.end, w.fd);
+        ::close(w.fd);
+        if (auto box = w.box.lock()) box->replace(w.id, /*crash=*/true);
+      }
       // Starts that are due, one at a time (each is bounded by its start_timeout).
       for (;;) {
         std::shared_ptr<worker_box> box;
@@ -223,9 +233,9 @@ bool worker_box::replace(std::uint64_t id, bool crash) {
   if (ready_ && ready_->id == id) {
     // A child started ahead that died before any thread took it: no channel will see it,
     // so it is reaped and counted here.
+    count_crash_once(*ready_->end);
     end_child(*ready_, /*kill=*/false);
     ready_.reset();
-    counters().crashes.fetch_add(1, std::memory_order_relaxed);
   }
   if (crash) {
     crash_loop_.record_crash(now);
@@ -311,20 +321,34 @@ std::string message_of(const process_error& e) {
   return what;
 }
 
-std::string end_child(child_process& c, bool kill) {
-  if (c.id != 0) starter::instance().unwatch(c.id);
-  if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
+std::string reap(child_end& end, int pidfd) {
+  std::lock_guard lock(end.mutex);
+  if (end.reaped) return end.how;
   siginfo_t info{};
   int r;
   do {
-    r = ::waitid(p_pidfd, static_cast<id_t>(c.pidfd.get()), &info, WEXITED);
+    r = ::waitid(p_pidfd, static_cast<id_t>(pidfd), &info, WEXITED);
   } while (r < 0 && errno == EINTR);
-  std::string how = r == 0 ? describe_exit(info)
-                           : std::string("ended (its status was not available: ") +
-                                 std::strerror(errno) + "; reaped elsewhere?)";
-  if (c.counted) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
-  c.counted = false;
-  return how;
+  end.how = r == 0 ? describe_exit(info)
+                   : std::string("ended (its status was not available: ") + std::strerror(errno) +
+                         "; reaped elsewhere?)";
+  end.reaped = true;
+  if (end.live_counted) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
+  end.live_counted = false;
+  return end.how;
+}
+
+void count_crash_once(child_end& end) {
+  if (!end.crash_counted.exchange(true)) {
+    counters().crashes.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::string end_child(child_process& c, bool kill) {
+  if (c.id != 0) starter::instance().unwatch(c.id);
+  // Harmless once it is reaped: the pidfd names this process, never a reused pid.
+  if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
+  return reap(*c.end, c.pidfd.get());
 }
 
 child_process start_child(unsigned number, const process_options& options) {
@@ -365,14 +389,17 @@ child_process start_child(unsigned number, const process_options& options) {
     }
   }
   if (!failure.empty()) throw process_error(errc::worker_start_failed, failure);
-  c.counted = true;
+  {
+    std::lock_guard lock(c.end->mutex);  // reap() uncounts it under the same lock
+    c.end->live_counted = true;
+    counters().children_live.fetch_add(1, std::memory_order_relaxed);
+  }
   std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
   while (lost > 0 &&
          !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
   }
   if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
   counters().children_started.fetch_add(1, std::memory_order_relaxed);
-  counters().children_live.fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 

@@ -8,7 +8,8 @@
 //   - Replace at once: a child that dies (a crash during a call, a kill at a deadline, a
 //     SIGKILL from outside while it idles) is replaced as soon as the starter sees it, after
 //     the crash-loop backoff, not when the next call lands on its worker. The starter polls
-//     a dup of every live child's pidfd for that, so an idle child's death is seen too.
+//     a dup of every live child's pidfd for that, so an idle child's death is seen too, and
+//     reaps the child at once (child_end.hpp): no zombie waits for its worker's next call.
 //
 // One worker_box per process worker (per pool worker thread's channel, or per worker started
 // ahead by process_workers), shared by its channel and the starter, its state under its
@@ -101,8 +102,8 @@ child_process start_child(unsigned number, const process_options& options);
 // What `e` was made with: its what() less the ": <code's message>" system_error appends.
 std::string message_of(const process_error& e);
 
-// Kills (when `kill`) and reaps `c`, stops watching it, uncounts it from children_live when
-// it was counted; returns how it ended, in words.
+// Stops watching `c`, kills it (when `kill`) and reaps it unless the starter has (reap,
+// child_end.hpp); returns how it ended, in words.
 std::string end_child(child_process& c, bool kill);
 
 }  // namespace knit::detail

@@ -122,24 +122,33 @@ TEST_F(process_ahead_test, destroying_it_ends_the_children_no_thread_took) {
   EXPECT_EQ(live(), 0u);
 }
 
-// A SIGKILL from outside to an idle child: the replacement appears with no call made.
-TEST_F(process_ahead_test, a_killed_idle_child_is_replaced_without_a_call) {
+// A SIGKILL from outside to an idle child: with no call made, it is reaped (no zombie is
+// left waiting for its worker's next call), counted as a crash, and its replacement is up.
+TEST_F(process_ahead_test, a_killed_idle_child_is_reaped_and_replaced_without_a_call) {
   knit::pool pool(knit_test::threads(1));
   knit::process_workers workers(pool);
   auto first = run_one(pool, "pid", "");
   ASSERT_TRUE(first.ok()) << knit::failure_message(first);
   const int pid = std::stoi(first.value());
+  const auto crashes = [&] { return knit::current_process_stats().crashes - base_.crashes; };
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   ASSERT_TRUE(within_10s([&] {
     const std::set<int> now = live_workers();
     return now.size() == 1 && !now.contains(pid) && started() == 2;
   })) << "no replacement without a call";
+  // Every child of this test, zombies included: the replacement alone.
+  ASSERT_TRUE(within_10s([&] { return children(earlier_, true) == live_workers(); }))
+      << "the killed child stays a zombie until a call: " << knit_test::process_state(pid);
+  EXPECT_EQ(knit_test::process_state(pid), 0);
+  EXPECT_EQ(live(), 1u);
+  EXPECT_EQ(crashes(), 1u) << "the idle death is counted without a call";
   const int replacement = *live_workers().begin();
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), replacement);
   EXPECT_EQ(started(), 2u) << "the call after the kill started no child";
   EXPECT_EQ(knit::current_process_stats().respawned - base_.respawned, 1u);
+  EXPECT_EQ(crashes(), 1u) << "the next call counted the idle death again";
 }
 
 // A child started ahead that no thread took yet, killed: replaced too, and reaped.
