@@ -174,12 +174,15 @@ class starter {
       box->starting_ = true;
     }
     std::optional<child_process> child;
-    std::optional<process_error> failure;
+    std::optional<worker_box::start_failure_record> failure;
     try {
       child = start_child(box->number(), box->options());
       child->id = next_id();
     } catch (const process_error& e) {
-      failure = e;
+      // Its words copied out, not the exception: copies of a std::runtime_error share one
+      // reference-counted string, released here while the taking thread reads it.
+      failure =
+          worker_box::start_failure_record{static_cast<errc>(e.code().value()), message_of(e)};
     }
     std::unique_lock lock(box->mutex_);
     box->starting_ = false;
@@ -267,7 +270,7 @@ child_process worker_box::take() {
     return c;
   }
   if (abandoned_) throw process_error(errc::worker_start_failed, "knit: process worker stopped");
-  process_error e = std::move(*failed_);
+  const start_failure_record failed = std::move(*failed_);
   failed_.reset();
   // A failed start counts as a crash (the crash loop bounds the retries); the next call on
   // this worker schedules the next try. No retry is scheduled here: a binary that cannot
@@ -278,10 +281,9 @@ child_process worker_box::take() {
   counters().crashes.fetch_add(1, std::memory_order_relaxed);
   counters().to_replace.fetch_add(1, std::memory_order_relaxed);
   if (degraded_) {
-    throw process_error(static_cast<errc>(e.code().value()),
-                        message_of(e) + "; crash loop: respawns back off");
+    throw process_error(failed.code, failed.message + "; crash loop: respawns back off");
   }
-  throw e;
+  throw process_error(failed.code, failed.message);
 }
 
 bool worker_box::still_degraded() {
@@ -311,7 +313,7 @@ void worker_box::wait_started() {
 std::optional<std::string> worker_box::start_failure() {
   std::lock_guard lock(mutex_);
   if (!failed_) return std::nullopt;
-  return message_of(*failed_);
+  return failed_->message;
 }
 
 std::string message_of(const process_error& e) {

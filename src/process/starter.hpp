@@ -91,7 +91,11 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   bool starting_ = false;   // the starter is spawning or handshaking now
   std::uint64_t handled_id_ = 0;
   std::optional<child_process> ready_;
-  std::optional<process_error> failed_;
+  struct start_failure_record {
+    errc code;
+    std::string message;  // message_of() the process_error the start threw
+  };
+  std::optional<start_failure_record> failed_;
 };
 
 // Spawns knit-worker-`number` with `options` and waits for its handshake; on success the
