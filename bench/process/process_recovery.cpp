@@ -59,18 +59,25 @@ struct settings {
   long task_us = 1000;
   long gap_ms = 20;
   bool library_crash_loop = false;
+  // Each kill lands on an idle child: the clients hold off, the kill waits until no call is
+  // in flight, and they go on once the replacement is up (children_live back to 2), so the
+  // first call on the replacement shows whether a call after a recovery pays a spawn.
+  bool idle_kills = false;
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
-               "[--gap-ms G] [--library-crash-loop]\n"
+               "[--gap-ms G] [--library-crash-loop] [--idle-kills]\n"
                "  A pool of 2 process workers under C client threads (default 4) calling a\n"
                "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
                "  100, 1..999) of a live child by SIGKILL, G ms apart (default 20); prints the\n"
                "  recovery (kill -> first answer from the replacement) and the failed calls\n"
                "  per kill. --library-crash-loop: keep the crash-loop backoff (5 crashes in\n"
-               "  10 s), which the default turns off (crash_loop_crashes = 1000).\n");
+               "  10 s), which the default turns off (crash_loop_crashes = 1000).\n"
+               "  --idle-kills: the clients pause for each kill (no call in flight) and go on\n"
+               "  once the replacement is up: recovery is then kill -> replacement up, and\n"
+               "  the first call on the replacement's latency says whether it paid a spawn.\n");
 }
 
 std::optional<long> number(const char* text, long low, long high) {
@@ -90,6 +97,10 @@ int parse(int argc, char** argv, settings& s) {
     }
     if (a == "--library-crash-loop") {
       s.library_crash_loop = true;
+      continue;
+    }
+    if (a == "--idle-kills") {
+      s.idle_kills = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : "";
@@ -149,21 +160,31 @@ struct observations {
   std::set<int> seen;  // pids that answered
   struct arrival {
     int pid;
-    clock_type::time_point at;
+    clock_type::time_point submitted, at;
   };
   std::vector<arrival> arrivals;  // first answer of each pid, in order
   std::atomic<std::uint64_t> ok{0}, crashed{0}, other{0};
   std::string other_example;  // the first failure other than worker_crashed
   std::atomic<bool> stop{false};
+  bool paused = false;               // under m: --idle-kills holds the clients off
+  unsigned in_flight = 0;            // under m: calls submitted and not yet answered
+  std::vector<double> latencies_ms;  // every call that succeeded, submit -> handler
 
   std::uint64_t failed() const { return crashed.load() + other.load(); }
 };
 
 void client(knit::pool& pool, observations& obs, const std::string& task_us) {
   knit::pool_host host(pool);
+  std::vector<double> latencies_ms;
   while (!obs.stop.load(std::memory_order_relaxed)) {
+    {
+      std::unique_lock lock(obs.m);
+      obs.cv.wait(lock, [&] { return !obs.paused || obs.stop.load(); });
+      ++obs.in_flight;
+    }
     std::optional<knit::result<std::string>> got;
     clock_type::time_point done_at;
+    const clock_type::time_point submitted_at = clock_type::now();
     const auto ec =
         knit::submit_process(host, "pid_after", task_us, [&](knit::result<std::string> r) {
           done_at = clock_type::now();
@@ -173,6 +194,8 @@ void client(knit::pool& pool, observations& obs, const std::string& task_us) {
       obs.other.fetch_add(1);
       std::lock_guard lock(obs.m);
       if (obs.other_example.empty()) obs.other_example = "submit: " + ec.message();
+      --obs.in_flight;
+      obs.cv.notify_all();
       continue;
     }
     while (!got) {
@@ -180,12 +203,19 @@ void client(knit::pool& pool, observations& obs, const std::string& task_us) {
       ::poll(&fd, 1, 100);
       host.drain();
     }
+    {
+      std::lock_guard lock(obs.m);
+      --obs.in_flight;
+      obs.cv.notify_all();
+    }
     if (got->ok()) {
       obs.ok.fetch_add(1, std::memory_order_relaxed);
+      latencies_ms.push_back(
+          std::chrono::duration<double, std::milli>(done_at - submitted_at).count());
       const int pid = std::atoi(got->value().c_str());
       std::lock_guard lock(obs.m);
       if (obs.seen.insert(pid).second) {
-        obs.arrivals.push_back({pid, done_at});
+        obs.arrivals.push_back({pid, submitted_at, done_at});
         obs.cv.notify_all();
       }
     } else if (got->error() == knit::errc::worker_crashed) {
@@ -196,11 +226,18 @@ void client(knit::pool& pool, observations& obs, const std::string& task_us) {
       if (obs.other_example.empty()) obs.other_example = knit::failure_message(*got);
     }
   }
+  std::lock_guard lock(obs.m);
+  obs.latencies_ms.insert(obs.latencies_ms.end(), latencies_ms.begin(), latencies_ms.end());
 }
 
 struct kill_record {
   double recovery_ms;
   std::uint64_t failed;
+  // The first call the replacement answered: its own latency (submit -> handler), and when
+  // it was submitted, counted from the kill (negative: before the kill, queued on the
+  // killed child's worker thread).
+  double first_latency_ms;
+  double first_submitted_ms;
 };
 
 // A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
@@ -238,13 +275,40 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
     }
     const std::uint64_t failed_before = obs.failed();
     std::size_t arrivals_before;
+    if (s.idle_kills) {
+      std::unique_lock lock(obs.m);
+      obs.paused = true;
+      if (!obs.cv.wait_for(lock, std::chrono::seconds(30), [&] { return obs.in_flight == 0; })) {
+        std::fprintf(stderr, "knit-process-recovery: kill %d: calls still in flight\n", i);
+        return false;
+      }
+    }
     {
       std::lock_guard lock(obs.m);
       arrivals_before = obs.arrivals.size();
     }
+    const std::uint64_t started_before = knit::current_process_stats().children_started;
     const auto killed_at = clock_type::now();
     ::kill(*pid, SIGKILL);
-    clock_type::time_point replaced_at;
+    clock_type::time_point replaced_at, first_submitted;
+    double up_ms = 0;
+    if (s.idle_kills) {
+      // Up: started (handshaken) and the killed one reaped, with no call made.
+      const auto until = clock_type::now() + std::chrono::seconds(30);
+      for (;;) {
+        const knit::process_stats st = knit::current_process_stats();
+        if (st.children_started > started_before && st.children_live == 2) break;
+        if (clock_type::now() > until) {
+          std::fprintf(stderr, "knit-process-recovery: kill %d: no replacement started\n", i);
+          return false;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      up_ms = std::chrono::duration<double, std::milli>(clock_type::now() - killed_at).count();
+      std::lock_guard lock(obs.m);
+      obs.paused = false;
+      obs.cv.notify_all();
+    }
     {
       std::unique_lock lock(obs.m);
       if (!obs.cv.wait_for(lock, std::chrono::seconds(30),
@@ -254,10 +318,13 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
         return false;
       }
       replaced_at = obs.arrivals[arrivals_before].at;
+      first_submitted = obs.arrivals[arrivals_before].submitted;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(s.gap_ms));
-    out.push_back({std::chrono::duration<double, std::milli>(replaced_at - killed_at).count(),
-                   obs.failed() - failed_before});
+    using ms = std::chrono::duration<double, std::milli>;
+    out.push_back({s.idle_kills ? up_ms : ms(replaced_at - killed_at).count(),
+                   obs.failed() - failed_before, ms(replaced_at - first_submitted).count(),
+                   ms(first_submitted - killed_at).count()});
   }
   return true;
 }
@@ -285,6 +352,9 @@ int main(int argc, char** argv) {
 
   const std::string load_start = load_average();
   const cpu_ticks ticks_start = read_ticks();
+  // The starter's eventfd lives as long as the process (src/process/starter.cpp): one worker
+  // started and ended first, so it is in the count at the start as at the end.
+  { knit::process_workers warm(1); }
   const std::size_t fds_start = knit_test::open_fd_count();
   knit::process_options popts;
   if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
@@ -317,7 +387,11 @@ int main(int argc, char** argv) {
       pool.drain();
     }
     killer_thread.join();
-    obs.stop = true;
+    {
+      std::lock_guard lock(obs.m);
+      obs.stop = true;
+      obs.cv.notify_all();
+    }
     for (std::thread& t : clients) t.join();
     for (const knit_test::child_info& c : knit_test::children_of_this_process()) {
       zombies_running += c.state == 'Z';
@@ -335,21 +409,26 @@ int main(int argc, char** argv) {
   const std::size_t children_after = knit_test::children_of_this_process().size();
   const std::size_t fds_end = knit_test::open_fd_count();
 
-  std::vector<double> recovery;
+  std::vector<double> recovery, first_latency, first_submitted;
   std::uint64_t failed_total = 0, failed_max = 0;
   std::map<std::uint64_t, int> by_failed;
   for (const kill_record& k : kills) {
     recovery.push_back(k.recovery_ms);
+    first_latency.push_back(k.first_latency_ms);
+    first_submitted.push_back(k.first_submitted_ms);
     failed_total += k.failed;
     failed_max = std::max(failed_max, k.failed);
     ++by_failed[std::min<std::uint64_t>(k.failed, 2)];
   }
   std::sort(recovery.begin(), recovery.end());
+  std::sort(first_latency.begin(), first_latency.end());
+  std::sort(first_submitted.begin(), first_submitted.end());
+  std::sort(obs.latencies_ms.begin(), obs.latencies_ms.end());
 
   std::printf(
       "knit-process-recovery: 2 process workers, %u clients, task %ld us, gap %ld ms, "
-      "crash loop %s\n",
-      s.clients, s.task_us, s.gap_ms,
+      "crash loop %s%s\n",
+      s.clients, s.task_us, s.gap_ms, s.idle_kills ? "idle kills (kill -> replacement up); " : "",
       s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)");
   std::printf(
       "%.1f s; cores busy: %.2f this run, %.2f foreign (of %ld); load average at start "
@@ -365,6 +444,17 @@ int main(int argc, char** argv) {
         "failed calls per kill: mean %.2f  max %llu  (kills failing 0: %d, 1: %d, 2+: %d)\n",
         static_cast<double>(failed_total) / static_cast<double>(kills.size()),
         static_cast<unsigned long long>(failed_max), by_failed[0], by_failed[1], by_failed[2]);
+    // A call that paid a spawn would show the spawn (~3 ms) on top of a normal call.
+    std::printf(
+        "first call on the replacement: latency ms median %.2f  p90 %.2f  max %.2f; "
+        "submitted ms after the kill: median %.2f  min %.2f  max %.2f\n",
+        nearest_rank(first_latency, 0.5), nearest_rank(first_latency, 0.9), first_latency.back(),
+        nearest_rank(first_submitted, 0.5), first_submitted.front(), first_submitted.back());
+  }
+  if (!obs.latencies_ms.empty()) {
+    std::printf("every call that succeeded: latency ms median %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
+                nearest_rank(obs.latencies_ms, 0.5), nearest_rank(obs.latencies_ms, 0.9),
+                nearest_rank(obs.latencies_ms, 0.99), obs.latencies_ms.back());
   }
   std::printf("calls ok: %llu  failed worker_crashed: %llu  failed otherwise: %llu%s%s\n",
               static_cast<unsigned long long>(obs.ok.load()),
