@@ -130,7 +130,10 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   region_header& h = c.region.header();
   // From here until its answer is read, a death of this child is this call's to report
   // (child_end.hpp): the starter reaps it but leaves the counting to this call.
-  c.end->in_call.store(true, std::memory_order_seq_cst);
+  // Release is enough: a death the starter must not count (a sandbox kill) comes after the
+  // child read request_seq (release below, acquire there), which orders this store before
+  // it; for any other death both sides may count, and count_crash_once counts once.
+  c.end->in_call.store(true, std::memory_order_release);
   std::memcpy(c.region.request_arena(), bytes.data(), bytes.size());
   store(h.task_index, index);
   store(h.request_bytes, static_cast<std::uint64_t>(bytes.size()));
@@ -178,7 +181,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   }
   answered_seq_ = seq;
   // Idle again: a death from here on is reported by no call, so the starter counts it.
-  c.end->in_call.store(false, std::memory_order_seq_cst);
+  c.end->in_call.store(false, std::memory_order_release);
   if (verdict.kind == answer_kind::out_of_memory) {
     // The child lives, but its heap just failed: not trusted with the next call.
     counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);

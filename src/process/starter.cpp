@@ -144,7 +144,7 @@ class starter {
         // A death with no call in flight is reported by no call: counted here (before the
         // reap, so whoever sees it reaped sees it counted). One during a call is its
         // caller's to count (a crash, or a sandbox kill, counted apart).
-        if (!w.end->in_call.load(std::memory_order_seq_cst)) count_crash_once(*w.end);
+        if (!w.end->in_call.load(std::memory_order_acquire)) count_crash_once(*w.end);
         reap(*w.end, w.fd);
         ::close(w.fd);
         if (auto box = w.box.lock()) box->replace(w.id, /*crash=*/true);
