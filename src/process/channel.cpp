@@ -20,6 +20,7 @@
 #include "process/pidfd.hpp"
 #include "process/sandbox.hpp"
 #include "process/slot_bell.hpp"
+#include "process/standby.hpp"
 #include "process/task_registry.hpp"
 
 namespace knit::detail {
@@ -47,15 +48,19 @@ woke wait_for(const child_process& c, Moved moved, steady::time_point until,
 
 }  // namespace
 
-process_channel::process_channel(std::shared_ptr<worker_box> box)
-    : box_(std::move(box)),
-      number_(box_->number()),
-      options_(box_->options()),
-      spin_(may_spin() ? std::chrono::nanoseconds(options_.spin) : std::chrono::nanoseconds(0)) {}
+process_channel::process_channel(std::shared_ptr<worker_box> box) { attach(std::move(box)); }
+
+void process_channel::attach(std::shared_ptr<worker_box> box) {
+  box_ = std::move(box);
+  number_ = box_->number();
+  options_ = &box_->options();
+  spin_ = may_spin() ? std::chrono::nanoseconds(options_->spin) : std::chrono::nanoseconds(0);
+  degraded_ = false;
+}
 
 process_channel::~process_channel() {
   if (child_) end_child(/*kill=*/true);
-  box_->abandon();  // a replacement under way is ended too
+  if (box_) box_->abandon();  // a replacement under way is ended too
 }
 
 std::string process_channel::who(std::string_view name) const {
@@ -112,11 +117,12 @@ void process_channel::reap_if_died_between_calls() {
 
 std::string process_channel::call(std::uint32_t index, std::string_view name,
                                   std::string_view bytes, const process_call_limits& limits) {
-  if (bytes.size() > options_.arena_bytes) {
+  if (!box_) attach(claim_worker());
+  if (bytes.size() > options_->arena_bytes) {
     throw process_error(errc::payload_too_large,
                         "knit: process task '" + std::string(name) + "': request of " +
                             std::to_string(bytes.size()) + " bytes is over the arena of " +
-                            std::to_string(options_.arena_bytes) +
+                            std::to_string(options_->arena_bytes) +
                             " bytes (process_options::arena_bytes); not sent");
   }
   // Claimed by this worker just as its deadline passed (the host fails it at that time):
@@ -186,7 +192,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     // The child lives, but its heap just failed: not trusted with the next call.
     counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);
     std::string message = who(name) + ": went over the worker's memory limit of " +
-                          std::to_string(options_.memory_limit) +
+                          std::to_string(options_->memory_limit) +
                           " bytes (process_options::memory_limit: an allocation failed); the "
                           "worker is replaced: ";
     message += end_child(true);
@@ -212,7 +218,16 @@ process_error process_channel::killed_past_limit(std::string_view name, bool stu
   counters().killed.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t id = child_->id;
   message += "; the worker was killed: " + end_child(true);
-  box_->replace(id, /*crash=*/false);  // started at once: a kill is no crash
+  if (stuck && box_->batch() != 0) {
+    // A stuck call is one the pool may have retired this thread for, and the thread it
+    // starts instead has no worker: given back with its replacement started at once, so the
+    // next thread to claim one (that thread, or this one if it was not retired) takes that
+    // child instead of spawning its own (standby.hpp).
+    return_worker(std::move(box_), id);
+    box_.reset();
+  } else {
+    box_->replace(id, /*crash=*/false);  // started at once: a kill is no crash
+  }
   return process_error(stuck ? errc::stuck : errc::timed_out, message);
 }
 

@@ -22,6 +22,7 @@ namespace knit::detail {
 
 class process_channel {
  public:
+  // `box`: the worker this thread serves its calls on (claim_worker(), standby.hpp).
   explicit process_channel(std::shared_ptr<worker_box> box);
   ~process_channel();
   process_channel(const process_channel&) = delete;
@@ -34,6 +35,8 @@ class process_channel {
                    const process_call_limits& limits);
 
  private:
+  // Takes `box` as this thread's worker (its options, number and spin).
+  void attach(std::shared_ptr<worker_box> box);
   void ensure_child(std::string_view name);
   void reap_if_died_between_calls();
   // Kills (when `kill`) and reaps the child; returns how it ended, in words.
@@ -47,11 +50,13 @@ class process_channel {
   process_error killed_past_limit(std::string_view name, bool stuck);
   std::string who(std::string_view name) const;
 
+  // Null after a stuck call gave the worker back (killed_past_limit): the next call claims
+  // one, most likely that same worker with its replacement child started.
   std::shared_ptr<worker_box> box_;
-  unsigned number_;
-  const process_options& options_;  // box_'s
-  std::chrono::nanoseconds spin_;   // 0 when this thread may run on one CPU only
-  bool degraded_ = false;           // as box_ said after the last crash
+  unsigned number_ = 0;
+  const process_options* options_ = nullptr;  // box_'s
+  std::chrono::nanoseconds spin_{0};          // 0 when this thread may run on one CPU only
+  bool degraded_ = false;                     // as box_ said after the last crash
   std::optional<child_process> child_;
   std::uint64_t seq_ = 0;           // the last request sent (over every child of this worker)
   std::uint64_t answered_seq_ = 0;  // the child's answer_seq as last taken (0: a new child)

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "invariant.hpp"
 #include "knit/process.hpp"
 #include "process/channel.hpp"
 #include "process/counters.hpp"
+#include "process/standby.hpp"
 #include "process/starter.hpp"
 #include "process/task_registry.hpp"
 
@@ -40,21 +42,31 @@ std::deque<standby_worker>& standby() {
 }
 std::atomic<std::uint64_t> next_batch{1};
 
-// A worker for a thread's first process task: one started ahead, else a new one.
-std::shared_ptr<detail::worker_box> claim_worker() {
+}  // namespace
+
+namespace detail {
+
+std::shared_ptr<worker_box> claim_worker() {
   {
     std::lock_guard lock(standby_mutex);
     if (!standby().empty()) {
-      std::shared_ptr<detail::worker_box> box = std::move(standby().front().box);
+      std::shared_ptr<worker_box> box = std::move(standby().front().box);
       standby().pop_front();
       return box;
     }
   }
-  return std::make_shared<detail::worker_box>(
-      next_worker_number.fetch_add(1, std::memory_order_relaxed), current_process_options());
+  return std::make_shared<worker_box>(next_worker_number.fetch_add(1, std::memory_order_relaxed),
+                                      current_process_options());
 }
 
-}  // namespace
+void return_worker(std::shared_ptr<worker_box> box, std::uint64_t killed_id) {
+  KNIT_ASSERT(box && box->batch() != 0);
+  std::lock_guard lock(standby_mutex);
+  box->replace(killed_id, /*crash=*/false);  // a kill is no crash
+  standby().push_back({box->batch(), std::move(box)});
+}
+
+}  // namespace detail
 
 process_workers::process_workers(unsigned count)
     : batch_(next_batch.fetch_add(1, std::memory_order_relaxed)), count_(count) {
@@ -67,7 +79,7 @@ process_workers::process_workers(unsigned count)
   std::vector<std::shared_ptr<detail::worker_box>> boxes;
   for (unsigned i = 0; i < count; ++i) {
     boxes.push_back(std::make_shared<detail::worker_box>(
-        next_worker_number.fetch_add(1, std::memory_order_relaxed), options));
+        next_worker_number.fetch_add(1, std::memory_order_relaxed), options, batch_));
     boxes.back()->want_child();
   }
   std::optional<std::string> failure;
@@ -168,7 +180,7 @@ std::string run_process_task(std::string_view name, std::string_view bytes,
                                 std::string(name) + "'");
   }
   thread_local std::unique_ptr<detail::process_channel> channel;
-  if (!channel) channel = std::make_unique<detail::process_channel>(claim_worker());
+  if (!channel) channel = std::make_unique<detail::process_channel>(detail::claim_worker());
   return channel->call(*index, name, bytes, limits);
 }
 

@@ -207,9 +207,10 @@ class starter {
   int nudge_fd_;
 };
 
-worker_box::worker_box(unsigned number, process_options options)
+worker_box::worker_box(unsigned number, process_options options, std::uint64_t batch)
     : number_(number),
       options_(std::move(options)),
+      batch_(batch),
       crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
                   options_.backoff_max) {}
 

@@ -47,11 +47,14 @@ namespace knit::detail {
 
 class worker_box : public std::enable_shared_from_this<worker_box> {
  public:
-  worker_box(unsigned number, process_options options);
+  // `batch`: the process_workers that started it (it ends the box when the box is in the
+  // standby list at its end), 0 for a worker made on a thread's first call.
+  worker_box(unsigned number, process_options options, std::uint64_t batch = 0);
   worker_box(const worker_box&) = delete;
   worker_box& operator=(const worker_box&) = delete;
 
   unsigned number() const noexcept { return number_; }
+  std::uint64_t batch() const noexcept { return batch_; }
   const process_options& options() const noexcept { return options_; }
 
   // The end of child `id` (0: no child yet, or the last start failed) was seen: when it is
@@ -82,6 +85,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
 
   const unsigned number_;
   const process_options options_;
+  const std::uint64_t batch_;
   std::mutex mutex_;
   std::condition_variable changed_;
   crash_loop crash_loop_;

@@ -184,4 +184,35 @@ TEST_F(process_ahead_test, a_crashed_child_is_replaced_before_the_next_call) {
   EXPECT_EQ(started(), 2u);
 }
 
+// A stuck call's thread may be retired by the pool and another started in its place; the
+// killed child's worker is given back with its replacement started at once, so the call
+// after the stuck one, on whichever thread, takes that child and spawns none (before, the
+// new thread's first call spawned its own, inside its stuck limit).
+TEST_F(process_ahead_test, the_call_after_a_stuck_one_takes_the_replacement_and_spawns_none) {
+  knit::pool_options o = knit_test::threads(1);
+  o.stuck_after = 200ms;
+  knit::pool pool(o);
+  knit::process_workers workers(pool);
+  auto first = run_one(pool, "pid", "");
+  ASSERT_TRUE(first.ok()) << knit::failure_message(first);
+  const int pid = std::stoi(first.value());
+  const knit::process_stats before = knit::current_process_stats();
+  auto stuck = run_one(pool, "sleep_pid", "600000");
+  ASSERT_EQ(stuck.error(), knit::errc::stuck) << knit::failure_message(stuck);
+  // The kill and the replacement's start, with no call made.
+  ASSERT_TRUE(within_10s([&] {
+    const std::set<int> now = live_workers();
+    return started() == 2 && now.size() == 1 && !now.contains(pid);
+  })) << "the stuck call's child was not replaced without a call";
+  const int replacement = *live_workers().begin();
+  auto next = run_one(pool, "pid", "");
+  ASSERT_TRUE(next.ok()) << knit::failure_message(next);
+  EXPECT_EQ(std::stoi(next.value()), replacement);
+  EXPECT_EQ(started(), 2u) << "the call after the stuck one spawned a child of its own";
+  const knit::process_stats after = knit::current_process_stats();
+  EXPECT_EQ(after.killed - before.killed, 1u);
+  EXPECT_EQ(after.crashes - before.crashes, 0u);
+  EXPECT_EQ(after.respawned - before.respawned, 1u);
+}
+
 }  // namespace
