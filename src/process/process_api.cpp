@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ struct standby_worker {
   std::shared_ptr<detail::worker_box> box;
 };
 std::mutex standby_mutex;
+// The batches whose process_workers is alive (under standby_mutex): a box given back after
+// its process_workers ended has no one to end it in the list, so it is ended instead.
+std::set<std::uint64_t>& live_batches() {
+  static std::set<std::uint64_t> batches;
+  return batches;
+}
 std::deque<standby_worker>& standby() {
   static std::deque<standby_worker> workers;
   return workers;
@@ -61,9 +68,15 @@ std::shared_ptr<worker_box> claim_worker() {
 
 void return_worker(std::shared_ptr<worker_box> box, std::uint64_t killed_id) {
   KNIT_ASSERT(box && box->batch() != 0);
-  std::lock_guard lock(standby_mutex);
-  box->replace(killed_id, /*crash=*/false);  // a kill is no crash
-  standby().push_back({box->batch(), std::move(box)});
+  {
+    std::lock_guard lock(standby_mutex);
+    if (live_batches().contains(box->batch())) {
+      box->replace(killed_id, /*crash=*/false);  // a kill is no crash
+      standby().push_back({box->batch(), std::move(box)});
+      return;
+    }
+  }
+  box->abandon();  // its process_workers has ended: no replacement, nothing left running
 }
 
 }  // namespace detail
@@ -92,6 +105,7 @@ process_workers::process_workers(unsigned count)
     throw process_error(errc::worker_start_failed, *failure);
   }
   std::lock_guard lock(standby_mutex);
+  live_batches().insert(batch_);
   for (auto& box : boxes) standby().push_back({batch_, std::move(box)});
 }
 
@@ -99,6 +113,7 @@ process_workers::~process_workers() {
   std::vector<std::shared_ptr<detail::worker_box>> mine;
   {
     std::lock_guard lock(standby_mutex);
+    live_batches().erase(batch_);
     for (auto it = standby().begin(); it != standby().end();) {
       if (it->batch == batch_) {
         mine.push_back(std::move(it->box));

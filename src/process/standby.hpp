@@ -22,7 +22,8 @@ std::shared_ptr<worker_box> claim_worker();
 // the replacement start finds the box in the list, whoever claims the box finds the
 // replacement scheduled. Only a box of a process_workers (batch != 0), which ends it at its
 // own end if no thread has taken it by then; a box of batch 0 has no owner to end it, so it
-// stays with its channel.
+// stays with its channel. A box whose process_workers has ended already is ended here
+// (abandon: no replacement).
 void return_worker(std::shared_ptr<worker_box> box, std::uint64_t killed_id);
 
 }  // namespace knit::detail
