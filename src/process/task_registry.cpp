@@ -7,8 +7,11 @@
 namespace knit::detail {
 
 task_registry& task_registry::instance() {
-  static task_registry registry;
-  return registry;
+  // Never destroyed: a worker thread that a pool detached past its stop_timeout may still
+  // be inside a process call (looking a task up) while the process exits and runs static
+  // destructors (TSan: process_limits under load).
+  static task_registry* registry = new task_registry();
+  return *registry;
 }
 
 void task_registry::add(std::string name, process_task fn) {
