@@ -102,7 +102,7 @@ void add_run_options(CLI::App& run, bench_command& c, std::string& profiles,
       ->check(CLI::Range(1, 65535));
   run.add_flag("--append", o.append, "add rows to an existing --out directory");
   run.add_flag_callback(
-      "--no-charts", [&o] { o.charts = false; }, "skip the gnuplot charts");
+      "--no-charts", [&o] { o.charts = false; }, "skip the charts (matplotlib)");
   run.add_option("--lock", o.lock_path, "single-instance lock file")->capture_default_str();
   run.add_option("--foreign-max", o.foreign_max,
                  "a window in which the machine spent more than C cores outside the server, "
@@ -182,7 +182,7 @@ bench_command parse_command_line(const std::vector<std::string>& argv) {
   CLI::App* report = app.add_subcommand("report", "re-render report.md from a rows.jsonl");
   report->add_option("rows", c.rows_path, "DIR/rows.jsonl")->required();
   report->add_flag_callback(
-      "--no-charts", [&c] { c.charts = false; }, "skip the gnuplot charts");
+      "--no-charts", [&c] { c.charts = false; }, "skip the charts (matplotlib)");
 
   CLI::App* plan = app.add_subcommand("plan", "print a built-in plan as JSON");
   add_builtin_flags(*plan, plan_chosen);
