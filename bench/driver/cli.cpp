@@ -4,8 +4,7 @@
 
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_parse.hpp"
 #include "driver/run/cpu_list.hpp"
 #include "driver/run/plan.hpp"
 
@@ -191,14 +190,7 @@ bench_command parse_command_line(const std::vector<std::string>& argv) {
   // `knit-bench help` as well as --help.
   std::vector<std::string> args(argv.size() > 1 ? argv.begin() + 1 : argv.end(), argv.end());
   if (!args.empty() && args.front() == "help") args.front() = "--help";
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    throw cli_help(app.help());
-  } catch (const CLI::ParseError& e) {
-    throw cli_error(e.what());
-  }
+  bench_cli::parse_args(app, args);
   c.profiles = split_list(profiles);
   for (const auto& p : c.profiles)
     if (p != "bun" && p != "native")
