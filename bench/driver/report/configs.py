@@ -27,6 +27,11 @@ def _text(v):
 def normalize_row(o):
     """A row as the report reads it: every field present, the reference schema's defaults
     filled in (tag "only" is the inline server, rows from before KNIT_HOSTS ran one loop)."""
+    missing = [k for k in ("tag", "mode", "idle_cores", "total_rps", "cores", "routes")
+               if k not in o]
+    if missing or o["mode"] not in ("sat", "rate"):
+        raise ValueError("missing " + ", ".join(missing) if missing else
+                         'mode: expected "sat" or "rate", got %r' % o["mode"])
     r = dict(o)
     r["threads"] = int(o.get("threads") or 0)
     r["spin"], r["park"] = _text(o.get("spin")), _text(o.get("park"))
@@ -50,9 +55,15 @@ def normalize_row(o):
 
 
 def read_rows(path):
-    """rows.jsonl: one JSON object a line, blank lines skipped."""
+    """rows.jsonl: one JSON object a line, blank lines skipped; a bad line names itself."""
+    rows = []
     with open(path, encoding="utf-8") as f:
-        return [normalize_row(json.loads(line)) for line in f if line.strip()]
+        for n, line in enumerate(f, 1):
+            try:
+                rows += [normalize_row(json.loads(line))] if line.strip() else []
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise ValueError("%s:%d: %s" % (path, n, e)) from None
+    return rows
 
 
 def fixed(x, decimals):
@@ -323,24 +334,13 @@ def header(cells, right=()):
     return row(cells) + rule + "\n"
 
 
-def total(c):
-    return c.stat(lambda r: r["total_rps"])
+def _row_stat(field):
+    return lambda c: c.stat(lambda r: r[field])
 
 
-def idle(c):
-    return c.stat(lambda r: r["idle_cores"])
-
-
-def cores(c):
-    return c.stat(lambda r: r["cores"])
-
-
-def rps_core(c):
-    return c.stat(lambda r: r["rps_per_core"])
-
-
-def cpu_us(c):
-    return c.stat(lambda r: r["cpu_us_per_req"])
+# A configuration's median (min-max) of one row field: total(c), idle(c), ...
+total, idle, cores, rps_core, cpu_us = map(_row_stat, (
+    "total_rps", "idle_cores", "cores", "rps_per_core", "cpu_us_per_req"))
 
 
 def ping_p99(r):
