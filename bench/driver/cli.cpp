@@ -4,8 +4,7 @@
 
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_parse.hpp"
 #include "driver/run/cpu_list.hpp"
 #include "driver/run/plan.hpp"
 
@@ -102,7 +101,7 @@ void add_run_options(CLI::App& run, bench_command& c, std::string& profiles,
       ->check(CLI::Range(1, 65535));
   run.add_flag("--append", o.append, "add rows to an existing --out directory");
   run.add_flag_callback(
-      "--no-charts", [&o] { o.charts = false; }, "skip the gnuplot charts");
+      "--no-charts", [&o] { o.charts = false; }, "skip the charts (matplotlib)");
   run.add_option("--lock", o.lock_path, "single-instance lock file")->capture_default_str();
   run.add_option("--foreign-max", o.foreign_max,
                  "a window in which the machine spent more than C cores outside the server, "
@@ -182,7 +181,7 @@ bench_command parse_command_line(const std::vector<std::string>& argv) {
   CLI::App* report = app.add_subcommand("report", "re-render report.md from a rows.jsonl");
   report->add_option("rows", c.rows_path, "DIR/rows.jsonl")->required();
   report->add_flag_callback(
-      "--no-charts", [&c] { c.charts = false; }, "skip the gnuplot charts");
+      "--no-charts", [&c] { c.charts = false; }, "skip the charts (matplotlib)");
 
   CLI::App* plan = app.add_subcommand("plan", "print a built-in plan as JSON");
   add_builtin_flags(*plan, plan_chosen);
@@ -191,14 +190,7 @@ bench_command parse_command_line(const std::vector<std::string>& argv) {
   // `knit-bench help` as well as --help.
   std::vector<std::string> args(argv.size() > 1 ? argv.begin() + 1 : argv.end(), argv.end());
   if (!args.empty() && args.front() == "help") args.front() = "--help";
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    throw cli_help(app.help());
-  } catch (const CLI::ParseError& e) {
-    throw cli_error(e.what());
-  }
+  bench_cli::parse_args(app, args);
   c.profiles = split_list(profiles);
   for (const auto& p : c.profiles)
     if (p != "bun" && p != "native")

@@ -4,24 +4,17 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/cli_errors.hpp"
 #include "driver/run/peers.hpp"
 #include "driver/run/run_options.hpp"
 
 namespace knit::bench {
 
-// Bad arguments: what() says what is wrong (main prints it and exits 2).
-struct cli_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// --help, -h or `knit-bench help`: what() is the generated help (stdout, exit 0).
-struct cli_help : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using bench_cli::cli_error;  // bad arguments (exit 2)
+using bench_cli::cli_help;   // --help, -h or `knit-bench help` (stdout, exit 0)
 
 struct bench_command {
   enum class kind { run, report, plan };

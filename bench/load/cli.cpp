@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
+#include "common/cli_parse.hpp"
 
 namespace knit_load {
 namespace {
@@ -115,14 +115,7 @@ load_config parse_cli(const std::vector<std::string>& args) {
   app.footer(
       "Flags take their value as --flag VALUE or --flag=VALUE. Exit status: 0 done, "
       "1 run failed, 2 bad arguments.");
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    throw cli_help(app.help());
-  } catch (const CLI::ParseError& e) {
-    throw cli_error(std::string("knit-load: ") + e.what() + "\nrun knit-load --help for usage");
-  }
+  knit::bench_cli::parse_args(app, args, "knit-load: ", "\nrun knit-load --help for usage");
   if (!std::isfinite(cfg.duration_s)) throw cli_error("--duration: expected a finite number");
   std::set<std::string> names;
   for (const std::string& spec : routes) {

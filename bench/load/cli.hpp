@@ -1,24 +1,17 @@
 // Command-line parsing for knit-load (the flag set the benchmark driver depends on).
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/cli_errors.hpp"
 #include "config.hpp"
 
 namespace knit_load {
 
-// Bad arguments: what() says what is wrong (main prints it and exits 2).
-struct cli_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// --help or -h: what() is the generated help (main prints it on stdout and exits 0).
-struct cli_help : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using knit::bench_cli::cli_error;  // bad arguments (exit 2)
+using knit::bench_cli::cli_help;   // --help or -h (stdout, exit 0)
 
 // Parses "NAME:METHOD:PATH:CONNS[:RATE[:BODYFILE]]". Does not read the body file.
 route_spec parse_route(std::string_view spec);

@@ -3,7 +3,8 @@
 # run: its rps and its CPU per response against a cheap server (nginx-light answering
 # /ping with a 2-byte static body, one worker). The rps is knit-load's top only where the
 # server outruns it; the CPU per response compares the two builds either way. Used to
-# choose knit-load's response parser (Beast's basic_parser or the hand-written one).
+# choose knit-load's response parser (Beast's basic_parser or the hand-written one) and to
+# check knit-load's top before and after a change (bench/results/knit-load-top).
 #
 #   bench/load/parser_ab.sh OLD_KNIT_LOAD NEW_KNIT_LOAD [ROUNDS] [SECONDS] [CONNS]
 #     defaults: 5 rounds of 5 s, 64 connections on one route

@@ -156,6 +156,26 @@ TEST(end_to_end, SecondDriverIsRefused) {
   EXPECT_EQ(run_benchmark(cfg), 3);
 }
 
+// knit-bench hands report.md to report.py: a script that fails is an error that carries
+// what the script said, and a bad row is named with its line.
+TEST(end_to_end, AFailingReportScriptIsAnErrorWithItsOutput) {
+  sandbox box;
+  const fs::path rows = box.dir / "rows.jsonl";
+  std::ofstream(rows) << "{\"tag\": \"only\"}\n";
+  try {
+    write_report(rows.string(), false);
+    ADD_FAILURE() << "a row without its figures rendered";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows.jsonl:1: missing mode, idle_cores"),
+              std::string::npos)
+        << e.what();
+  }
+  ::setenv("KNIT_BENCH_REPORT", (box.dir / "no-such-report.py").c_str(), 1);
+  EXPECT_THROW(write_report(rows.string(), false), std::runtime_error);
+  ::unsetenv("KNIT_BENCH_REPORT");
+  EXPECT_FALSE(fs::exists(box.dir / "report.md"));
+}
+
 TEST(end_to_end, MissingBinariesAreAClearError) {
   sandbox box;
   run_options cfg = box.config();

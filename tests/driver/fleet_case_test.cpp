@@ -1,10 +1,10 @@
 // Cases behind HAProxy (plan field "fleet"): the field's checks, its round trip through plans
-// and rows, the built-in fleet plan's shape, and the report's "Behind HAProxy" section.
+// and rows, the built-in fleet plan's shape (the report's "Behind HAProxy" section:
+// report_test.py).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "driver/report/report.hpp"
 #include "driver/run/builtin_plans.hpp"
 #include "driver/run/plan.hpp"
 #include "driver/run/rows.hpp"
@@ -77,21 +77,6 @@ TEST(fleet_case, RowRoundTripsItsFleet) {
   result_row alone = row_of("t1", 0, 0, 14, 0.3, 1000);
   EXPECT_EQ(row_to_json_line(alone).find("\"fleet\""), std::string::npos);  // rows as before
   EXPECT_EQ(row_from_json_line(row_to_json_line(alone)).fleet, 0);
-}
-
-TEST(fleet_case, ReportSaysWhatTheBalancerAddsPairedByRepetition) {
-  std::vector<result_row> rows = {
-      row_of("t1", 0, 0, 14, 0.30, 60000), row_of("t1-fleet2", 2, 0, 20, 0.40, 54000),
-      row_of("t1", 0, 1, 16, 0.50, 66000), row_of("t1-fleet2", 2, 1, 26, 0.90, 60000)};
-  std::string md = render_markdown(rows, nullptr, {}, {});
-  const auto section = md.find("## Behind HAProxy");
-  ASSERT_NE(section, std::string::npos) << md;
-  // CPU-us/req: 20 - 14 = 6 and 26 - 16 = 10 -> median 8; /ping p99: +0.10 and +0.40.
-  EXPECT_NE(md.find("| +8 (+6–+10) | +0.25 (+0.10–+0.40) |", section), std::string::npos) << md;
-  EXPECT_NE(md.find("| threads: 1, fleet: 2 | 2 + HAProxy |", section), std::string::npos) << md;
-  EXPECT_NE(md.find("| threads: 1 | alone |", section), std::string::npos) << md;
-  // The tables of the server alone (A, B, ...) do not mix the fleet's rows in.
-  EXPECT_EQ(md.substr(0, section).find("fleet: 2"), std::string::npos) << md;
 }
 
 }  // namespace

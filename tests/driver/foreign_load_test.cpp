@@ -1,12 +1,11 @@
 // Trustworthy windows on a shared machine: the /proc/stat parse, the foreign-load
-// arithmetic, the rerun decision, the row fields and the report's mark. Pure parts only:
-// nothing here reads the real /proc/stat or times anything.
+// arithmetic, the rerun decision, and the row fields (the report's mark: report_test.py).
+// Pure parts only: nothing here reads the real /proc/stat or times anything.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "driver/report/report.hpp"
 #include "driver/run/plan.hpp"
 #include "driver/run/rows.hpp"
 #include "driver/run/runner.hpp"
@@ -115,51 +114,6 @@ TEST(foreign_row, FieldsSurviveTheJsonRoundTrip) {
   const result_row back = row_from_json_line(line);
   EXPECT_EQ(back, r);
   EXPECT_TRUE(back.unknown.empty());
-}
-
-std::vector<result_row> reference_rows() {
-  return read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/reference_benchmark_rows.jsonl");
-}
-
-TEST(foreign_report, RowsWithoutReadingsGetNoNoteAndNoMark) {
-  const auto rows = reference_rows();
-  EXPECT_EQ(foreign_load_note(rows), "");
-  EXPECT_EQ(render_markdown(rows, nullptr, {}, {}).find("\u26a0"), std::string::npos);
-}
-
-TEST(foreign_report, QuietRowsGetANoteWithoutAMark) {
-  auto rows = reference_rows();
-  for (auto& r : rows) {
-    r.foreign_cores = 0.02;
-    r.foreign_flagged = false;
-    r.foreign_reruns = 0;
-  }
-  rows[0].foreign_reruns = 1;
-  const std::string note = foreign_load_note(rows);
-  EXPECT_NE(note.find("at most 0.02 cores over 29 window(s)"), std::string::npos) << note;
-  EXPECT_NE(note.find("1 case(s) were measured again"), std::string::npos) << note;
-  EXPECT_NE(note.find("No window stayed over the limit"), std::string::npos) << note;
-  EXPECT_EQ(render_markdown(rows, nullptr, {}, {}).find("\u26a0"), std::string::npos);
-}
-
-TEST(foreign_report, AFlaggedRowIsMarkedInItsTableRowAndNamedInTheNote) {
-  auto rows = reference_rows();
-  result_row* inline_sat = nullptr;
-  for (auto& r : rows)
-    if (r.server_mode == "inline" && r.mode == "sat") inline_sat = &r;
-  ASSERT_NE(inline_sat, nullptr);
-  inline_sat->foreign_cores = 0.42;
-  inline_sat->foreign_flagged = true;
-  inline_sat->foreign_reruns = 2;
-  const std::string md = render_markdown(rows, nullptr, {}, {});
-  // Section A's inline row carries the mark; the pooled rows do not.
-  EXPECT_NE(md.find("| inline \u26a0 | 2815 | 2815 | 2578 | 8208 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| threads: 1 | 8486 |"), std::string::npos);
-  const std::string note = foreign_load_note(rows);
-  EXPECT_NE(note.find("1 window(s) stayed over the limit"), std::string::npos) << note;
-  EXPECT_NE(note.find(inline_sat->tag + " sat rep 1 (0.42 cores foreign)"), std::string::npos)
-      << note;
-  EXPECT_NE(md.find(note), std::string::npos);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <set>
 #include <tuple>
 
-#include "driver/report/configs.hpp"
 #include "driver/run/builtin_plans.hpp"
 #include "driver/run/cpu_list.hpp"
 #include "driver/run/plan.hpp"
@@ -78,25 +77,6 @@ TEST(hosts_rows, the_field_round_trips_and_old_rows_read_as_one_host) {
   EXPECT_THROW(row_from_json_line(R"({"tag":"t","mode":"sat","idle_cores":0,"total_rps":1,)"
                                   R"("cores":1,"routes":{},"hosts":0})"),
                std::runtime_error);
-}
-
-TEST(hosts_rows, labels_name_the_hosts_above_one_in_every_mode) {
-  std::vector<result_row> rows = {row_with("pooled", 2, 4), row_with("inline", 0, 4),
-                                  row_with("asio", 2, 4),   row_with("auto", 1, 2),
-                                  row_with("multi", 2, 2),  row_with("pooled", 2, 1)};
-  auto cs = group_configs(rows);
-  ASSERT_EQ(cs.size(), 6u);  // hosts is part of a configuration's identity
-  EXPECT_EQ(cs[0].label, "threads: 2, hosts: 4");
-  EXPECT_EQ(cs[1].label, "inline, hosts: 4");
-  EXPECT_EQ(cs[2].label, "asio: 2, hosts: 4");
-  EXPECT_EQ(cs[3].label, "auto: 1, hosts: 2");
-  EXPECT_EQ(cs[4].label, "multi: 2, hosts: 2");
-  EXPECT_EQ(cs[5].label, "threads: 2");
-  EXPECT_EQ(cs[0].hosts, 4);
-  // The one-host tables see the one-host rows only.
-  EXPECT_EQ(default_policy_config(cs, {"", std::nullopt, "sat"}, 2), &cs[5]);
-  EXPECT_EQ(default_policy_config(cs, {"", std::nullopt, "sat", 4}, 2), &cs[0]);
-  EXPECT_EQ(host_counts(cs, ""), (std::vector<int>{1, 2, 4}));
 }
 
 TEST(cpu_split, the_generator_gets_its_share_and_never_the_servers_cpus) {

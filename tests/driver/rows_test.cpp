@@ -145,6 +145,21 @@ TEST(rows, ReferenceRowIsNormalised) {
   EXPECT_EQ(t1.server_mode, "pooled");
 }
 
+// An external peer's row: no knit-stats, so its pool statistics are written as null and
+// read back empty.
+TEST(rows, PeerRowsKeepNullPoolStats) {
+  auto rows = read_rows_file(std::string(KNIT_DRIVER_FIXTURES) + "/peers_bun.jsonl");
+  const result_row& nginx = rows.at(7);
+  ASSERT_EQ(nginx.server_mode, "peer:nginx");
+  EXPECT_TRUE(nginx.pool_counters.empty());
+  EXPECT_EQ(nginx.peer_processes, std::optional<int>(2));
+  auto o = row_to_json(nginx);
+  EXPECT_TRUE(o.at("pool_counters").is_null());
+  EXPECT_TRUE(o.at("pool_per_call").is_null());
+  EXPECT_TRUE(o.at("server_requests").is_null());
+  EXPECT_EQ(row_from_json(o), nginx);
+}
+
 TEST(rows, BadRowsNameTheProblem) {
   EXPECT_THROW(row_from_json_line("[1,2]"), std::runtime_error);
   try {

@@ -1,26 +1,17 @@
-// report.md from rows.jsonl alone (plus meta.json when present): the reference tables
-// A, B, C, the peers, pool counters and the cost sweep, one table set per cost profile.
+// report.md and charts/*.png are rendered by report.py (Python 3; matplotlib for the charts)
+// from rows.jsonl alone, plus meta.json beside it; this runs it for knit-bench.
 #pragma once
 
-#include <boost/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "driver/report/charts.hpp"
-#include "driver/report/report_notes.hpp"
-#include "driver/run/rows.hpp"
-
 namespace knit::bench {
 
-// Markdown for `rows`. `meta` is meta.json's object (or null); charts are linked in
-// their sections; warnings (e.g. charts skipped) are listed in the header.
-std::string render_markdown(const std::vector<result_row>& rows, const boost::json::object* meta,
-                            const std::vector<chart_ref>& charts,
-                            const std::vector<std::string>& warnings);
-
-// Reads rows_path and meta.json beside it, draws charts (unless with_charts is false)
-// and writes report.md beside it. Returns the report's path; throws on unreadable rows.
+// Runs `python3 report.py rows_path [--no-charts]` (python3 from PATH; the script is
+// bench/driver/report/report.py, or $KNIT_BENCH_REPORT), which writes report.md and charts/
+// beside rows_path. Returns the report's path and fills `warnings` (charts skipped, say; the
+// report lists them too). Throws with the script's output when python3 is missing or the
+// script fails.
 std::string write_report(const std::string& rows_path, bool with_charts,
                          std::vector<std::string>* warnings = nullptr);
 
