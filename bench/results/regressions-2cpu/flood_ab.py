@@ -5,6 +5,9 @@ flood_client.py, the server's own view from knit-stats and (where it has one) /m
 
   flood_ab.py --out DIR --reps N --seconds S --conns C --case LABEL=BINARY[,VAR=value...] ...
 
+A case's KNIT_PRIME=N is not passed to the server: it sends N /ssr calls one at a time first,
+so that admission has a call-time estimate before the flood's first burst.
+
 Server: KNIT_MODE=pooled KNIT_THREADS=1 KNIT_COST_PROFILE=native KNIT_SSR_COST_US=2000,
 admission at its defaults (KNIT_MAX_QUEUE_MS=250), on CPU 0; the client on CPU 1. AB_NICE as
 in ab.py. One JSON row per run in DIR/rows.jsonl.
@@ -21,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ab  # noqa: E402  (start_server, knit_stats, cpu_ns, loadavg, parse_case, NICE)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PRIME_BODY = ab.BODIES["ssr"].encode()
 SERVER_ENV = {"KNIT_MODE": "pooled", "KNIT_THREADS": "1", "KNIT_COST_PROFILE": "native",
               "KNIT_SSR_COST_US": "2000"}
 
@@ -65,6 +69,13 @@ def one_run(args, case, rep, seq):
     env_case["env"] = {**SERVER_ENV, **case["env"]}
     proc, port, log = ab.start_server(env_case, log_path)
     try:
+        # --prime N: N calls one at a time before the flood, so that admission has a call-time
+        # estimate when the flood's first burst arrives.
+        for _ in range(case.get("prime", 0)):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/ssr", data=PRIME_BODY,
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5) as r:
+                r.read()
         stats0 = ab.knit_stats(proc, log_path)
         hist0 = ssr_histogram(port)
         c0, t0 = ab.cpu_ns(proc.pid), time.monotonic()
@@ -107,6 +118,8 @@ def main():
     ap.add_argument("--case", action="append", required=True)
     args = ap.parse_args()
     cases = [ab.parse_case(c) for c in args.case]
+    for c in cases:  # KNIT_PRIME=N in a case's list: --prime for that case (not a server var)
+        c["prime"] = int(c["env"].pop("KNIT_PRIME", "0"))
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {ab.loadavg()}; "
           f"server CPU 0 ({SERVER_ENV}), flood_client.py CPU 1, {args.conns} connections, "

@@ -116,6 +116,8 @@ def main():
     # calls at once, before any call has come back to give admission an estimate) apart.
     warm_server, warm_total = [], []
     warm_from_ns = time.time_ns() + int(WARMUP_S * 1e9)
+    t0_ns = time.time_ns()
+    by_quarter = {}  # accepted (arrive - send) by the quarter second of the run they were sent in
     refused_total = []
     errors = 0
     start = time.monotonic()
@@ -149,6 +151,7 @@ def main():
                 ok_server.append(arrive - sent)
                 ok_client_lag.append(read - arrive)
                 ok_total.append(read - sent)
+                by_quarter.setdefault((sent - t0_ns) // 250_000_000, []).append(arrive - sent)
                 if sent >= warm_from_ns:
                     warm_server.append(arrive - sent)
                     warm_total.append(read - sent)
@@ -168,6 +171,8 @@ def main():
         "accepted_read_minus_arrive": percentiles(ok_client_lag),
         "refused_read_minus_send": percentiles(refused_total),
         "warmup_s": WARMUP_S,
+        "accepted_arrive_minus_send_by_quarter_second_sent": {
+            f"{q / 4:.2f}": percentiles(v) for q, v in sorted(by_quarter.items()) if q < 12},
         "accepted_after_warmup_read_minus_send": percentiles(warm_total),
         "accepted_after_warmup_arrive_minus_send": percentiles(warm_server),
     }
