@@ -20,6 +20,9 @@ namespace knit_server {
 // request in pooled mode against 0.01 in asio mode, some 500 instructions per request.
 // Holding one block per call (taken where the read's block was just freed, given back just
 // before the completion's write allocates) keeps the cache balanced as in asio mode.
+// Re-measured on 2026-12-02 against a build without it (bench/results/regressions-2cpu): it
+// still saves 175-237 host instructions per request (2.0-2.6%, all in malloc/free) under the
+// mixed load at native cost; rps and CPU per response on the loaded 2-CPU box do not resolve it.
 //
 // The block is requested with a size of 1 so that any cached block serves it: it keeps the
 // size it had (Asio records a block's capacity in the block), and so stays large enough for

@@ -12,7 +12,7 @@
 // Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
 // multi's threading: docs/server-threads.md) KNIT_HOSTS (event loops, default 1: each with its
 // own thread and SO_REUSEPORT listener; every mode but multi; docs/server-hosts.md)
-// KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 6)
+// KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 10)
 // KNIT_COST_PROFILE=bun|native
 // KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
 // KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-safety.md),
