@@ -186,6 +186,7 @@ std::size_t host_state::drain(bool reset_doorbell) {
 std::size_t host_state::drain_steps(bool reset_doorbell) {
   if (reset_doorbell) bell_.reset();
   std::size_t delivered = pop_done();
+  at_interleaving_point(interleaving_point::host_took_completions);
   // Partner: a retired worker's release store after its handoff (worker.cpp).
   if (shared_.seats_need_care.load(std::memory_order_relaxed)) owner_.tend_seats();
   // Clock read only when needed. The stuck test comes after the deadlines: their handlers
@@ -388,6 +389,7 @@ void host_state::settle(std::optional<std::chrono::steady_clock::time_point> dea
         timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
       }
     }
+    at_interleaving_point(interleaving_point::host_sleeps_with_calls);
     pollfd p{bell_.fd(), POLLIN, 0};
     ::poll(&p, 1, timeout_ms);
   }
