@@ -144,12 +144,19 @@ class worker_loop {
     return false;
   }
 
+  // Calls queued into this seat behind the one just claimed from host `from`: its ring, or
+  // another host's bit (a hint: it may be stale, and then costs one needless wake).
+  bool more_queued_here(unsigned from) const noexcept {
+    const std::uint64_t others =
+        my_hosts_.load(std::memory_order_relaxed) & ~(std::uint64_t{1} << from);
+    return others != 0 || !s_.host(from)->ring(self_).empty_approx();
+  }
+
   // Returns false if the host retired this worker while the call ran (the thread must end).
   bool execute(call_base* c, bool stolen, unsigned from) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 &&
-        my_hosts_.load(std::memory_order_relaxed) != 0) {
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here(from)) {
       wake_one_peer();
     }
 
