@@ -1,5 +1,4 @@
-// call_placement_steps: the steps every host takes to accept a call, once for the pool's
-// builder (pool_impl::enqueue, pool.cpp) and attached hosts (host_state::enqueue).
+// call_placement_steps: the steps a host takes to accept a call (host_state::enqueue).
 //
 // Strong guarantee: every step that may allocate (the id-table slot, the deadline heap, the
 // backlog) runs before anything is counted or published, and a failure undoes the earlier

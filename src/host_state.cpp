@@ -1,7 +1,8 @@
-// host_state: an attached host's own steps (protocol in host_state.hpp): admission,
-// enqueue, dispatch into its rings, drain (completions, deadlines, backlog), cancel and
-// leaving. The same steps as the first host's in pool.cpp and dispatch.cpp, without the
-// worker seats (those stay with the pool and its first host: worker_seats.cpp).
+// host_state: a host's own steps, the same for host 0 and every attached host (protocol in
+// host_state.hpp): admission, enqueue, dispatch into its rings (the rule is
+// dispatch_policy.hpp's), drain (completions, deadlines, stuck calls, backlog), cancel,
+// giving up, leaving and host 0's part of shutdown. The seats are the pool's
+// (worker_seats.cpp): a host that finds a stuck call asks the pool to retire its worker.
 #include "host_state.hpp"
 
 #include <algorithm>
@@ -65,7 +66,8 @@ void* host_state::allocate(std::size_t size, std::size_t align, std::uint32_t& b
   return allocator_.allocate(size, align, block);
 }
 
-// Strong guarantee, as pool_impl::enqueue (pool.cpp): every step that may throw comes first.
+// Strong guarantee (call_placement_steps.hpp): what may throw runs before anything is
+// counted or published.
 call_id host_state::enqueue(call_base* c, const call_options& options) {
   const auto stuck =
       options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
@@ -84,7 +86,9 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
 }
 
 // The dispatch rule over this host's rings (dispatch_policy.hpp), then the mask and wake
-// steps of the protocol in host_state.hpp.
+// steps of the protocol in host_state.hpp. Returns false if no ring can take the call now.
+// The snapshots are built in the rule's scan order and only as far as it reads them: no
+// clock read unless a worker is in a call, and nothing allocated (snapshots_ is sized once).
 bool host_state::dispatch(call_base* c) {
   const unsigned n = shared_.seat_count;
   dispatch_inputs in;
@@ -107,8 +111,9 @@ bool host_state::dispatch(call_base* c) {
     if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
   }
   const dispatch_choice choice = choose_worker(snapshots_, in);
-  if (choice.worker < 0) return false;
+  if (choice.worker < 0) return false;  // every ring is full
   const unsigned chosen = static_cast<unsigned>(choice.worker);
+  // The rule chose a ring with depth < capacity, and this host is its only producer.
   const bool pushed = rings_[chosen]->try_push(c);
   KNIT_ASSERT(pushed);
   if (!pushed) return false;
@@ -181,8 +186,11 @@ std::size_t host_state::drain(bool reset_doorbell) {
 std::size_t host_state::drain_steps(bool reset_doorbell) {
   if (reset_doorbell) bell_.reset();
   std::size_t delivered = pop_done();
-  // Clock read only when needed; the stuck test comes after the deadlines, as the
-  // builder's (pool.cpp).
+  at_interleaving_point(interleaving_point::host_took_completions);
+  // Partner: a retired worker's release store after its handoff (worker.cpp).
+  if (shared_.seats_need_care.load(std::memory_order_relaxed)) owner_.tend_seats();
+  // Clock read only when needed. The stuck test comes after the deadlines: their handlers
+  // may have submitted calls.
   if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
     const auto now = std::chrono::steady_clock::now();
     if (!deadlines_.empty()) delivered += expire_deadlines(now);
@@ -217,7 +225,7 @@ std::size_t host_state::deliver_taken() noexcept {
     taken_ = c->next_done;
     KNIT_ASSERT(out_ > 0);
     --out_;
-    if (c->run_ns != 0) {
+    if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
       call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
     }
     if (!c->delivered) {
@@ -263,8 +271,8 @@ std::optional<std::chrono::steady_clock::time_point> host_state::next_deadline()
   return best;
 }
 
-// "Stuck calls" in the protocol above: declares this host's calls that ran past their
-// stuck_after, and asks the builder to retire their workers.
+// "Stuck calls" in the protocol (host_state.hpp): declares this host's calls that ran past
+// their stuck_after; the pool retires their workers.
 std::size_t host_state::check_stuck(std::chrono::steady_clock::time_point now_tp) {
   const std::int64_t now = to_ns(now_tp.time_since_epoch());
   std::size_t delivered = 0;
@@ -295,9 +303,8 @@ shutdown_report host_state::give_up() {
   return report;
 }
 
-// Steps 1 and 2 of "Retiring a worker" on this host's thread, then step 3's seat swap
-// (worker_seats.cpp).
-// False if the call finished first.
+// Steps 1 and 2 of "Retiring a worker" (worker_seats.cpp) on this host's thread, then the
+// pool's step 3. False if the call finished first.
 bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   call_base* c = r.record;
   if (!try_move(*c, call_state::running, call_state::stuck)) return false;
@@ -307,7 +314,7 @@ bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   --out_;
   if (!c->delivered) deliver(c, ec);
   c->drop_handler();  // its captures are this thread's: never destroyed elsewhere
-  owner_.retire_seat_for(r.seat, r.slot, c);  // a fresh worker takes the seat now
+  owner_.retire_seat(r.seat, r.slot, c);  // a fresh worker takes the seat now
   return true;
 }
 
@@ -342,21 +349,50 @@ void host_state::leave() {
   abandon_queued();
   flush_backlog();  // frees what waited there (all abandoned now)
   reclaim_rings();
-  // Running calls finish, or are declared stuck here; their handlers run on this thread.
-  // drain_steps, not drain: this may be inside a drain (a handler destroying its host).
-  while (pending_ > 0 || out_ > 0) {
+  shutdown_report unused;  // no deadline: nothing is given up
+  settle(std::nullopt, unused);
+}
+
+void host_state::finish(shutdown_mode mode,
+                        std::optional<std::chrono::steady_clock::time_point> deadline,
+                        shutdown_report& report) {
+  if (mode == shutdown_mode::cancel) abandon_queued();  // step 2
+  settle(deadline, report);                             // step 3
+}
+
+// Drains until every accepted call is delivered and every record is back, or declared
+// stuck; past `deadline`, gives up what is left: calls not started are cancelled, running
+// ones retired, and the rings taken back (what is left after that are abandoned records
+// on their way back from live workers, which skip them at once). Running calls' handlers
+// run on this thread. drain_steps, not drain: this may be inside a drain (a handler
+// destroying its host).
+void host_state::settle(std::optional<std::chrono::steady_clock::time_point> deadline,
+                        shutdown_report& report) {
+  for (;;) {
     drain_steps(true);
-    if (pending_ == 0 && out_ == 0) break;
+    if (pending_ == 0 && out_ == 0 && backlog_.empty()) break;
+    const auto now = std::chrono::steady_clock::now();
     int timeout_ms = -1;
-    if (auto next = next_deadline()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          *next - std::chrono::steady_clock::now());
-      timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
+    if (deadline && now >= *deadline) {
+      report.deadline_passed = true;
+      const shutdown_report given = give_up();
+      report.cancelled_at_deadline += given.cancelled_at_deadline;
+      report.abandoned_running += given.abandoned_running;
+      flush_backlog();  // all abandoned now
+      reclaim_rings();
+      timeout_ms = 1;
+    } else {
+      auto wake = next_deadline();
+      if (deadline && (!wake || *deadline < *wake)) wake = deadline;
+      if (wake) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now);
+        timeout_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000));
+      }
     }
+    at_interleaving_point(interleaving_point::host_sleeps_with_calls);
     pollfd p{bell_.fd(), POLLIN, 0};
     ::poll(&p, 1, timeout_ms);
   }
-  KNIT_ASSERT(backlog_.empty());
 }
 
 void host_state::deliver(call_base* c, std::error_code ec) noexcept {

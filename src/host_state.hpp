@@ -1,14 +1,15 @@
-// host_state: one attached host's side of the pool (a thread other than the one that built
-// it, which keeps the pool's own state in pool_impl): its submission rings into every
-// worker seat, its completion list, eventfd, call table, backlog, deadlines, admission and
-// counters. The workers' side of it is worker.cpp (claim_in_turn, complete).
+// host_state: one host's side of the pool, the same for every host: host 0 (the thread
+// that built the pool, made with it) and each thread attached later (knit::pool_host):
+// its submission rings into every worker seat, its completion list, eventfd, call table,
+// backlog, deadlines, admission and counters. The workers' side of it is worker.cpp
+// (claim_in_turn, complete); the seats themselves are the pool's (worker_seats.cpp).
 //
 // Protocol (many hosts, one pool; the argument is docs/many-hosts.md)
 //   Rings. Host h pushes into ring(h, w), a job_ring (one producer: host h; consumers:
-//   worker w, thieves, and host h itself while it leaves). Workers complete h's records
-//   into h's completion list, a push-only stack (CAS by the workers, one exchange by host
-//   h per drain), then notify h's own host_doorbell: one coalesced eventfd write per round,
-//   and none while h is already signalled (host_doorbell.hpp).
+//   worker w, thieves, and host h itself while it leaves or gives up). Workers complete
+//   h's records into h's completion list, a push-only stack (CAS by the workers, one
+//   exchange by host h per drain), then notify h's own host_doorbell: one coalesced
+//   eventfd write per round, and none while h is already signalled (host_doorbell.hpp).
 //   Which hosts have work for seat w: the bits of seat_pending(w), a 64-bit mask.
 //     host h, after a push into ring(h, w):      worker w, finding ring(h, w) empty:
 //       fence(seq_cst)                              mask.fetch_and(~bit h)
@@ -29,22 +30,22 @@
 //   drain, h declares one past its stuck_after: CAS running -> stuck (losing means it just
 //   finished), clear current_of[h], deliver errc::stuck (or timed_out) here, drop the
 //   handler, and take the record out of its count: from then on the record belongs to the
-//   seat, not to h. Then h retires that worker itself (worker_seats.cpp, retire_seat_for,
-//   under the seats mutex): the slot keeps the record (retire_stuck), a fresh slot and
-//   thread take the seat at once (successor), retire_requested = true (release), builder's
-//   bell. h's rings belong to the seat, so the fresh worker runs what h queued behind the
-//   stuck call without anyone else draining. The builder takes the old slot into its
-//   bookkeeping in its next drain or at shutdown and frees the record when the task returns.
-//   Leaving (on host h's thread): stop accepting, cancel every call not started
-//   (errc::cancelled, delivered here), pop its own rings and free what it finds (all of it
-//   abandoned), then drain until every record is back or declared stuck. Only then does
-//   pool_impl release the index (under its mutex); leaving from inside one of h's own
-//   handlers finishes the enclosing drain's work (taken_) and the index waits until that
-//   step ends (step_scope). The object itself lives as long as the
-//   pool, so a worker or thief that read a stale bit and touches these rings afterwards
-//   finds them empty.
-//   A later thread attaching at the same index becomes the rings' producer through that
-//   mutex (the previous producer's writes happen before it).
+//   seat, not to h. Then h retires that worker itself (worker_seats.cpp, retire_seat,
+//   under the seats mutex): the old slot joins the pool's retired list holding the record,
+//   a fresh slot and thread take the seat at once. The rings belong to the seat, so the
+//   fresh worker runs what every host queued behind the stuck call. When the task returns,
+//   the next host to drain frees the record (tend_seats); at shutdown the pool does.
+//   Leaving (an attached host, on its thread): stop accepting, cancel every call not
+//   started (errc::cancelled, delivered here), pop its own rings and free what it finds
+//   (all of it abandoned), then drain until every record is back or declared stuck (settle).
+//   Only then does pool_impl release the index (under its mutex); leaving from inside one
+//   of h's own handlers finishes the enclosing drain's work (taken_) and the index waits
+//   until that step ends (step_scope). The object itself lives as long as the pool, so a
+//   worker or thief that read a stale bit and touches these rings afterwards finds them
+//   empty. A later thread attaching at the same index becomes the rings' producer through
+//   that mutex (the previous producer's writes happen before it).
+//   Shutdown (host 0, knit/pool.hpp's steps): the same settle, with the pool's deadline:
+//   past it, host 0 gives up what it has left (give_up) and takes back its rings.
 #pragma once
 
 #include <chrono>
@@ -92,8 +93,12 @@ class host_state {
   // The pool's shutdown, on its thread: makes this host's completion fd readable, so a loop
   // asleep on it learns that accepting() turned false.
   void wake() noexcept { bell_.notify(); }
+  // Host 0's part of the pool's shutdown (steps 2 and 3 in knit/pool.hpp): every call of
+  // its own delivered and every record back, or, past `deadline`, given up.
+  void finish(shutdown_mode mode, std::optional<std::chrono::steady_clock::time_point> deadline,
+              shutdown_report& report);
 
-  // Host h's thread only (pool.cpp routes each public call here by thread).
+  // Host h's thread only (pool.cpp sends each public call here by thread).
   std::error_code admit();
   void* allocate(std::size_t size, std::size_t align, std::uint32_t& block);
   void free_memory(void* p, std::uint32_t block) noexcept { allocator_.free(p, block); }
@@ -135,6 +140,8 @@ class host_state {
   };
 
   std::size_t drain_steps(bool reset_doorbell);
+  void settle(std::optional<std::chrono::steady_clock::time_point> deadline,
+              shutdown_report& report);
   std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
   void flush_backlog();

@@ -15,7 +15,7 @@ namespace knit {
 namespace detail {
 
 host_state* pool_impl::attach_host() {
-  if (is_first_host() || bound_host(this)) {
+  if (host_here()) {
     throw std::logic_error("knit::pool_host: this thread is already a host of this pool");
   }
   std::lock_guard lock(hosts_mutex_);
@@ -65,33 +65,6 @@ void pool_impl::free_index(host_state* h) noexcept {
   // the builder's wait may return and destroy the pool, condition variable included, as
   // soon as it can take the lock; this thread touches nothing of the pool after it.
   hosts_left_.notify_all();
-}
-
-void add_host_totals(pool_stats& s, const host_stats& one) noexcept {
-  s.calls_submitted += one.calls_submitted;
-  s.calls_completed += one.calls_completed;
-  s.calls_rejected += one.calls_rejected;
-  s.calls_backlogged += one.calls_backlogged;
-  s.calls_cancelled += one.calls_cancelled;
-  s.calls_timed_out += one.calls_timed_out;
-  s.calls_failed += one.calls_failed;
-  s.host_wakes += one.host_wakes;
-  s.completion_batches += one.completion_batches;
-}
-
-void pool_impl::attached_stats(pool_stats& s, const host_stats& first) const {
-  std::lock_guard lock(hosts_mutex_);
-  // The totals are every host's: the builder's, plus each index's counters, which carry
-  // over from one attachment to the next (a host_state lives as long as the pool), so they
-  // only grow. calls_stuck is not summed here: the pool counts every retired seat.
-  const bool list = attached_count_.load(std::memory_order_relaxed) > 0;
-  if (list) s.hosts.push_back(first);
-  for (std::size_t h = 1; h < host_states_.size(); ++h) {
-    if (!host_states_[h]) continue;
-    const host_stats one = host_states_[h]->stats();
-    add_host_totals(s, one);
-    if (list && host_in_use_[h]) s.hosts.push_back(one);
-  }
 }
 
 // Shutdown, once admission is closed: every attached host's completion fd turns readable,

@@ -1,5 +1,6 @@
-// pool_shared: the state the host and the workers share: per-worker rings, doorbells and
-// counters, the host doorbell, the idle policy and the stop flag.
+// pool_shared: the state the hosts and the workers share: the seats (worker slots with their
+// doorbells and counters), which hosts have work for each seat, the hosts themselves, the
+// idle policy and the stop flags.
 #pragma once
 
 #include <atomic>
@@ -10,14 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "host_doorbell.hpp"
 #include "idle_policy.hpp"
 #include "knit/call.hpp"
 #include "knit/detail/cache_line.hpp"
 #include "knit/error.hpp"
-#include "knit/job_ring.hpp"
 #include "knit/options.hpp"
-#include "knit/spsc_ring.hpp"
 #include "knit/stats.hpp"
 #include "worker_doorbell.hpp"
 #include "worker_sched.hpp"
@@ -25,7 +23,7 @@
 namespace knit::detail {
 
 // A counter written by one thread only (its worker): a relaxed load + store, no locked
-// instruction. Readers (pool::stats on the host) load it relaxed: a count, not a hand-off.
+// instruction. Readers (pool::stats on any host) load it relaxed: a count, not a hand-off.
 struct single_writer_counter {
   std::atomic<std::uint64_t> value{0};
   void bump() noexcept {
@@ -34,8 +32,8 @@ struct single_writer_counter {
   std::uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
 };
 
-// One host's counters (the builder's in pool_impl, each attached host's in host_state),
-// written by that host's thread only; pool::stats reads them on any host thread.
+// One host's counters (in its host_state), written by that host's thread only; pool::stats
+// reads them on any host thread.
 struct host_counters {
   single_writer_counter calls_submitted, calls_completed, calls_rejected, calls_backlogged,
       calls_cancelled, calls_timed_out, calls_failed, calls_stuck, host_wakes, completion_batches;
@@ -64,7 +62,7 @@ struct alignas(kCacheLine) worker_counters {
   KNIT_WORKER_COUNTERS(KNIT_WORKER_COUNTER_FIELD)
 #undef KNIT_WORKER_COUNTER_FIELD
 
-  // pool::stats, on the host.
+  // pool::stats, on any host.
   worker_stats snapshot() const noexcept {
     worker_stats s;
 #define KNIT_SNAPSHOT_COUNTER(name, description) s.name = name.get();
@@ -73,7 +71,7 @@ struct alignas(kCacheLine) worker_counters {
     return s;
   }
 
-  // A replacement worker continues its predecessor's counts (host, before it starts).
+  // A replacement worker continues its predecessor's counts (before it starts).
   void carry_over(const worker_counters& old) noexcept {
 #define KNIT_CARRY_COUNTER(name, description) \
   name.value.store(old.name.get(), std::memory_order_relaxed);
@@ -84,19 +82,13 @@ struct alignas(kCacheLine) worker_counters {
 
 // One worker thread's state. A seat (pool_shared::seats) points at its current slot; a
 // retired slot is replaced by a fresh one and kept alive while anyone may touch it
-// (worker_seats.cpp, "Retiring a worker").
+// (worker_seats.cpp, "Retiring a worker"). The calls queued for a seat are in the hosts'
+// rings into it (host_state.hpp), not in the slot, so a fresh slot takes them as they are.
 struct worker_slot {
-  // Both rings hold the same number of entries: a worker claims a call only while its done
-  // ring has room for it (worker.cpp), so no push can fail and nothing else bounds it.
   // `hosts`: the pool's max_hosts, one `current_of` entry per host index.
-  worker_slot(std::size_t capacity, unsigned hosts)
-      : queued(capacity), done(capacity), current_of(new std::atomic<call_base*>[hosts]) {
+  explicit worker_slot(unsigned hosts) : current_of(new std::atomic<call_base*>[hosts]) {
     for (unsigned h = 0; h < hosts; ++h) current_of[h].store(nullptr, std::memory_order_relaxed);
   }
-  // Calls dispatched to this worker, not claimed yet: host -> worker (and thieves, and the
-  // host after retirement). A job_ring's "job" is one call record's pointer.
-  job_ring<call_base*> queued;
-  spsc_ring<call_base*> done;  // records this worker finished or skipped: worker -> host
   worker_doorbell bell;
   worker_counters counters;
   // steady_clock ns when the worker started its current call; 0 when it is between calls.
@@ -106,48 +98,35 @@ struct worker_slot {
   alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
   // current_of[h]: the record of host h that the worker is running, or null. The worker
   // stores it (release) after call_started_ns and clears it before handing the record back
-  // (the done ring's or host h's completion list's release publishes the clear), so a
-  // record host h reads here has not come back yet and is alive. One entry per host, so
-  // that a host only ever dereferences its own records: another host may free its record
-  // the moment it is back. Writers: the worker per call, and host h once when it declared
-  // that call stuck (it clears the entry; the worker never writes it again: it leaves).
-  // Partner: host h's acquire loads in stuck_scan.hpp.
+  // (host h's completion list's release publishes the clear), so a record host h reads
+  // here has not come back yet and is alive. One entry per host, so that a host only ever
+  // dereferences its own records: another host may free its record the moment it is back.
+  // Writers: the worker per call, and host h once when it declared that call stuck (it
+  // clears the entry; the worker never writes it again: it leaves). Partner: host h's
+  // acquire loads in stuck_scan.hpp.
   std::unique_ptr<std::atomic<call_base*>[]> current_of;
-  // Set to true by the retired worker when its stuck task returned, and by the host when it
-  // gives the record up (shutdown): whoever sets it second destroys the stuck record. The
-  // exchange is acq_rel so the second sees every write of the first. Writers: both, by
-  // exchange; partners: each other's exchange, and the host's acquire load in
-  // collect_handoffs (worker_seats.cpp).
+  // Set to true by the retired worker when its stuck task returned, and by the pool when
+  // it gives the record up (shutdown): whoever sets it second destroys the stuck record.
+  // The exchange is acq_rel so the second sees every write of the first. Writers: both, by
+  // exchange; partners: each other's exchange, and the acquire load in collect_handoffs
+  // (worker_seats.cpp).
   std::atomic<bool> handoff{false};
-  // Set by the worker before it parks with a full done ring; the host wakes it after it
-  // popped that ring. Writer: the worker (relaxed, then its park fence). Partner: the
-  // host's relaxed load after its seq_cst fence in pool.cpp (pop_done): Dekker.
-  std::atomic<bool> waiting_for_room{false};
   // The worker's attempt at worker_nice / worker_sched (worker_sched.hpp): it writes
   // sched_error first, then sets sched_applied (release) and notifies. Partner: the
-  // constructor's acquire wait in pool.cpp (await_sched), which throws on an error.
+  // constructor's acquire wait in worker_seats.cpp (await_sched), which throws on an error.
   // Writer of both: the worker, once, before its loop.
   worker_sched_error sched_error;
   std::atomic<bool> sched_applied{false};
   std::thread thread;
 
-  // Under pool_impl's seats mutex: an attached host that retired this slot's worker (its
-  // call stuck) leaves the record here and, unless the pool is closing or a thread could
-  // not start, the slot that now holds the seat; the builder takes both in its next drain
-  // or at shutdown (worker_seats.cpp, take_retire_requests). A chain: the successor's own
-  // worker may be retired the same way before the builder looks.
-  call_base* retire_stuck = nullptr;
-  std::shared_ptr<worker_slot> successor;
-
-  // The builder's only from here on.
+  // Under pool_impl's seats mutex (any host retires a seat): whether this slot's worker
+  // was retired, the record its thread still runs, and the pool's list of retired slots.
   bool retired = false;
-  call_base* stuck_record = nullptr;          // the record its thread still runs (retired only)
-  bool stuck_record_attached = false;         // from an attached host's allocator: destroy_orphan
-  call_base* held = nullptr;                  // popped from this retired ring, not yet placed
-  std::shared_ptr<worker_slot> next_retired;  // the host's list of retired slots
+  call_base* stuck_record = nullptr;
+  std::shared_ptr<worker_slot> next_retired;
 };
 
-// Per seat: bit h set = attached host h may have calls queued in its ring into this seat.
+// Per seat: bit h set = host h may have calls queued in its ring into this seat.
 // Writers: the hosts (fetch_or after a push, when their bit was clear) and the seat's
 // worker (fetch_and when it finds that ring empty, then a re-check). Partners: each
 // other, through the fences of the protocol in host_state.hpp.
@@ -178,32 +157,29 @@ struct pool_shared {
 
   const pool_options options;
   idle_policy policy;
-  host_doorbell host_bell;
-  // seats[i] is worker i's current slot. The host replaces it when it retires a worker
-  // (release store, worker_seats.cpp); workers read their peers' through it (acquire) to
-  // steal. A slot that left its seat stays alive until shutdown, so a thief holding a
-  // stale pointer is safe. Writer: the host; partner: seat()'s acquire load.
+  // seats[i] is worker i's current slot. The host that retires a worker replaces it (release
+  // store under the seats mutex, worker_seats.cpp); workers read their peers' through it
+  // (acquire) to steal, hosts to ring a bell. A slot that left its seat stays alive until
+  // shutdown, so a thief holding a stale pointer is safe. Partner: seat()'s acquire load.
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
-  // Attached hosts (host_state.hpp): seat_pending[w] names those with work for seat w;
-  // hosts[h] is host h's state, published (release) on its first attach and kept until the
-  // pool is destroyed. Writer of hosts: the attaching thread, under the pool's mutex;
-  // partner: the workers' acquire load in attached_host().
+  // The hosts (host_state.hpp): seat_pending[w] names those with work for seat w; hosts[h]
+  // is host h's state, published (release) when index h is first used (host 0: in the
+  // pool's constructor) and kept until the pool is destroyed. Writer of hosts: the pool,
+  // under its hosts mutex; partner: the workers' acquire load in host().
   std::unique_ptr<seat_hosts[]> seat_pending;
   std::unique_ptr<std::atomic<host_state*>[]> hosts;
-  host_state* attached_host(unsigned h) const noexcept {
-    return hosts[h].load(std::memory_order_acquire);
-  }
-  // Set (release) by an attached host once it retired a seat's worker (worker_seats.cpp,
-  // "Retiring a worker": worker_slot::retire_stuck and successor, under the seats mutex),
-  // then host_bell.notify(). Partner: the builder's acquire exchange in take_retire_requests,
-  // in its drain and at shutdown, which takes the retired slots into its own bookkeeping.
-  alignas(kCacheLine) std::atomic<bool> retire_requested{false};
-  // Set by the first host's shutdown (release): every attached host's submit then returns
-  // errc::shut_down. Partner: host_state::accepting()'s acquire load.
+  host_state* host(unsigned h) const noexcept { return hosts[h].load(std::memory_order_acquire); }
+  // Set (release) by a retired worker whose stuck task returned first (worker.cpp,
+  // hand_over_stuck), and by a host whose replacement worker could not start: the next
+  // host to drain takes the seats mutex and tends the seats (worker_seats.cpp,
+  // tend_seats). Partner: that host's acquire exchange.
+  alignas(kCacheLine) std::atomic<bool> seats_need_care{false};
+  // Set by the pool's shutdown (release): every host's submit then returns errc::shut_down.
+  // Partner: host_state::accepting()'s acquire load.
   std::atomic<bool> closed{false};
-  // host_pending[h] for every index h < max_hosts (the builder's is [0]); touched only
+  // host_pending[h] for every index h < max_hosts (host 0's is [0]); touched only
   // when options.max_pending_total is set.
   std::unique_ptr<host_pending[]> pending_by_host;
   std::size_t pending_total() const noexcept {
@@ -231,9 +207,9 @@ struct pool_shared {
       pending_by_host[h].calls.store(pending, std::memory_order_relaxed);
     }
   }
-  // Set by the host once every record has come back (shutdown step 4, stop_workers in
-  // worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire loads
-  // after their park fence (worker.cpp), so a stop is never missed.
+  // Set by the pool's shutdown once every host's records have come back (step 4,
+  // stop_workers in worker_seats.cpp: release, then a seq_cst fence). Partner: the workers' acquire
+  // loads after their park fence (worker.cpp), so a stop is never missed.
   alignas(kCacheLine) std::atomic<bool> stopping{false};
 };
 

@@ -1,9 +1,8 @@
-// stuck_scan: finding one host's running calls and those past their stuck_after, the same
-// way for the pool's builder (worker_seats.cpp) and for every attached host
+// stuck_scan: finding one host's running calls and those past their stuck_after
 // (host_state.cpp). Host h reads only current_of[h] of each seat's worker, so it only ever
 // dereferences its own records, which stay alive until they are back in its hands
-// (pool_shared.hpp, worker_slot::current_of). What a host does with a stuck call (retire
-// the worker itself, or ask the builder to) is the caller's.
+// (pool_shared.hpp, worker_slot::current_of). What a host does with a stuck call is the
+// caller's.
 #pragma once
 
 #include <chrono>

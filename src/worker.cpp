@@ -1,6 +1,6 @@
-// worker: one worker thread's loop: claim a call (own ring, then peers' when stealing),
-// run it, hand the record back to the host, and when there is nothing to do, spin within
-// the idle policy's budget and then park on its doorbell.
+// worker: one worker thread's loop: claim a call (the hosts' rings into its seat in turn,
+// then its peers' when stealing), run it, hand the record back to its host, and when there
+// is nothing to do, spin within the idle policy's budget and then park on its doorbell.
 //
 // With the spin gate on (idle_policy.hpp) an idle period may not spin: never when the
 // spinner would share the host's CPU (spin_gate.hpp), and not while this worker's miss
@@ -8,16 +8,10 @@
 // would have caught a call (work seen before parking, or a doorbell within the budget)
 // resets the backoff, so a stream that resumes gets its spinner back at once.
 //
-// A worker claims a call only while its done ring has room for one more record, so its
-// push after the call can never fail (the done ring is as small as the ring of queued
-// calls: linear memory). With a full done ring it parks with waiting_for_room set; the host
-// wakes it after popping that ring (pool.cpp, pop_done).
-//
-// Retirement (worker_seats.cpp, "Retiring a worker"): if the call's host declared it stuck
-// (the builder, or an attached host, whose request the builder then takes), this worker's
-// CAS running -> done fails. It then touches nothing but its own
-// slot and that record: it hands the record over through the slot's handoff flag
-// (destroying it itself if the host already gave it up) and the thread ends.
+// Retirement (worker_seats.cpp, "Retiring a worker"): if the call's host declared it stuck,
+// this worker's CAS running -> done fails. It then touches nothing but its own slot and
+// that record: it hands the record over through the slot's handoff flag (destroying it
+// itself if the pool already gave it up) and the thread ends.
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -66,8 +60,8 @@ class worker_loop {
       }
       // Partner: the host's release store in stop_workers (worker_seats.cpp).
       if (s_.stopping.load(std::memory_order_acquire)) {
-        // The host sets stopping only after every record came back, so the rings are empty.
-        KNIT_ASSERT(me_.queued.empty_approx());
+        // The pool sets stopping only after every record came back, so the rings are empty.
+        KNIT_ASSERT(!work_in(self_));
         return;
       }
       if (spin(c, stolen, from)) {
@@ -80,34 +74,21 @@ class worker_loop {
   }
 
  private:
-  // Own rings first (FIFO for each host's order), then one pass over the peers.
-  // `from` names the host the record goes back to (0 = the pool's first host).
+  // The hosts' rings into this seat first (each FIFO, served in turn), then one pass over
+  // the peers' seats. `from` names the host the record goes back to.
   bool claim(call_base*& c, bool& stolen, unsigned& from) noexcept {
-    const bool room = me_.done.producer_has_room();  // the first host's records need it
     stolen = false;
-    // Acquire pairs with the hosts' fetch_or: host h's state (published when it attached)
-    // is visible before we touch its ring. A set bit is re-checked against the ring.
+    // Acquire pairs with the hosts' fetch_or: host h's state (published when its index was
+    // first used) is visible before we touch its ring. A set bit is re-checked on the ring.
     const std::uint64_t mine = my_hosts_.load(std::memory_order_acquire);
-    if (mine == 0) {  // only the first host has work here, if any: no turns to take
-      if (room && me_.queued.try_pop(c)) {
-        from = 0;
-        return true;
-      }
-    } else if (claim_in_turn(mine | (room ? 1u : 0u), c, from)) {
-      return true;
-    }
+    if (mine != 0 && claim_in_turn(mine, c, from)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
       const unsigned j = (self_ + k) % n_;
-      if (room && s_.seat(j).queued.try_pop(c)) {
-        from = 0;
-        stolen = true;
-        return true;
-      }
       const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
       for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
         const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        if (s_.attached_host(h)->ring(j).try_pop(c)) {
+        if (s_.host(h)->ring(j).try_pop(c)) {
           from = h;
           stolen = true;
           return true;
@@ -117,23 +98,16 @@ class worker_loop {
     return false;
   }
 
-  // The hosts' rings into this seat (bit 0: the first host's, the others' bits from the
-  // seat's mask), round robin from the one after the last served: H hosts with work here
-  // get one call each in turn, the first host included. An attached host's ring found
-  // empty loses its bit: fetch_and, fence, re-check (host_state.hpp; partner: the host's
-  // fence and mask load after its push in host_state::dispatch).
+  // The rings the seat's mask names, round robin from the one after the last served: H
+  // hosts with work here get one call each in turn. A ring found empty loses its bit:
+  // fetch_and, fence, re-check (host_state.hpp; partner: the host's fence and mask load
+  // after its push in host_state::dispatch).
   bool claim_in_turn(std::uint64_t hosts, call_base*& c, unsigned& from) noexcept {
     const std::uint64_t after = cursor_ >= 63 ? 0 : (~std::uint64_t{0} << (cursor_ + 1));
     for (const std::uint64_t order : {hosts & after, hosts & ~after}) {
       for (std::uint64_t m = order; m != 0; m &= m - 1) {
         const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        if (h == 0) {
-          if (!me_.queued.try_pop(c)) continue;
-          cursor_ = 0;
-          from = 0;
-          return true;
-        }
-        job_ring<call_base*>& ring = s_.attached_host(h)->ring(self_);
+        job_ring<call_base*>& ring = s_.host(h)->ring(self_);
         if (ring.try_pop(c)) {
           cursor_ = h;
           from = h;
@@ -149,36 +123,40 @@ class worker_loop {
     return false;
   }
 
-  // Work this worker could claim now (the first host's only with room in its done ring).
+  // Work this worker could claim now.
   bool work_visible() noexcept {
-    const bool room = me_.done.producer_has_room();
-    if (room && !me_.queued.empty_approx()) return true;
-    if (attached_work(self_)) return true;
+    if (work_in(self_)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      const unsigned j = (self_ + k) % n_;
-      if (room && !s_.seat(j).queued.empty_approx()) return true;
-      if (attached_work(j)) return true;
+      if (work_in((self_ + k) % n_)) return true;
     }
     return false;
   }
 
-  // Some attached host's ring into seat j holds a call. Its bit may be stale; the ring
-  // itself decides, so a stale bit never keeps a worker from parking.
-  bool attached_work(unsigned j) const noexcept {
+  // Some host's ring into seat j holds a call. Its bit may be stale; the ring itself
+  // decides, so a stale bit never keeps a worker from parking.
+  bool work_in(unsigned j) const noexcept {
     const std::uint64_t hosts = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
     for (std::uint64_t m = hosts; m != 0; m &= m - 1) {
       const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-      if (!s_.attached_host(h)->ring(j).empty_approx()) return true;
+      if (!s_.host(h)->ring(j).empty_approx()) return true;
     }
     return false;
+  }
+
+  // Calls queued into this seat behind the one just claimed from host `from`: its ring, or
+  // another host's bit (a hint: it may be stale, and then costs one needless wake).
+  bool more_queued_here(unsigned from) const noexcept {
+    const std::uint64_t others =
+        my_hosts_.load(std::memory_order_relaxed) & ~(std::uint64_t{1} << from);
+    return others != 0 || !s_.host(from)->ring(self_).empty_approx();
   }
 
   // Returns false if the host retired this worker while the call ran (the thread must end).
   bool execute(call_base* c, bool stolen, unsigned from) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && !me_.queued.empty_approx()) {
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here(from)) {
       wake_one_peer();
     }
 
@@ -194,7 +172,7 @@ class worker_loop {
       const std::int64_t finished = steady_now_ns();
       c->run_ns = static_cast<std::uint64_t>(finished - started);
       if (!try_move(*c, call_state::running, call_state::done)) {
-        hand_over_stuck(c);  // it is stuck: a host retired us (or asked the builder to)
+        hand_over_stuck(c);  // it is stuck: its host retired us
         return false;
       }
       me_.current_of[from].store(nullptr, std::memory_order_relaxed);  // published below
@@ -202,18 +180,8 @@ class worker_loop {
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
     }
-    if (from != 0) {  // an attached host's completion list and eventfd (host_state.hpp)
-      if (s_.attached_host(from)->complete(c)) me_.counters.completion_signals.bump();
-      return true;
-    }
-    // claim() saw room in `done` and only this thread pushes, so this cannot fail: checked
-    // builds abort; a Release build keeps the old belt (wait for the host to pop).
-    const bool pushed = me_.done.try_push(c);
-    KNIT_ASSERT(pushed);
-    if (!pushed) {
-      while (!me_.done.try_push(c)) std::this_thread::yield();
-    }
-    if (s_.host_bell.notify()) me_.counters.completion_signals.bump();
+    // Host `from`'s completion list and eventfd (host_state.hpp).
+    if (s_.host(from)->complete(c)) me_.counters.completion_signals.bump();
     return true;
   }
 
@@ -221,10 +189,15 @@ class worker_loop {
   // slot (kept alive by this thread's shared_ptr) and the record are touched: the pool may
   // be gone. The first of host and worker to set handoff leaves the record to the other.
   void hand_over_stuck(call_base* c) noexcept {
-    // Partner: the host's acquire load in collect_handoffs, or its exchange at shutdown
+    // Partner: the acquire load in collect_handoffs, or the exchange at shutdown
     // (worker_seats.cpp, steps 4 and 5).
-    if (!me_.handoff.exchange(true, std::memory_order_acq_rel)) return;  // the host frees it
-    // The host gave the record up (shutdown returned): destroy it here.
+    if (!me_.handoff.exchange(true, std::memory_order_acq_rel)) {
+      // First: the pool frees the record, and joins this thread before it can be gone, so
+      // this store still reaches it. The next host to drain tends the seats.
+      s_.seats_need_care.store(true, std::memory_order_release);
+      return;
+    }
+    // The pool gave the record up (shutdown returned): destroy it here.
     call_allocator::destroy_orphan(c);
   }
 
@@ -283,7 +256,7 @@ class worker_loop {
     return caught;
   }
 
-  // How a park ended: work_seen = it never slept (work, room or the stop flag showed up in
+  // How a park ended: work_seen = it never slept (work or the stop flag showed up in
   // its re-check); doorbell = rung (or a spurious futex return); timeout = park_ms ran out.
   enum class park_exit { work_seen, doorbell, timeout };
 
@@ -296,19 +269,13 @@ class worker_loop {
   }
 
   park_exit park() noexcept {
-    // A full done ring: ask the host to wake us when it has popped it. The announce fence
-    // below orders this store before our re-check of the ring (Dekker with drain()).
-    const bool no_room = !me_.done.producer_has_room();
-    if (no_room) me_.waiting_for_room.store(true, std::memory_order_relaxed);
     at_interleaving_point(interleaving_point::before_park);
     me_.bell.announce_park();  // state = parked; seq_cst fence
-    // Consider: the host pushed a call after our last claim() but before announce_park().
+    // Consider: a host pushed a call after our last claim() but before announce_park().
     // It may have read our state as running and skipped the wake; this re-check sees it.
-    // Partner of the stopping load: the host's release store in stop_workers.
-    if (work_visible() || s_.stopping.load(std::memory_order_acquire) ||
-        (no_room && me_.done.producer_has_room())) {
+    // Partner of the stopping load: the pool's release store in stop_workers.
+    if (work_visible() || s_.stopping.load(std::memory_order_acquire)) {
       me_.bell.cancel_park();
-      if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
       return park_exit::work_seen;
     }
     me_.counters.parks.bump();
@@ -319,7 +286,6 @@ class worker_loop {
     } else {
       me_.counters.wakes_doorbell.bump();
     }
-    if (no_room) me_.waiting_for_room.store(false, std::memory_order_relaxed);
     return exit;
   }
 

@@ -5,17 +5,18 @@
 //
 // Lifecycle (state word; the host owns the record throughout, workers borrow it):
 //   host: construct, state = queued, push pointer into a worker's job_ring
-//   worker: CAS queued -> running; run(); store done (release); push pointer into its
-//           completion ring. A worker that loses the CAS (abandoned) pushes it back unrun.
+//   worker: CAS queued -> running; run(); store done (release); push pointer onto its
+//           host's completion list. A worker that loses the CAS (abandoned) pushes it back
+//           unrun.
 //   host: cancel/deadline: CAS queued -> abandoned and deliver the error at once; a running
 //         call is delivered timed_out and its late result discarded when it comes back.
-//   host: pops the pointer from a completion ring; delivers the result if not yet
+//   host: takes the pointer from its completion list; delivers the result if not yet
 //         delivered; destroys the record. A record is destroyed only after it came back,
 //         so no worker can still hold it.
 //   stuck: the host CASes running -> stuck and delivers errc::stuck at once; the record
-//         then never comes back through a ring: the retired worker hands it over through
-//         its slot's handoff flag when run() returns, and whoever comes second of the host
-//         and that worker destroys it (src/worker_seats.cpp, "Retiring a worker").
+//         then never comes back: the retired worker hands it over through its slot's
+//         handoff flag when run() returns, and whoever comes second of the pool and that
+//         worker destroys it (src/worker_seats.cpp, "Retiring a worker").
 #pragma once
 
 #include <atomic>
@@ -81,13 +82,13 @@ class call_base {
   std::int64_t stuck_after_ns = 0;  // 0 = never stuck
   bool delivered = false;           // the handler has been called
   // Written by the worker in run(), read by the host after the record came back through
-  // the done ring (whose release/acquire publishes it).
+  // its completion list (whose release/acquire publishes it).
   bool threw = false;
   // Written by the worker (how long run() took, ns), read by the host after the record
   // came back: feeds the host's estimate of a call's duration (dispatch).
   std::uint64_t run_ns = 0;
   std::uint32_t block_size = 0;  // allocator bookkeeping: 0 = heap
-  // An attached host's completion list (src/host_state.hpp): written by the worker before
+  // Its host's completion list (src/host_state.hpp): written by the worker before
   // its release CAS, read by the host after its acquire exchange.
   call_base* next_done = nullptr;
 

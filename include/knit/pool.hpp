@@ -127,7 +127,7 @@ class KNIT_API pool {
     static_assert(std::is_invocable_v<std::decay_t<Fn>&, std::decay_t<Arg>&&>,
                   "knit::pool::submit: fn must be callable with the argument moved in");
     static_assert(alignof(call_type) <= 64, "knit::pool::submit: over-aligned task or argument");
-    detail::host_state* host = nullptr;  // null: the first host (the pool's builder)
+    detail::host_state* host = nullptr;  // the calling thread's host (admit finds it)
     if (std::error_code ec = admit(host)) return ec;
     std::uint32_t block = 0;
     void* memory = allocate_call(host, sizeof(call_type), alignof(call_type), block);

@@ -145,6 +145,11 @@ TEST(hosts, asio_answers_as_one_host_does_and_connections_spread) {
   expect_same_answers_as_one_host("asio");
 }
 
+// Pooled: every loop is one host of the same knit pool (host 0 the first loop's thread).
+TEST(hosts, pooled_answers_as_one_host_does_and_connections_spread) {
+  expect_same_answers_as_one_host("pooled");
+}
+
 TEST(hosts, banner_names_the_event_loops) {
   for (int hosts : {1, 3}) {
     server_process server = start_server("inline", hosts);
@@ -306,8 +311,8 @@ TEST(hosts, pooled_metrics_carry_the_pools_counters) {
   EXPECT_EQ(server.wait_exit(std::chrono::seconds(8)), 0) << server.stderr_text();
 }
 
-TEST(hosts, sigusr1_prints_one_line_whose_hosts_add_up_while_loaded) {
-  server_process server = start_server("inline", 4);
+void expect_sigusr1_lines_whose_hosts_add_up_while_loaded(const char* mode) {
+  server_process server = start_server(mode, 4);
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   constexpr int kClients = 16;
   constexpr int kRequests = 100;
@@ -343,6 +348,15 @@ TEST(hosts, sigusr1_prints_one_line_whose_hosts_add_up_while_loaded) {
   EXPECT_EQ(total_requests(stats), std::int64_t{kClients} * kRequests);
   EXPECT_EQ(requests_of(stats, "jwt"), std::int64_t{kClients} * kRequests / 2);
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(hosts, sigusr1_prints_one_line_whose_hosts_add_up_while_loaded) {
+  expect_sigusr1_lines_whose_hosts_add_up_while_loaded("inline");
+}
+
+// Pooled, the /jwt calls going through the one pool that the four loops share.
+TEST(hosts, pooled_sigusr1_prints_one_line_whose_hosts_add_up_while_loaded) {
+  expect_sigusr1_lines_whose_hosts_add_up_while_loaded("pooled");
 }
 
 }  // namespace

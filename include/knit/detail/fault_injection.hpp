@@ -23,13 +23,16 @@ namespace knit::detail {
 // Exported: one counter shared by a test and libknit.so, not a copy on each side.
 KNIT_API inline std::atomic<int> allocation_countdown{0};
 
-// Interleaving points: a test-only pause in a worker at a window the many-hosts protocol
-// guards (src/host_state.hpp), so a test can make a host act inside it every time instead
-// of hoping a loop hits it (tests/core/many_hosts_interleaving_test.cpp). Off (null) it
-// costs a relaxed load, on paths where the worker has found nothing to do.
+// Interleaving points: a test-only pause (or action) in a worker or a host at a window the
+// many-hosts protocol guards (src/host_state.hpp), so a test can make the other side act
+// inside it every time instead of hoping a loop hits it
+// (tests/core/many_hosts_interleaving_test.cpp). Off (null) it costs a relaxed load, on
+// paths where the worker has found nothing to do or the host is about to wait.
 enum class interleaving_point {
-  ring_found_empty,  // worker: ring(h, w) was empty, bit h not cleared yet (claim_in_turn)
-  before_park,       // worker: nothing claimed, not yet announced parked (park)
+  ring_found_empty,        // worker: ring(h, w) was empty, bit h not cleared yet (claim_in_turn)
+  before_park,             // worker: nothing claimed, not yet announced parked (park)
+  host_took_completions,   // host: its drain took its completion list (drain_steps)
+  host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
 };
 // Writer: a test; partner: the worker's relaxed load in at_interleaving_point.
 KNIT_API inline std::atomic<void (*)(interleaving_point)> interleaving_hook{nullptr};
