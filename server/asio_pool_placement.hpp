@@ -11,7 +11,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "config.hpp"
-#include "heavy_refusal.hpp"
+#include "heavy_outcome.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
 
@@ -33,21 +33,22 @@ class asio_pool_placement {
   asio_pool_placement(const asio_pool_placement&) = delete;
   asio_pool_placement& operator=(const asio_pool_placement&) = delete;
 
-  // Posts route `r` on `body` to the thread pool; `done(heavy_output&&)` runs later on the
+  // Posts route `r` on `body` to the thread pool; `done(heavy_outcome&&)` runs later on the
   // io_context. The session inside `done` is kept alive until the result is back: the
-  // server's stop waits for it. Refuses only when the post itself cannot allocate (500).
+  // server's stop waits for it. Returns an outcome (failed: 500) only when the post itself
+  // cannot allocate; `done` is then never called.
   template <class Done>
-  std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done) {
+  std::optional<heavy_outcome> start(route r, std::string&& body, Done&& done) {
     try {
       boost::asio::post(threads_, [job = heavy_job_for(cfg_, r), io = &io_, body = std::move(body),
                                    done = std::forward<Done>(done)]() mutable {
-        heavy_output out = run_heavy_job(job, std::move(body));
+        heavy_outcome out = heavy_outcome::of(job.which, run_heavy_job(job, std::move(body)));
         boost::asio::post(*io, [out = std::move(out), done = std::move(done)]() mutable {
           done(std::move(out));
         });
       });
     } catch (const std::exception&) {
-      return refuse_for(refusal_reason::internal_error);
+      return heavy_outcome::failed();
     }
     return std::nullopt;
   }

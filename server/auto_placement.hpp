@@ -9,7 +9,7 @@
 #include <knit/asio.hpp>
 
 #include "config.hpp"
-#include "heavy_refusal.hpp"
+#include "heavy_outcome.hpp"
 #include "offload_policy.hpp"
 #include "pool_placement.hpp"
 #include "router.hpp"
@@ -23,11 +23,11 @@ namespace knit_server {
 // only, like pool_placement.
 class auto_placement {
  public:
-  // `host` and `cfg` must outlive the placement.
-  auto_placement(const server_config& cfg, knit::asio_host& host,
+  // `ledger`, `host` and `cfg` must outlive the placement.
+  auto_placement(heavy_ledger& ledger, const server_config& cfg, knit::asio_host& host,
                  const offload_options& options) noexcept
       : cfg_(cfg),
-        pool_(cfg, host),
+        pool_(ledger, cfg, host),
         policies_{offload_policy(options.inline_below_us),
                   offload_policy(options.inline_below_us)} {}
 
@@ -35,9 +35,9 @@ class auto_placement {
   auto_placement& operator=(const auto_placement&) = delete;
 
   // As pool_placement::start for a route whose policy says "pool"; otherwise runs the call
-  // here and calls `done` before returning, as inline_placement does.
+  // here and returns its outcome, as inline_placement does.
   template <class Done>
-  std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done);
+  std::optional<heavy_outcome> start(route r, std::string&& body, Done&& done);
 
   // The per-route state for knit-stats:
   //   {"ssr":{"inline":N,"pooled":N,"avg_ns":N},"jwt":{...}}
@@ -57,7 +57,7 @@ class auto_placement {
 };
 
 template <class Done>
-std::optional<heavy_refusal> auto_placement::start(route r, std::string&& body, Done&& done) {
+std::optional<heavy_outcome> auto_placement::start(route r, std::string&& body, Done&& done) {
   // Ask where the call goes before counting it: a call refused by admission is not started.
   if (policy(r).pooled()) {
     if (auto refused = pool_.admit()) return refused;
@@ -68,10 +68,9 @@ std::optional<heavy_refusal> auto_placement::start(route r, std::string&& body, 
 
   if (!choice.pooled) {
     // Inline: a price worth paying only for a call cheaper than a submit.
-    heavy_output out = run_heavy_job(job, std::move(body));
-    if (choice.measure) policy(r).record(out.cpu_ns);
-    std::forward<Done>(done)(std::move(out));
-    return std::nullopt;
+    knit::result<heavy_output> out = run_heavy_job(job, std::move(body));
+    if (choice.measure) policy(r).record(out.ok() ? out.value().cpu_ns : 0);
+    return heavy_outcome::of(r, std::move(out));
   }
   // The worker's CPU time for the call, fed to the route's average on the host thread.
   return pool_.submit(job, std::move(body), std::forward<Done>(done),

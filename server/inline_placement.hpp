@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "config.hpp"
-#include "heavy_refusal.hpp"
+#include "heavy_outcome.hpp"
 #include "router.hpp"
 #include "routes/heavy_job.hpp"
 
@@ -24,12 +24,11 @@ class inline_placement {
   inline_placement(const inline_placement&) = delete;
   inline_placement& operator=(const inline_placement&) = delete;
 
-  // Runs route `r` on `body` here and calls `done(heavy_output&&)` before returning. Never
-  // refuses: there is no queue to be full.
+  // Runs route `r` on `body` here and returns its outcome (ok, or failed if the route
+  // threw); `done` is never called. Never refuses: there is no queue to be full.
   template <class Done>
-  std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done) {
-    std::forward<Done>(done)(run_heavy_job(heavy_job_for(cfg_, r), std::move(body)));
-    return std::nullopt;
+  std::optional<heavy_outcome> start(route r, std::string&& body, Done&& /*done*/) {
+    return heavy_outcome::of(r, run_heavy_job(heavy_job_for(cfg_, r), std::move(body)));
   }
 
  private:

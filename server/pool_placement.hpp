@@ -12,7 +12,7 @@
 
 #include "admission.hpp"
 #include "config.hpp"
-#include "heavy_refusal.hpp"
+#include "heavy_outcome.hpp"
 #include "heavy_wire.hpp"
 #include "held_handler_block.hpp"
 #include "log_writer.hpp"
@@ -31,25 +31,32 @@ namespace knit_server {
 // knit::submit_process, the job and the body as bytes to a worker process and back
 // (process_isolation.hpp).
 //
+// Every outcome but ok is built here, from admission's verdict, the pool's refusal or the
+// call's errc (heavy_outcome::of_error), and noted in `ledger` (refusals, stuck calls).
+//
 // Host thread only: every member is touched from the thread that created the pool (knit
 // checks it), and the completions run there too, from the io_context.
 class pool_placement {
  public:
-  // `host` and `cfg` must outlive the placement (the job views the secret), and so must
-  // `err` (may be null: then a crashed worker process is only counted, not logged).
-  pool_placement(const server_config& cfg, knit::asio_host& host,
+  // `ledger`, `host` and `cfg` must outlive the placement (the job views the secret), and so
+  // must `err` (may be null: then a crashed worker process is only counted, not logged).
+  pool_placement(heavy_ledger& ledger, const server_config& cfg, knit::asio_host& host,
                  log_writer* err = nullptr) noexcept
-      : cfg_(cfg), host_(host), err_(err), admission_{cfg.max_queue_delay, cfg.max_queued} {}
+      : ledger_(ledger),
+        cfg_(cfg),
+        host_(host),
+        err_(err),
+        admission_{cfg.max_queue_delay, cfg.max_queued} {}
 
   pool_placement(const pool_placement&) = delete;
   pool_placement& operator=(const pool_placement&) = delete;
 
-  // Admits and submits route `r` on `body`. Either returns the refusal (then `done` is never
-  // called), or calls `done(heavy_output&&)` later, on the host thread, exactly once; a call
-  // that fails without a value gets its 5xx from from_error(). `done` must not throw (the
-  // pool would terminate): catch inside it.
+  // Admits and submits route `r` on `body`. Either returns the outcome now (refused: 503;
+  // failed: could not be handed over; then `done` is never called), or calls
+  // `done(heavy_outcome&&)` later, on the host thread, exactly once. `done` must not throw
+  // (the pool would terminate): catch inside it.
   template <class Done>
-  std::optional<heavy_refusal> start(route r, std::string&& body, Done&& done) {
+  std::optional<heavy_outcome> start(route r, std::string&& body, Done&& done) {
     if (auto refused = admit()) return refused;
     return submit(heavy_job_for(cfg_, r), std::move(body), std::forward<Done>(done),
                   [](const heavy_output&) noexcept {});
@@ -58,13 +65,14 @@ class pool_placement {
   // The two halves of start(), for auto_placement, which decides between them whether the
   // call goes to the pool at all.
   //
-  // Admission control's verdict on one more call now; nullopt = accept.
-  std::optional<heavy_refusal> admit() const noexcept;
+  // Admission control's verdict on one more call now: nullopt = accept, or the refusal
+  // (noted in the ledger).
+  std::optional<heavy_outcome> admit() noexcept;
 
   // Submits `job` without asking admission control. `on_value(const heavy_output&)` sees a
   // worker's result on the host thread before `done` does (not a call without a value).
   template <class Done, class OnValue>
-  std::optional<heavy_refusal> submit(const heavy_job& job, std::string&& body, Done&& done,
+  std::optional<heavy_outcome> submit(const heavy_job& job, std::string&& body, Done&& done,
                                       OnValue on_value);
 
   // The pool's load as admission control sees it (calls pending, workers, the pool's
@@ -72,12 +80,11 @@ class pool_placement {
   queue_state queue() const noexcept;
 
  private:
-  // The answer for a call that came back without a value (pool_placement.cpp):
-  //   errc::stuck, errc::timed_out  504, the task ran too long and was abandoned;
-  //   errc::cancelled               503 (+ Retry-After), the server gave up at its stop deadline;
-  //   anything else (task_failed)   500, as failed_output().
-  //   the process workers' own errors    500, as process_answer() (process_isolation.hpp).
-  static heavy_output from_error(std::error_code ec);
+  // A refusal for `why`, noted in the ledger.
+  heavy_outcome refuse(refusal_reason why) noexcept;
+
+  // A finished call's outcome (heavy_outcome::of), noted in the ledger (a stuck call).
+  heavy_outcome finish(route r, knit::result<heavy_output>&& result) noexcept;
 
   // A process call's result as a heavy call's: the answer bytes decoded, or the error (an
   // answer that does not decode counts as errc::worker_crashed: the worker wrote garbage).
@@ -92,6 +99,7 @@ class pool_placement {
   // is bounded; log_writer drops what it cannot write.
   void log_process_failure(const knit::result<std::string>& r) const;
 
+  heavy_ledger& ledger_;
   const server_config& cfg_;
   knit::asio_host& host_;
   log_writer* err_;
@@ -100,18 +108,17 @@ class pool_placement {
 };
 
 template <class Done, class OnValue>
-std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::string&& body,
+std::optional<heavy_outcome> pool_placement::submit(const heavy_job& job, std::string&& body,
                                                     Done&& done, OnValue on_value) {
   // `this` outlives every handler: main() shuts the pool down (every handler called) before
   // the placement goes out of scope, which the sessions' handlers need of the server too.
   // One completion for both isolations: the call's result, as a heavy_output or an error.
-  auto complete = [this, on_value, block = held_handler_block(),
+  auto complete = [this, on_value, r = job.which, block = held_handler_block(),
                    done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
     block.release();  // for the response's write (held_handler_block.hpp)
     on_completion();
-    if (!result.ok()) return done(from_error(result.error()));
-    on_value(result.value());
-    done(std::move(result.value()));
+    if (result.ok()) on_value(result.value());
+    done(finish(r, std::move(result)));
   };
   std::error_code ec;
   try {
@@ -131,11 +138,12 @@ std::optional<heavy_refusal> pool_placement::submit(const heavy_job& job, std::s
       ec = host_.submit(owning_job, std::move(body), std::move(complete), knit::call_options{});
     }
   } catch (const std::exception&) {
-    // submit() could not allocate the call: the session answers 500, the server carries on.
-    return refuse_for(refusal_reason::internal_error);
+    // submit() could not allocate the call: 500 (not counted as a refusal), the server
+    // carries on.
+    return heavy_outcome::failed();
   }
   // The pool refused the call: say so at once instead of queueing without bound.
-  if (ec) return refuse_for(refusal_reason::pool_full);
+  if (ec) return refuse(refusal_reason::pool_full);
   return std::nullopt;
 }
 

@@ -1,5 +1,4 @@
-// The heavy call as a process task, the process options, and the answers for a process call
-// that failed (process_isolation.hpp).
+// The heavy call as a process task and the process options (process_isolation.hpp).
 #include "process_isolation.hpp"
 
 #include <unistd.h>
@@ -22,8 +21,9 @@ void register_heavy_process_task() {
     std::optional<heavy_request> request = decode_heavy_request(bytes);
     // Only the host encodes requests; a malformed one is a bug, answered as a failed task.
     if (!request) throw std::invalid_argument("knit-server: malformed heavy request");
-    // The job takes its body by value; this copy is the one the thread mode's move saves.
-    return encode_heavy_output(run_heavy_job(request->job, std::string(request->body)));
+    // The job takes its body by value; this copy is the one the thread mode's move saves. A
+    // job that throws throws here too: the host gets errc::task_failed, as in thread mode.
+    return encode_heavy_output(request->job(std::string(request->body)));
   });
 }
 
@@ -69,31 +69,6 @@ knit::process_options heavy_process_options() {
   }
   options.memory_limit = megabytes << 20;
   return options;
-}
-
-std::optional<heavy_output> process_answer(std::error_code ec) {
-  using boost::beast::http::status;
-  if (ec == knit::errc::worker_crashed) {
-    return heavy_output{status::internal_server_error,
-                        "Internal Server Error: the worker process running the task crashed"};
-  }
-  if (ec == knit::errc::worker_start_failed) {
-    return heavy_output{status::internal_server_error,
-                        "Internal Server Error: no worker process could be started"};
-  }
-  if (ec == knit::errc::sandbox_violation) {
-    return heavy_output{status::internal_server_error,
-                        "Internal Server Error: the worker process was stopped by its sandbox"};
-  }
-  if (ec == knit::errc::memory_limit) {
-    return heavy_output{status::internal_server_error,
-                        "Internal Server Error: the task went over the worker's memory limit"};
-  }
-  if (ec == knit::errc::payload_too_large) {
-    return heavy_output{status::internal_server_error,
-                        "Internal Server Error: the answer was over the worker's arena"};
-  }
-  return std::nullopt;
 }
 
 worker_process_figures worker_figures() noexcept {

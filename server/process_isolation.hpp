@@ -4,7 +4,7 @@
 // /proc/PID/comm is knit-worker-N); a worker process serves in knit::worker_main and never
 // returns to the server's main.
 //
-// What a client gets when a process call fails (process_answer):
+// What a client gets when a process call fails is heavy_outcome's table (heavy_outcome.hpp):
 //   errc::worker_crashed       500: the worker process running the task died (a signal, an
 //                              exit) or broke the protocol; the server and every other call
 //                              live on, a replacement is started. Never 503: a balancer
@@ -15,12 +15,10 @@
 //   errc::memory_limit         500: the task went over the worker's memory limit; replaced.
 //   errc::payload_too_large    500: the answer did not fit the worker's arena (cannot happen
 //                              within kBodyLimit: heavy_process_options sizes the arena).
-//   stuck, timed_out, cancelled, task_failed: what thread mode answers (pool_placement).
+//   stuck, timed_out, cancelled, task_failed: what thread mode answers.
 #pragma once
 
-#include <optional>
 #include <string_view>
-#include <system_error>
 
 #include <knit/process.hpp>
 
@@ -48,10 +46,6 @@ void test_hook_worker_start(int argc, char** argv);
 // (KNIT_WORKER_MEMORY_MB, default 1024, 0 = none). Throws knit::config_error naming a bad
 // variable.
 knit::process_options heavy_process_options();
-
-// The answer for a process call that failed with `ec` (see the table above); nullopt for
-// the errors that mean the same as in thread mode.
-std::optional<heavy_output> process_answer(std::error_code ec);
 
 // The worker processes' counters now (knit::current_process_stats, process-wide), for the
 // knit-stats line and /metrics.

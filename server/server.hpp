@@ -16,7 +16,6 @@
 
 #include "config.hpp"
 #include "connection_limit.hpp"
-#include "health_events.hpp"
 #include "heavy_placement.hpp"
 #include "io_threading.hpp"
 #include "listener.hpp"
@@ -124,14 +123,15 @@ class server {
   heavy_placement& placement() noexcept { return placement_; }
   request_counters& counters() noexcept { return counters_; }
   const request_counters& counters() const noexcept { return counters_; }
-  rejection_counters& rejected() noexcept { return rejected_; }
-  const rejection_counters& rejected() const noexcept { return rejected_; }
+  // Heavy calls refused, by reason (the placement's ledger: heavy_outcome.hpp).
+  rejection_counters& rejected() noexcept { return placement_.ledger().rejected(); }
+  const rejection_counters& rejected() const noexcept { return placement_.ledger().rejected(); }
   // Responses by route and code, and their latency, for /metrics (request_metrics.hpp).
   request_metrics& metrics() noexcept { return metrics_; }
   const request_metrics& metrics() const noexcept { return metrics_; }
   // Refusals and stuck calls with their times, for the readiness policy (health_events.hpp).
-  health_events& health() noexcept { return health_; }
-  const health_events& health() const noexcept { return health_; }
+  health_events& health() noexcept { return placement_.ledger().health(); }
+  const health_events& health() const noexcept { return placement_.ledger().health(); }
   // Null when the operations endpoints are not served (see the constructor).
   const process_status* status() const noexcept { return status_; }
   std::size_t connections() const;
@@ -168,8 +168,6 @@ class server {
   connection_limit& limit_;
   write_budget& budget_;
   request_counters counters_;
-  rejection_counters rejected_;
-  health_events health_;
   request_metrics metrics_;
   const process_status* status_;
   ping_cache ping_cache_;

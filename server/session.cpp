@@ -1,9 +1,6 @@
 // The session's read -> route -> write chain, narrated step by step in the manner of Beast's
-// examples.
+// examples. How it stops, expires and closes is in session_upkeep.cpp.
 #include "session.hpp"
-
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <array>
@@ -33,19 +30,11 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// How long a closing connection waits for the client to close its side, and how much it
-// reads meanwhile. Enough for a client to finish sending a refused 64 KiB body; a client
-// that keeps sending beyond that is not worth waiting for.
-constexpr std::chrono::milliseconds kLingerTimeout{2000};
-constexpr std::size_t kLingerLimit = 256 * 1024;
-constexpr std::size_t kLingerChunk = 16 * 1024;
 // What a heavy page's reservation allows for its status line and headers (about 90 bytes:
 // status, Content-Type, Content-Length, Connection), before the head is serialized.
 constexpr std::size_t kHeadBytes = 256;
 // The most one read of a request's head asks for (pipelined requests may come with it).
 constexpr std::size_t kReadChunk = 8 * 1024;
-static_assert(kLingerChunk <= server_config::kReadBufferLimit,
-              "do_linger prepares kLingerChunk bytes of the bounded read buffer");
 
 // True when the parser rejected the bytes (as opposed to the connection failing).
 bool is_parse_error(const beast::error_code& ec) {
@@ -81,82 +70,6 @@ void session::run() {
   if (!server_.attach(*this)) return;  // stopping: the connection closes unanswered
   // We are on the accept loop's thread; the chain starts on the session's own.
   exec_.enter([self = shared_from_this()] { self->do_read(); });
-}
-
-void session::stop() {
-  // A session already being destroyed (its destructor waits in server::detach) has nothing
-  // left to stop: from_any_thread() then does nothing.
-  exec_.from_any_thread(*this, [](session& s) { s.stop_here(); });
-}
-
-void session::check_deadline(clock_type::time_point now) {
-  // Overdue as seen from here; expire() looks again on the session's thread.
-  if (now < deadline_.load(std::memory_order_relaxed)) return;
-  exec_.from_any_thread(*this, [now](session& s) { s.expire(now); });
-}
-
-void session::stop_here() {
-  // Idle between requests, with no byte of a next request received: nothing has started,
-  // so nothing is lost by closing now. Cancel the read; on_read sees operation_aborted and
-  // the session ends. A read that has already completed is not affected: its request is
-  // answered, with Connection: close.
-  if (phase_ == phase::reading && buffer_.size() == 0 && parser_ && !parser_->got_some()) {
-    beast::error_code ignored;
-    socket_.cancel(ignored);
-  }
-  // Otherwise a request is in progress: send_response sees server_.stopping() and answers
-  // with Connection: close, and on_write closes once the response is out. A read or write
-  // already pending gets at most the stop grace more (server_config::stop_grace: a slow
-  // client must not hold up the exit for a whole idle timeout). A route running in the
-  // pool has no deadline here (the stop deadline bounds it: stop_deadline.hpp), and its
-  // response write gets the grace period when it starts.
-  if (phase_ != phase::handling) {
-    set_deadline(std::min(deadline_.load(std::memory_order_relaxed),
-                          clock_type::now() + server_.config().stop_grace));
-  }
-}
-
-clock_type::time_point session::deadline_after(clock_type::duration timeout) const {
-  if (server_.stopping()) {
-    timeout = std::min<clock_type::duration>(timeout, server_.config().stop_grace);
-  }
-  return clock_type::now() + timeout;
-}
-
-void session::expire(clock_type::time_point now) {
-  if (now < deadline_.load(std::memory_order_relaxed)) return;
-  const std::size_t unacknowledged = unacknowledged_bytes();
-  // Closing, the response out of our hands but not all acknowledged after the linger wait:
-  // a slow client still reading gets the rest of the idle timeout before we cut it.
-  if (phase_ == phase::closing && unacknowledged > 0 && now < closing_until_) {
-    set_deadline(closing_until_);
-    return;
-  }
-  // Too slow. Cancel the pending read or write; its handler sees operation_aborted, does
-  // not start another, and the session ends.
-  set_deadline(clock_type::time_point::max());
-  // A write cut short, or bytes the kernel still holds for the client: reset, so the kernel
-  // frees them now. A graceful close would keep them queued (up to the SO_SNDBUF cap) for as
-  // long as the client keeps its connection open, outside every bound of ours.
-  if (phase_ == phase::writing || unacknowledged > 0) return reset();
-  beast::error_code ignored;
-  socket_.cancel(ignored);
-}
-
-std::size_t session::unacknowledged_bytes() noexcept {
-  int queued = 0;
-  if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
-  return static_cast<std::size_t>(queued);
-}
-
-void session::reset() noexcept {
-  // close(), not the socket's destructor: Asio's destructor turns a linger the user set back
-  // off (so that it never blocks), which would make this a graceful close after all. close()
-  // also cancels the pending operation: its handler sees operation_aborted and the session
-  // ends.
-  beast::error_code ignored;
-  socket_.set_option(net::socket_base::linger(true, 0), ignored);
-  socket_.close(ignored);
 }
 
 void session::do_read() {
@@ -319,18 +232,17 @@ void session::handle_request() {
   if (is_heavy(route_)) {
     // Unfinished writes already park more than the budget: shed before spending the CPU and
     // the memory of another page. /ping and 404 are small and never shed.
-    if (server_.budget().over()) {
-      return on_heavy_refused(refuse_for(refusal_reason::write_budget));
-    }
+    if (server_.budget().over())
+      return respond(server_.placement().refuse(refusal_reason::write_budget));
     // Hand the body over to the heavy route's placement: moved, never copied. Inline, the
-    // route runs right here and on_heavy_done is called before start() returns; on a pool, a
-    // worker runs it and on_heavy_done is called later from the event loop. This session
-    // stays alive meanwhile because the completion holds a shared_ptr to it. A call the
-    // placement will not start (admission control, a full pool) is answered at once.
-    const std::optional<heavy_refusal> refused = server_.placement().start(
+    // route runs right here and start() returns its outcome; so it does for a call it will
+    // not start (admission control, a full pool). On a pool, a worker runs it and the outcome
+    // comes to respond() later from the event loop; this session stays alive meanwhile
+    // because the completion holds a shared_ptr to it.
+    std::optional<heavy_outcome> now = server_.placement().start(
         route_, std::move(req.body()),
-        [self = shared_from_this()](heavy_output&& out) { self->on_heavy_done(std::move(out)); });
-    if (refused) on_heavy_refused(*refused);
+        [self = shared_from_this()](heavy_outcome&& out) { self->respond(std::move(out)); });
+    if (now) respond(std::move(*now));
     return;
   }
 
@@ -372,29 +284,17 @@ void session::answer_ops_endpoint(const process_status& status) {
   }
 }
 
-void session::on_heavy_done(heavy_output&& out) noexcept {
-  // Back on the host thread with the route's result. It must not throw: in pooled mode we
-  // are inside the pool's completion delivery.
+void session::respond(heavy_outcome&& out) noexcept {
+  // The heavy call's outcome, inline or back on the host thread, as the placement built it.
+  // It must not throw: in pooled mode we are inside the pool's completion delivery.
   try {
-    if (out.status == http::status::internal_server_error && out.body == kFailedBody) {
-      fill_error(res_, out.status);  // what Hono's default error handler answers
-    } else if (static_cast<unsigned>(out.status) >= 500) {
-      // A 504 is a call given up as stuck (pool_placement.cpp): its worker was replaced.
-      if (out.status == http::status::gateway_timeout)
-        server_.health().note_stuck(clock_type::now());
-      // The server's own answer (a stuck task: 504; given up at the stop deadline: 503; a
-      // worker process that crashed: 500, process_isolation.hpp), as text/plain like every
-      // other refusal; a 503 says when to come back.
-      fill(res_, out.status, content_type::text, std::move(out.body));
-      res_.retry_after = out.status == http::status::service_unavailable;
-    } else {
-      // /ssr answers HTML; /jwt answers JSON, its 400 "Bad request" included (the reference
-      // route sets the content type for both outcomes).
-      fill(res_, out.status, route_ == route::ssr ? content_type::html : content_type::json_utf8,
-           std::move(out.body));
-      // The page exists now; it is written only if it fits in the write budget. A pool may
-      // have admitted many calls before the first of their pages took the room: the ones
-      // that do not fit get the shed 503, and the page is freed with the next response.
+    const bool page = out.what == heavy_result::ok;
+    fill(res_, std::move(out));
+    // The page exists now; it is written only if it fits in the write budget. A pool may have
+    // admitted many calls before the first of their pages took the room: the ones that do not
+    // fit get the shed 503 (counted, not noted for /readyz), and the page is freed with the
+    // next response.
+    if (page) {
       if (auto room = server_.budget().try_reserve(res_.body.size() + kHeadBytes)) {
         parked_ = std::move(*room);
       } else {
@@ -408,19 +308,6 @@ void session::on_heavy_done(heavy_output&& out) noexcept {
     beast::error_code ignored;
     socket_.close(ignored);
   }
-}
-
-void session::on_heavy_refused(const heavy_refusal& refusal) {
-  // Refused rather than queued to answer late: 503 with Retry-After, so the client backs
-  // off; or 500 when the call could not even be handed over. The connection stays open.
-  server_.rejected().count(refusal.reason);
-  if (refusal.status == http::status::service_unavailable) {
-    server_.health().note_refusal(clock_type::now());  // /readyz: degraded for a while
-    fill_overloaded(res_);
-  } else {
-    fill_error(res_, refusal.status);
-  }
-  send_response();
 }
 
 void session::refuse(http::status status) {
@@ -450,7 +337,7 @@ void session::send_response() {
   set_deadline(deadline_after(server_.config().idle_timeout));
   publish_buffered_bytes();
   // Counted until on_write: the strings stay allocated and the kernel queues up to its cap. A
-  // heavy page has its reservation already (on_heavy_done); the rest are small.
+  // heavy page has its reservation already (respond); the rest are small.
   if (parked_.bytes() == 0) parked_ = server_.budget().reserve(head_.size() + res_.body.size());
 
   // Write the head and the body with one gathering write (one writev). HEAD: the same
@@ -482,69 +369,6 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
   release_large_buffers();
   publish_buffered_bytes();
   do_read();
-}
-
-void session::release_large_buffers() noexcept {
-  // The response is out; a big body (a 781 KB page for a 64 KiB /ssr name) must not stay
-  // allocated for as long as the client keeps the connection idle. Small buffers are kept:
-  // reusing them is what makes the next /ping allocate nothing.
-  if (res_.body.capacity() > kKeepBytes) std::string().swap(res_.body);
-  if (head_.capacity() > kKeepBytes) std::string().swap(head_);
-  // shrink_to_fit keeps the bytes of a pipelined request already received.
-  if (buffer_.capacity() > kKeepBytes) buffer_.shrink_to_fit();
-}
-
-std::size_t session::buffered_bytes() const noexcept {
-  return exec_.shared() ? published_bytes_.load(std::memory_order_relaxed) : measure_buffers();
-}
-
-void session::publish_buffered_bytes() noexcept {
-  if (exec_.shared()) published_bytes_.store(measure_buffers(), std::memory_order_relaxed);
-}
-
-std::size_t session::measure_buffers() const noexcept {
-  std::size_t bytes = buffer_.capacity() + res_.body.capacity() + head_.capacity();
-  if (parser_) bytes += parser_->get().body().capacity();
-  return bytes;
-}
-
-void session::do_close() {
-  phase_ = phase::closing;
-
-  // Send a TCP FIN: the client reads the whole response, then the end of the stream.
-  beast::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_send, ignored);
-
-  // Then wait for the client to close its side, discarding whatever it still sends.
-  // Closing at once could destroy the response we just sent: a socket closed with unread
-  // input (the rest of a refused 413 body, a pipelined request) sends RST instead of FIN,
-  // and the client's kernel may drop our response before the client has read it.
-  buffer_.clear();
-  lingered_ = 0;
-  closing_until_ = deadline_after(server_.config().idle_timeout);
-  set_deadline(deadline_after(
-      std::min<clock_type::duration>(kLingerTimeout, server_.config().idle_timeout)));
-  do_linger();
-}
-
-void session::do_linger() {
-  // prepare() without commit() hands out the same bytes every time: discarding costs no
-  // memory beyond one chunk.
-  exec_.start(
-      [this](auto&& handler) {
-        socket_.async_read_some(buffer_.prepare(kLingerChunk),
-                                std::forward<decltype(handler)>(handler));
-      },
-      beast::bind_front_handler(&session::on_linger, shared_from_this()));
-}
-
-void session::on_linger(beast::error_code ec, std::size_t bytes) {
-  // End of stream (the client closed, the usual case), deadline or reset: we are done, and
-  // returning lets the session and its socket go.
-  if (ec) return;
-  lingered_ += bytes;
-  if (lingered_ > kLingerLimit) return;
-  do_linger();
 }
 
 }  // namespace knit_server

@@ -20,7 +20,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "connection_executor.hpp"
-#include "heavy_refusal.hpp"
+#include "heavy_outcome.hpp"
 #include "http_framing.hpp"
 #include "request_arena.hpp"
 #include "request_parser.hpp"
@@ -46,9 +46,8 @@ using socket_type =
 //                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
 //
 //   handle_request --(/ping, /livez, /readyz, /metrics, 404: at once)-----> send_response
-//                  --(/ssr, /jwt: heavy_placement, inline or pool)-> on_heavy_done --^
-//                  --(/ssr, /jwt the placement refuses)-> on_heavy_refused (503) --^
-//                  --(/ssr, /jwt while the write budget is exceeded)-> (503) -------^
+//                  --(/ssr, /jwt: heavy_placement, inline or pool)-> respond -----^
+//                  --(/ssr, /jwt while the write budget is exceeded)-> respond (503) ^
 //
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
@@ -65,8 +64,9 @@ using socket_type =
 // it. A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
 // 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
 // buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
-// ends the chain, and with it the session. A heavy request that the placement refuses
-// (admission control, a full pool) gets 503 + Retry-After and the connection stays open.
+// ends the chain, and with it the session. A heavy request gets the heavy_outcome its placement
+// built (heavy_outcome.hpp: the page, or 503 + Retry-After for a refusal, with the connection
+// kept open, 500, 504, ...), written as it is by respond().
 //
 // Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
 // the previous response has been written, so responses always leave in request order.
@@ -152,8 +152,7 @@ class session : public std::enable_shared_from_this<session> {
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void handle_request();
   void answer_ops_endpoint(const process_status& status);
-  void on_heavy_done(heavy_output&& out) noexcept;
-  void on_heavy_refused(const heavy_refusal& refusal);
+  void respond(heavy_outcome&& out) noexcept;
   void refuse(boost::beast::http::status status);
   void send_response();
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);

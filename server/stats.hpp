@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "config.hpp"
-#include "heavy_refusal.hpp"
+#include "refusal_reason.hpp"
 #include "router.hpp"
 
 namespace knit_server {
@@ -67,14 +67,13 @@ struct rejection_counters {
   relaxed_counter pool_full = 0;     // the pool refused the call (KNIT_MAX_PENDING, shutdown)
   relaxed_counter write_budget = 0;  // shed: unfinished writes over KNIT_MEMORY_BUDGET_MB
 
-  // One refusal, under its reason; internal_error (a 500, not a 503) is not counted here.
+  // One refusal, under its reason.
   void count(refusal_reason reason) noexcept {
     switch (reason) {
       case refusal_reason::queue_delay: bump(queue_delay); break;
       case refusal_reason::queue_count: bump(queue_count); break;
       case refusal_reason::pool_full: bump(pool_full); break;
       case refusal_reason::write_budget: bump(write_budget); break;
-      case refusal_reason::internal_error: break;
     }
   }
 

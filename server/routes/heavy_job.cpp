@@ -10,17 +10,12 @@
 
 namespace knit_server {
 
-heavy_output failed_output() {
-  return {boost::beast::http::status::internal_server_error, std::string(kFailedBody)};
-}
-
-heavy_output run_heavy_job(const heavy_job& job, std::string&& body) noexcept {
+knit::result<heavy_output> run_heavy_job(const heavy_job& job, std::string&& body) noexcept {
   try {
-    return job(std::move(body));
+    return knit::result<heavy_output>(job(std::move(body)));
   } catch (...) {
-    // failed_output() allocates 22 bytes; if even that throws, the process is out of
-    // memory and terminate is the answer.
-    return failed_output();
+    return knit::result<heavy_output>(knit::make_error_code(knit::errc::task_failed),
+                                      std::current_exception());
   }
 }
 

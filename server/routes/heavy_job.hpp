@@ -7,15 +7,16 @@
 #include <string_view>
 
 #include <boost/beast/http/status.hpp>
+#include <knit/result.hpp>
 
 #include "config.hpp"
 #include "router.hpp"
 
 namespace knit_server {
 
-// What a heavy route produces: the status and the finished body, moved back to the host.
-// A 5xx is the server's own answer (the task failed, was stuck, or was given up at the
-// stop deadline): the session sends it as text/plain, and a 503 with Retry-After.
+// What a heavy route produces: the status (200, or /jwt's 400) and the finished body, moved
+// back to the host. The server's own answers (refused, failed, stuck, ...) are not outputs of
+// the route: the placement makes them (heavy_outcome.hpp).
 struct heavy_output {
   boost::beast::http::status status = boost::beast::http::status::ok;
   std::string body;
@@ -40,13 +41,8 @@ inline heavy_job heavy_job_for(const server_config& cfg, route r) noexcept {
   return {r, r == route::ssr ? cfg.ssr_cost_us : cfg.jwt_cost_us, cfg.jwt_secret};
 }
 
-// An internal error as a route answer: the job threw, or the worker's result carried an
-// exception. The session sends what Hono's default error handler sends.
-heavy_output failed_output();
-// Its body: what tells the session to answer as Hono's error handler does.
-inline constexpr std::string_view kFailedBody = "Internal Server Error";
-
-// Runs the job on this thread; an exception becomes failed_output().
-heavy_output run_heavy_job(const heavy_job& job, std::string&& body) noexcept;
+// Runs the job on this thread: its output, or errc::task_failed with the exception it threw
+// (std::bad_alloc), as a pool call's result would carry it.
+knit::result<heavy_output> run_heavy_job(const heavy_job& job, std::string&& body) noexcept;
 
 }  // namespace knit_server
