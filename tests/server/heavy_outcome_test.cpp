@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <knit/error.hpp>
 
-#include "heavy_outcome.hpp"
-#include "responses.hpp"
+#include "http/responses.hpp"
+#include "placement/heavy_outcome.hpp"
 
 namespace {
 
@@ -42,9 +42,8 @@ TEST(heavy_outcome, a_route_answer_keeps_its_status_in_the_routes_type) {
   EXPECT_EQ(ssr.page, "<p>");
   EXPECT_FALSE(ssr.retry_after);
 
-  heavy_outcome jwt =
-      heavy_outcome::of(route::jwt, knit::result<heavy_output>(
-                                        heavy_output{status::bad_request, "Bad request", 0}));
+  heavy_outcome jwt = heavy_outcome::of(
+      route::jwt, knit::result<heavy_output>(heavy_output{status::bad_request, "Bad request", 0}));
   EXPECT_EQ(jwt.what, heavy_result::ok);
   EXPECT_EQ(jwt.status, status::bad_request);
   EXPECT_EQ(jwt.type, content_type::json_utf8);

@@ -12,8 +12,8 @@
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
-#include "heavy_placement.hpp"
-#include "stats.hpp"
+#include "ops/stats.hpp"
+#include "placement/heavy_placement.hpp"
 
 namespace {
 
