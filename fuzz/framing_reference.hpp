@@ -1,6 +1,6 @@
 // framing_reference: an independent reading of RFC 9112's message framing for requests, for
 // fuzz_framing to hold knit-server's framing against. Written from the RFC's grammar, not from
-// server/http_framing.cpp or Beast: a byte-at-a-time reader of where each request on a
+// server/http/http_framing.cpp or Beast: a byte-at-a-time reader of where each request on a
 // connection ends, or that it is invalid. It decides framing only: no size limits (the
 // server's limits are policy; fuzz_framing stops comparing where one applies), no routes.
 //
@@ -198,7 +198,7 @@ class reader {
     if (trailer) {
       trailer_field_ = true;
       // RFC 9110 6.5.1: fields that frame, route or end the message cannot be trailers;
-      // knit refuses them (server/request_parser.hpp), and so does this reading.
+      // knit refuses them (server/http/request_parser.hpp), and so does this reading.
       for (const char* f : {"host", "connection", "content-length", "transfer-encoding",
                             "keep-alive", "upgrade", "trailer", "te"}) {
         if (same_ci(name, f)) return kInvalid;

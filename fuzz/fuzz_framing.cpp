@@ -1,6 +1,6 @@
 // fuzz_framing: a differential fuzzer of request framing. The same bytes (what one connection
 // delivers) go to knit-server's framing, the session's steps in its order, without a socket:
-// request_head_reader on the raw head (server/http_framing.hpp), then knit_server's
+// request_head_reader on the raw head (server/http/http_framing.hpp), then knit_server's
 // request_parser (Beast, the session's limits and field cap) for the header, the Host and
 // method rules, and the body; and to framing_reference.hpp, an independent reading of RFC
 // 9112's framing. It aborts (a libFuzzer crash, with the input) when they disagree on where a
@@ -21,9 +21,9 @@
 
 #include "config.hpp"
 #include "framing_reference.hpp"
-#include "http_framing.hpp"
-#include "request_arena.hpp"
-#include "request_parser.hpp"
+#include "http/http_framing.hpp"
+#include "http/request_arena.hpp"
+#include "http/request_parser.hpp"
 
 namespace {
 
@@ -61,7 +61,7 @@ bool is_limit(const boost::beast::error_code& ec) {
          ec == http::error::buffer_overflow;
 }
 
-// The session's steps (server/session.cpp: do_read, check_head, on_read_header, on_read) on
+// The session's steps (server/http/session.cpp: do_read, check_head, on_read_header, on_read) on
 // bytes that are all there already. The read buffer's 16 KiB bound is kept for what Beast
 // holds at once after the head: a chunk line or trailer over it is refused (policy).
 knit_reading knit_framing(std::string_view in) {

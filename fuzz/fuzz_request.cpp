@@ -39,9 +39,9 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "config.hpp"
-#include "heavy_placement.hpp"
-#include "http_framing.hpp"
-#include "server.hpp"
+#include "http/http_framing.hpp"
+#include "loops/server.hpp"
+#include "placement/heavy_placement.hpp"
 
 namespace {
 
@@ -116,7 +116,7 @@ struct request_script {
 request_script parse_requests(std::string_view bytes) {
   request_script script;
   while (!bytes.empty()) {
-    // The session skips a few empty lines before a request line (server/http_framing.hpp);
+    // The session skips a few empty lines before a request line (server/http/http_framing.hpp);
     // Beast alone would refuse them.
     for (std::size_t n = 0;
          n < knit_server::request_head_reader::kMaxEmptyLines && bytes.substr(0, 2) == "\r\n";

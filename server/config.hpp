@@ -30,7 +30,8 @@ enum class exec_mode {
 // What a pool worker runs /ssr and /jwt in (KNIT_ISOLATION; pooled mode only).
 enum class isolation {
   thread,   // "thread": on the pool's worker thread, in the server's own address space
-  process,  // "process": in a child process fronted by that thread (server/process_isolation.hpp):
+  process,  // "process": in a child process fronted by that thread
+            // (server/placement/process_isolation.hpp):
             //   a task that crashes fails its own call (500) and the server lives
 };
 

@@ -76,22 +76,22 @@
 #include <boost/system/system_error.hpp>
 #include <knit/knit.hpp>
 
-#include "banner.hpp"
 #include "config.hpp"
-#include "connection_limit.hpp"
-#include "drain_sequence.hpp"
-#include "host_loop.hpp"
-#include "host_threads.hpp"
-#include "log_writer.hpp"
-#include "memory_budget.hpp"
-#include "offload_policy.hpp"
-#include "process_isolation.hpp"
-#include "process_status.hpp"
-#include "server_group.hpp"
-#include "service_notify.hpp"
-#include "signal_source.hpp"
-#include "stop_deadline.hpp"
-#include "write_budget.hpp"
+#include "limits/connection_limit.hpp"
+#include "limits/memory_budget.hpp"
+#include "limits/write_budget.hpp"
+#include "loops/host_loop.hpp"
+#include "loops/host_threads.hpp"
+#include "loops/server_group.hpp"
+#include "ops/banner.hpp"
+#include "ops/log_writer.hpp"
+#include "ops/process_status.hpp"
+#include "ops/service_notify.hpp"
+#include "placement/offload_policy.hpp"
+#include "placement/process_isolation.hpp"
+#include "stop/drain_sequence.hpp"
+#include "stop/signal_source.hpp"
+#include "stop/stop_deadline.hpp"
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;

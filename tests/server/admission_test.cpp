@@ -1,5 +1,5 @@
 // admission.hpp: the service meter, the expected-wait rule and the count backstop, without a pool.
-#include "admission.hpp"  // first: the header must be self-contained
+#include "placement/admission.hpp"  // first: the header must be self-contained
 
 #include <cstddef>
 

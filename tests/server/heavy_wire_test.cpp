@@ -1,6 +1,6 @@
 // heavy_wire.hpp: a heavy call's request and answer survive the trip as bytes, and anything
 // shorter or different from what the encoder writes is refused, never read past.
-#include "heavy_wire.hpp"  // first: the header must be self-contained
+#include "placement/heavy_wire.hpp"  // first: the header must be self-contained
 
 #include <string>
 

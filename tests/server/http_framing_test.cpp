@@ -1,6 +1,6 @@
-// request_head_reader (server/http_framing.hpp): RFC 9112 framing on a head's raw bytes,
+// request_head_reader (server/http/http_framing.hpp): RFC 9112 framing on a head's raw bytes,
 // whole and byte by byte.
-#include "http_framing.hpp"
+#include "http/http_framing.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,7 +1,7 @@
 // metrics_exposition.hpp and request_metrics.hpp: the page parses as the text format 0.0.4
 // (prometheus_text.hpp), its histograms are cumulative, its numbers are the snapshot's, and a
 // host label appears only with several hosts.
-#include "metrics_exposition.hpp"  // first: the header must be self-contained
+#include "ops/metrics_exposition.hpp"  // first: the header must be self-contained
 
 #include <string>
 #include <thread>

@@ -1,5 +1,5 @@
 // offload_policy: auto mode's per-route choice, driven with made-up costs (no clock, no pool).
-#include "offload_policy.hpp"
+#include "placement/offload_policy.hpp"
 
 #include <cstdint>
 #include <map>

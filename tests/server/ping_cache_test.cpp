@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ping_cache.hpp"
+#include "http/ping_cache.hpp"
 #include "routes/routes.hpp"
 
 namespace {

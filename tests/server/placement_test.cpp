@@ -1,5 +1,6 @@
-// The heavy routes' placements on their own, without sockets: each either refuses a call at
-// once or calls the handler exactly once, on the thread that runs the io_context.
+// The heavy routes' placements on their own, without sockets: each either returns a call's
+// outcome at once (inline, refused) or calls the handler exactly once, on the thread that runs
+// the io_context.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -11,8 +12,8 @@
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
-#include "heavy_placement.hpp"
-#include "stats.hpp"
+#include "ops/stats.hpp"
+#include "placement/heavy_placement.hpp"
 
 namespace {
 
@@ -28,10 +29,10 @@ server_config test_config() {
 // Records what a placement hands back, and on which thread.
 struct recorder {
   int calls = 0;
-  heavy_output out;
+  heavy_outcome out;
   std::thread::id thread;
   auto handler() {
-    return [this](heavy_output&& o) {
+    return [this](heavy_outcome&& o) {
       ++calls;
       out = std::move(o);
       thread = std::this_thread::get_id();
@@ -39,19 +40,24 @@ struct recorder {
   }
 };
 
-TEST(placement, inline_runs_the_route_before_start_returns) {
+TEST(placement, inline_returns_the_routes_outcome_from_start) {
   const server_config cfg = test_config();
   heavy_placement placement(std::in_place_type<inline_placement>, cfg);
   recorder r;
-  EXPECT_FALSE(placement.start(route::ssr, R"({"name":"Ari"})", r.handler()));
-  ASSERT_EQ(r.calls, 1);
-  EXPECT_EQ(r.out.status, status::ok);
-  EXPECT_NE(r.out.body.find("<h1>Ari</h1>"), std::string::npos);
+  std::optional<heavy_outcome> out = placement.start(route::ssr, R"({"name":"Ari"})", r.handler());
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->what, heavy_result::ok);
+  EXPECT_EQ(out->status, status::ok);
+  EXPECT_EQ(out->type, content_type::html);
+  EXPECT_NE(out->page.find("<h1>Ari</h1>"), std::string::npos);
 
-  EXPECT_FALSE(placement.start(route::jwt, "{}", r.handler()));
-  ASSERT_EQ(r.calls, 2);
-  EXPECT_EQ(r.out.status, status::bad_request);
-  EXPECT_EQ(r.out.body, "Bad request");
+  out = placement.start(route::jwt, "{}", r.handler());
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->what, heavy_result::ok);  // the route's own 400, not the server's
+  EXPECT_EQ(out->status, status::bad_request);
+  EXPECT_EQ(out->type, content_type::json_utf8);
+  EXPECT_EQ(out->page, "Bad request");
+  EXPECT_EQ(r.calls, 0);  // an outcome known at once never goes through the handler
   EXPECT_EQ(placement.auto_json(), std::nullopt);
 }
 
@@ -70,8 +76,10 @@ TEST(placement, asio_pool_posts_the_result_back_to_the_io_context) {
   }
   ASSERT_EQ(r.calls, 1);
   EXPECT_EQ(r.thread, std::this_thread::get_id());
+  EXPECT_EQ(r.out.what, heavy_result::ok);
   EXPECT_EQ(r.out.status, status::ok);
-  EXPECT_NE(r.out.body.find("\"sub\":\"u_1\""), std::string::npos);
+  EXPECT_EQ(r.out.type, content_type::json_utf8);
+  EXPECT_NE(r.out.page.find("\"sub\":\"u_1\""), std::string::npos);
   threads.join();
 }
 
@@ -98,13 +106,20 @@ TEST(placement, pool_refuses_a_call_that_admission_control_turns_away) {
   recorder first;
   recorder second;
   EXPECT_FALSE(placement.start(route::ssr, "{}", first.handler()));
-  const std::optional<heavy_refusal> refused = placement.start(route::ssr, "{}", second.handler());
+  const std::optional<heavy_outcome> refused = placement.start(route::ssr, "{}", second.handler());
   ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->what, heavy_result::refused);
   EXPECT_EQ(refused->status, status::service_unavailable);
+  EXPECT_TRUE(refused->retry_after);
   EXPECT_EQ(refused->reason, refusal_reason::queue_count);
+  // Counted where it was refused: knit-stats' "rejected" and /readyz's last refusal.
+  EXPECT_EQ(placement.ledger().rejected().queue_count.load(), 1U);
+  EXPECT_EQ(placement.ledger().rejected().queue_delay.load(), 0U);
+  EXPECT_NE(placement.ledger().health().last_refusal(), health_events::clock::time_point::min());
 
   run_until(io, first, 1);
   EXPECT_EQ(first.calls, 1);
+  EXPECT_EQ(first.out.what, heavy_result::ok);
   EXPECT_EQ(first.out.status, status::ok);
   EXPECT_EQ(second.calls, 0);  // a refused call's handler is never called
   pool.shutdown();
@@ -124,6 +139,7 @@ TEST(placement, auto_reports_each_route_per_path) {
   EXPECT_FALSE(placement.start(route::jwt, R"({"user":{"id":"u_1"}})", r.handler()));
   run_until(io, r, 1);
   ASSERT_EQ(r.calls, 1);
+  EXPECT_EQ(r.out.what, heavy_result::ok);
   EXPECT_EQ(r.out.status, status::ok);
   const std::string json = placement.auto_json().value();
   EXPECT_NE(json.find(R"("jwt":{"inline":0,"pooled":1,"avg_ns":)"), std::string::npos) << json;
@@ -137,12 +153,11 @@ TEST(placement, refusals_count_under_their_reason) {
   rejected.count(refusal_reason::queue_count);
   rejected.count(refusal_reason::queue_count);
   rejected.count(refusal_reason::pool_full);
-  rejected.count(refusal_reason::internal_error);  // a 500, not a rejection
+  rejected.count(refusal_reason::write_budget);
   EXPECT_EQ(rejected.queue_delay.load(), 1U);
   EXPECT_EQ(rejected.queue_count.load(), 2U);
   EXPECT_EQ(rejected.pool_full.load(), 1U);
-  EXPECT_EQ(refuse_for(refusal_reason::pool_full).status, status::service_unavailable);
-  EXPECT_EQ(refuse_for(refusal_reason::internal_error).status, status::internal_server_error);
+  EXPECT_EQ(rejected.write_budget.load(), 1U);
 }
 
 }  // namespace

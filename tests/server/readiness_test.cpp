@@ -1,6 +1,6 @@
 // readiness.hpp: the policy's order (draining, refusing work, workers stuck, ready), its
 // windows, and its answers.
-#include "readiness.hpp"  // first: the header must be self-contained
+#include "ops/readiness.hpp"  // first: the header must be self-contained
 
 #include <chrono>
 

@@ -1,5 +1,5 @@
 // request_arena.hpp: reuse after everything is freed, heap spill, and Beast fields on top.
-#include "request_arena.hpp"  // first: the header must be self-contained
+#include "http/request_arena.hpp"  // first: the header must be self-contained
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // responses.hpp: Hono's content types and the serialized response head.
-#include "responses.hpp"  // first: the header must be self-contained
+#include "http/responses.hpp"  // first: the header must be self-contained
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // router.hpp: Hono's matching - path only, exact, method checked, HEAD served by GET.
-#include "router.hpp"  // first: the header must be self-contained
+#include "http/router.hpp"  // first: the header must be self-contained
 
 #include <gtest/gtest.h>
 

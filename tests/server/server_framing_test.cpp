@@ -1,4 +1,4 @@
-// RFC 9112 framing end to end (server/http_framing.hpp, docs/server-safety.md "HTTP
+// RFC 9112 framing end to end (server/http/http_framing.hpp, docs/server-safety.md "HTTP
 // framing"): every head whose message end is in doubt is refused and the connection closed,
 // whatever the order of its fields, and a request hidden in its body (a `GET /metrics`
 // canary) is never answered. Empty lines before a request are skipped. Over real sockets,

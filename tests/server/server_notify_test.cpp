@@ -1,4 +1,4 @@
-// End-to-end tests of knit-server's sd_notify messages (server/service_notify.hpp): the test
+// End-to-end tests of knit-server's sd_notify messages (server/ops/service_notify.hpp): the test
 // plays systemd's part, owning the AF_UNIX datagram socket that NOTIFY_SOCKET names, and
 // checks that "READY=1" comes once the port accepts and "STOPPING=1" once SIGTERM starts
 // the stop, with one event loop and with two. Skipped when knit-server was built without
@@ -20,9 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "http_client.hpp"
+#include "ops/service_notify.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
-#include "service_notify.hpp"
 
 namespace knit_test {
 namespace {

@@ -1,6 +1,6 @@
 // write_budget.hpp (the reserve/release policy and its "over budget?") and memory_budget.hpp
 // (where the budget's size and the per-connection kernel cap come from).
-#include "write_budget.hpp"  // first: the header must be self-contained
+#include "limits/write_budget.hpp"  // first: the header must be self-contained
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "memory_budget.hpp"
+#include "limits/memory_budget.hpp"
 
 namespace knit_server {
 namespace {

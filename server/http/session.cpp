@@ -1,0 +1,374 @@
+// The session's read -> route -> write chain, narrated step by step in the manner of Beast's
+// examples. How it stops, expires and closes is in session_upkeep.cpp.
+#include "http/session.hpp"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "../../src/invariant.hpp"  // KNIT_ASSERT
+#include "loops/server.hpp"
+#include "ops/process_status.hpp"
+
+namespace knit_server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// What a heavy page's reservation allows for its status line and headers (about 90 bytes:
+// status, Content-Type, Content-Length, Connection), before the head is serialized.
+constexpr std::size_t kHeadBytes = 256;
+// The most one read of a request's head asks for (pipelined requests may come with it).
+constexpr std::size_t kReadChunk = 8 * 1024;
+
+// True when the parser rejected the bytes (as opposed to the connection failing).
+bool is_parse_error(const beast::error_code& ec) {
+  static const std::error_category& http_category =
+      beast::error_code(http::error::bad_method).category();
+  return ec.category() == http_category;
+}
+
+// RFC 9112 section 3.2: an HTTP/1.1 request must carry exactly one Host field, and a
+// request with more than one is invalid whatever its version. Either gets 400.
+template <class Request>
+bool has_valid_host(const Request& req) {
+  const auto hosts = req.count(http::field::host);
+  return hosts == 1 || (hosts == 0 && req.version() < 11);
+}
+
+}  // namespace
+
+session::session(socket_type&& socket, server& srv)
+    : socket_(std::move(socket)),
+      exec_(srv.threading().executor_for(socket_.get_executor())),
+      server_(srv) {}
+
+session::~session() {
+  // The socket closes with socket_. Telling the server last lets it report "drained" only
+  // once this connection is really gone.
+  server_.detach(*this);
+}
+
+void session::run() {
+  // Registered only now that a shared_ptr owns the session: from here on the server's
+  // stop() and sweep may reach it, and in multi mode they need weak_from_this().
+  if (!server_.attach(*this)) return;  // stopping: the connection closes unanswered
+  // We are on the accept loop's thread; the chain starts on the session's own.
+  exec_.enter([self = shared_from_this()] { self->do_read(); });
+}
+
+void session::do_read() {
+  phase_ = phase::reading;
+
+  // Make a fresh parser for this request: Beast parsers are single-use. Emplacing into the
+  // same optional reuses its storage, and the old parser's fields, freed first, leave the
+  // arena empty for the new one: parsing allocates nothing.
+  parser_.emplace(std::piecewise_construct, std::make_tuple(),
+                  std::make_tuple(arena_allocator<char>(arena_)));
+  parser_->header_limit(static_cast<std::uint32_t>(server_config::kHeaderLimit));
+  parser_->body_limit(server_config::kBodyLimit);
+
+  // The client has idle_timeout to deliver the whole request, starting now. That bounds an
+  // idle keep-alive connection and a slow client dribbling its header alike. (The server's
+  // sweep enforces it; see server.hpp.)
+  set_deadline(deadline_after(server_.config().idle_timeout));
+
+  head_reader_ = request_head_reader(server_config::kHeaderLimit);
+  check_head();
+}
+
+void session::check_head() {
+  // The raw head is judged before the parser sees it (http_framing.hpp: where Beast is
+  // lenient about framing). A pipelined request already in buffer_ is judged, and parsed,
+  // without touching the socket.
+  const auto* data = static_cast<const char*>(buffer_.data().data());
+  switch (head_reader_.feed(std::string_view(data, buffer_.size()))) {
+    case head_verdict::need_more: break;
+    case head_verdict::complete: {
+      // The empty lines before the request line go; the whole head is in the buffer, so the
+      // parser takes it in one put() (and holds it to the header limit exactly).
+      buffer_.consume(head_reader_.skip());
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      return on_read_header(ec, used);
+    }
+    case head_verdict::bad_request: return refuse(http::status::bad_request);
+    case head_verdict::not_implemented: return refuse(http::status::not_implemented);
+    case head_verdict::too_large: return refuse(http::status::request_header_fields_too_large);
+  }
+  // More of the head is needed. It fits: the reader refuses a head over kHeaderLimit, and the
+  // buffer holds twice that.
+  const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), kReadChunk);
+  KNIT_ASSERT(room > 0);
+  exec_.start(
+      [this, room](auto&& handler) {
+        socket_.async_read_some(buffer_.prepare(room), std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_read_head, shared_from_this()));
+}
+
+void session::on_read_head(beast::error_code ec, std::size_t bytes) {
+  // End of stream, a reset, or the deadline (operation_aborted): like a failed header read,
+  // the session ends without an answer; bytes of an unfinished head are not a request.
+  if (ec) return;
+  buffer_.commit(bytes);
+  check_head();
+}
+
+void session::on_read_header(beast::error_code ec, std::size_t bytes) {
+  if (ec) return on_read(ec, bytes);
+  if (!has_valid_host(parser_->get())) return refuse(http::status::bad_request);
+  // RFC 9110 9.1: a method the server does not recognize SHOULD get 501. Then close, like
+  // every refusal: such a request (llhttp refuses MKCOLA or an RTSP method outright) may be
+  // framed by rules we do not know.
+  if (parser_->get().method() == http::verb::unknown) {
+    return refuse(http::status::not_implemented);
+  }
+
+  // No body (GET /ping): the request is complete.
+  if (parser_->is_done()) return handle_request();
+
+  // A body follows. A client that sent "Expect: 100-continue" waits for a go-ahead before
+  // sending it; Node's server, and so the reference Hono server, gives it automatically. (A
+  // body over the limit never gets here: the parser refuses its Content-Length already.)
+  const auto& req = parser_->get();
+  if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    exec_.start(
+        [this](auto&& handler) {
+          net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                           std::forward<decltype(handler)>(handler));
+        },
+        beast::bind_front_handler(&session::on_continue, shared_from_this()));
+    return;
+  }
+  do_read_body();
+}
+
+void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
+  if (ec) return;  // the client is gone
+  do_read_body();
+}
+
+void session::do_read_body() {
+  // Read the rest of the message into the parser's string body. Bytes already in buffer_
+  // (usually the whole body, sent with the header) are used first.
+  exec_.start(
+      [this](auto&& handler) {
+        http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_read, shared_from_this()));
+}
+
+void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
+  if (!ec) return handle_request();
+
+  // The parser refused the request: answer it, then close, because after a bad message we
+  // cannot know where the next one would start.
+  if (ec == http::error::header_limit) return refuse(http::status::request_header_fields_too_large);
+  if (ec == http::error::body_limit) return refuse(http::status::payload_too_large);
+  // The request needs more than kReadBufferLimit bytes buffered at once: inside the header
+  // (only when header_limit did not catch it first), or afterwards a chunk-size line, its
+  // extensions or the trailer that never ends. The bytes are not a request we will take.
+  if (ec == http::error::buffer_overflow) {
+    return refuse(parser_->is_header_done() ? http::status::bad_request
+                                            : http::status::request_header_fields_too_large);
+  }
+  if (is_parse_error(ec) && ec != http::error::end_of_stream &&
+      ec != http::error::partial_message) {
+    return refuse(http::status::bad_request);
+  }
+
+  // Everything else ends the connection without a response, and there is nobody to tell:
+  //   end_of_stream      the client closed between requests, the normal end of keep-alive;
+  //   partial_message    the client closed in the middle of a request;
+  //   operation_aborted  the deadline passed (idle or too slow), or stop() closed an idle
+  //                      connection;
+  //   anything else      the connection failed (reset and the like).
+  // Returning drops the last reference: the session is destroyed and the socket closed.
+}
+
+void session::handle_request() {
+  phase_ = phase::handling;
+  request_read_at_ = clock_type::now();  // the latency metric's start
+  set_deadline(clock_type::time_point::max());
+  auto& req = parser_->get();
+
+  // Remember what the response depends on before the body is moved away.
+  // The parser's flags cover every Connection field (the message's keep_alive() reads only
+  // the first); "close" wins over an HTTP/1.0 "keep-alive" (RFC 9112 9.3).
+  keep_alive_ = parser_->keep_alive() && !head_reader_.connection_close();
+  http10_ = req.version() == 10;
+  head_only_ = req.method() == http::verb::head;
+  route_ = match_route(req.method(), req.target());
+  server_.counters().count(route_);
+
+  // The stop has begun (after the drain delay) and this request arrived whole only now: it
+  // was not in progress, so it is not started. 503 + Retry-After tells the client to retry
+  // (elsewhere: the listener is closed), and the close after it lets the connection go;
+  // no worker is touched. The requests in progress when the stop began finish as usual.
+  if (server_.stopping()) {
+    keep_alive_ = false;
+    fill_overloaded(res_);
+    return send_response();
+  }
+
+  if (is_heavy(route_)) {
+    // Unfinished writes already park more than the budget: shed before spending the CPU and
+    // the memory of another page. /ping and 404 are small and never shed.
+    if (server_.budget().over())
+      return respond(server_.placement().refuse(refusal_reason::write_budget));
+    // Hand the body over to the heavy route's placement: moved, never copied. Inline, the
+    // route runs right here and start() returns its outcome; so it does for a call it will
+    // not start (admission control, a full pool). On a pool, a worker runs it and the outcome
+    // comes to respond() later from the event loop; this session stays alive meanwhile
+    // because the completion holds a shared_ptr to it.
+    std::optional<heavy_outcome> now = server_.placement().start(
+        route_, std::move(req.body()),
+        [self = shared_from_this()](heavy_outcome&& out) { self->respond(std::move(out)); });
+    if (now) respond(std::move(*now));
+    return;
+  }
+
+  // /ping, the operations endpoints and 404 are cheap: answer them here, on the session's
+  // thread, without the pool.
+  try {
+    if (route_ == route::ping) {
+      fill_copy(res_, http::status::ok, content_type::json,
+                server_.ping_body(std::chrono::system_clock::now()));
+    } else if (is_ops_endpoint(route_) && server_.status()) {
+      answer_ops_endpoint(*server_.status());
+    } else {
+      fill_not_found(res_);
+    }
+  } catch (const std::exception&) {
+    fill_error(res_, http::status::internal_server_error);
+  }
+  send_response();
+}
+
+void session::answer_ops_endpoint(const process_status& status) {
+  switch (route_) {
+    case route::livez:
+      // The process reads, routes and answers: it can serve. (Once the stop has begun, the
+      // stop's own answer comes first: handle_request.)
+      fill_copy(res_, http::status::ok, content_type::text, "ok\n");
+      break;
+    case route::readyz: {
+      const readiness r = status.assess(clock_type::now());
+      fill_copy(res_, static_cast<http::status>(readiness_status(r)), content_type::text,
+                readiness_body(r));
+      break;
+    }
+    case route::metrics:
+      fill(res_, http::status::ok, content_type::prometheus,
+           status.metrics_page(clock_type::now()));
+      break;
+    default: fill_not_found(res_); break;
+  }
+}
+
+void session::respond(heavy_outcome&& out) noexcept {
+  // The heavy call's outcome, inline or back on the host thread, as the placement built it.
+  // It must not throw: in pooled mode we are inside the pool's completion delivery.
+  try {
+    const bool page = out.what == heavy_result::ok;
+    fill(res_, std::move(out));
+    // The page exists now; it is written only if it fits in the write budget. A pool may have
+    // admitted many calls before the first of their pages took the room: the ones that do not
+    // fit get the shed 503 (counted, not noted for /readyz), and the page is freed with the
+    // next response.
+    if (page) {
+      if (auto room = server_.budget().try_reserve(res_.body.size() + kHeadBytes)) {
+        parked_ = std::move(*room);
+      } else {
+        server_.rejected().count(refusal_reason::write_budget);
+        fill_overloaded(res_);
+      }
+    }
+    send_response();
+  } catch (const std::exception&) {
+    // Out of memory while building the response: drop the connection, keep the server.
+    beast::error_code ignored;
+    socket_.close(ignored);
+  }
+}
+
+void session::refuse(http::status status) {
+  // The request could not be parsed: answer it, then close.
+  server_.counters().count(route::not_found);
+  route_ = route::not_found;
+  request_read_at_ = clock_type::now();
+  phase_ = phase::handling;
+  keep_alive_ = false;
+  http10_ = false;
+  head_only_ = false;
+  fill_error(res_, status);
+  send_response();
+}
+
+void session::send_response() {
+  phase_ = phase::writing;
+
+  // Keep the connection open only if the client wants that and the server is not stopping.
+  const bool keep = keep_alive_ && !server_.stopping();
+  serialize_head(head_, res_,
+                 !keep     ? connection_header::close
+                 : http10_ ? connection_header::keep_alive
+                           : connection_header::none);
+
+  // A client that does not read its response cannot hold the connection forever either.
+  set_deadline(deadline_after(server_.config().idle_timeout));
+  publish_buffered_bytes();
+  // Counted until on_write: the strings stay allocated and the kernel queues up to its cap. A
+  // heavy page has its reservation already (respond); the rest are small.
+  if (parked_.bytes() == 0) parked_ = server_.budget().reserve(head_.size() + res_.body.size());
+
+  // Write the head and the body with one gathering write (one writev). HEAD: the same
+  // head, Content-Length included, and no body.
+  const std::array<net::const_buffer, 2> buffers{
+      net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
+  exec_.start(
+      [this, &buffers](auto&& handler) {
+        net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
+}
+
+void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
+  // The response is out (or the client is gone): one response, timed from the request.
+  const auto took = clock_type::now() - request_read_at_;
+  server_.metrics().record(route_, static_cast<unsigned>(res_.status),
+                           static_cast<std::uint64_t>(
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+  // Written, or given up: either way the strings are about to be freed or reused.
+  parked_.release();
+  // The client is gone, or it stopped reading until the deadline passed.
+  if (ec) return;
+
+  // The response said "Connection: close", or the server began stopping while we wrote.
+  if (close || server_.stopping()) return do_close();
+
+  // Keep-alive: read the next request (it may already be waiting in buffer_).
+  release_large_buffers();
+  publish_buffered_bytes();
+  do_read();
+}
+
+}  // namespace knit_server

@@ -1,0 +1,212 @@
+// One HTTP/1.1 connection: read a request, route it, run it (inline or pooled), write the
+// response, repeat.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include <chrono>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "http/http_framing.hpp"
+#include "http/request_arena.hpp"
+#include "http/request_parser.hpp"
+#include "http/responses.hpp"
+#include "http/router.hpp"
+#include "limits/write_budget.hpp"
+#include "loops/connection_executor.hpp"
+#include "placement/heavy_job.hpp"
+#include "placement/heavy_outcome.hpp"
+
+namespace knit_server {
+
+class process_status;
+class server;
+
+// A TCP socket bound to the io_context's own executor type rather than the type-erased
+// any_io_executor: every operation then skips the type erasure's copies and indirections.
+using socket_type =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+// A session is a chain of completion handlers, as in Beast's examples:
+//
+//   do_read -> check_head <-> on_read_head   (until the raw head is in and passed)
+//           -> on_read_header --(header only)-----------------------------> handle_request
+//                 +--(body)--> [100 Continue: on_continue] -> do_read_body -> on_read --^
+//
+//   handle_request --(/ping, /livez, /readyz, /metrics, 404: at once)-----> send_response
+//                  --(/ssr, /jwt: heavy_placement, inline or pool)-> respond -----^
+//                  --(/ssr, /jwt while the write budget is exceeded)-> respond (503) ^
+//
+//   send_response -> on_write --(keep-alive)--> do_read  (the next request)
+//                             --(Connection: close)--> do_close -> do_linger -> on_linger
+//
+// From send_response until on_write, the response's bytes (and the send queue they may fill)
+// count against the server's write budget (write_budget.hpp); while it is exceeded, new
+// /ssr and /jwt get the same 503 + Retry-After as an admission refusal, and /ping is never
+// shed. A read or write that outlives its deadline ends the connection with a reset
+// (SO_LINGER {1, 0}) whenever bytes are still unsent or unacknowledged: a graceful close
+// would leave them to the kernel (expire()).
+//
+// A head that breaks RFC 9112's framing rules (check_head, http_framing.hpp) goes to refuse()
+// (400, or 501 for a transfer coding other than chunked, then close) before the parser sees
+// it. A request the parser rejects goes to refuse() (400, 413 or 431, then close): a header over
+// 8 KiB or 128 fields, a body over 64 KiB, anything that needs more than the 16 KiB read
+// buffer (an endless chunk line or trailer), a missing Host. Any other read or write error
+// ends the chain, and with it the session. A heavy request gets the heavy_outcome its placement
+// built (heavy_outcome.hpp: the page, or 503 + Retry-After for a refusal, with the connection
+// kept open, 500, 504, ...), written as it is by respond().
+//
+// Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
+// the previous response has been written, so responses always leave in request order.
+// Each pending operation's handler holds a shared_ptr to the session: the session lives
+// exactly as long as something is in progress on it.
+//
+// Threads: exec_ (connection_executor.hpp) runs every handler of the chain, and the actions
+// other threads ask for (stop(), check_deadline()), on the connection's thread: the thread
+// of the event loop that accepted it (with KNIT_HOSTS>1 one of several, for the connection's
+// whole life), or in KNIT_MODE=multi the connection's own strand. Only deadline_ and
+// published_bytes_ are read from elsewhere, and they are atomics.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  // Takes ownership of an accepted socket.
+  session(socket_type&& socket, server& srv);
+  ~session();
+
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Registers with the server and starts the chain (reads the first request); if the
+  // server is already stopping, closes the connection instead. Call once, right after
+  // make_shared.
+  void run();
+
+  // The server is stopping. Closes the connection now if it is idle between requests;
+  // otherwise the current request is answered (with Connection: close) and then it closes.
+  // Multi mode and KNIT_HOSTS>1: may be called from any thread (under the server's lock); it
+  // posts the work to the session's thread.
+  void stop();
+
+  // Called by the server's periodic sweep: if the current read or write has outlived its
+  // deadline (KNIT_IDLE_TIMEOUT_MS), cancel it; the session then ends, with a reset when the
+  // kernel still holds bytes for the client (expire()). Multi mode and
+  // KNIT_HOSTS>1: may be called from any thread; an overdue session is checked again, and
+  // cancelled, on its own thread (the deadline may have moved on meanwhile).
+  void check_deadline(std::chrono::steady_clock::time_point now);
+
+  // The bytes this connection holds in its buffers (capacities): the read buffer, the
+  // request body, the response body and head. The knit-stats line sums them. Between
+  // requests it is at most kKeepBytes per buffer (release_large_buffers). Multi mode and
+  // KNIT_HOSTS>1: the figure published when the last response was sent and again once it was
+  // written (the SIGUSR1 thread may not look at the buffers themselves).
+  std::size_t buffered_bytes() const noexcept;
+
+  // A buffer whose capacity exceeds this is freed once its response has been written, so an
+  // idle keep-alive connection keeps only small buffers whatever its last request was.
+  static constexpr std::size_t kKeepBytes = 4 * 1024;
+
+ private:
+  enum class phase : std::uint8_t {
+    reading,   // waiting for (the rest of) a request
+    handling,  // running the route, possibly on a pool worker
+    writing,   // sending the response
+    closing,   // sent our FIN; discarding input until the client closes
+  };
+
+  // now + timeout, but never more than a short grace period once the server is stopping.
+  std::chrono::steady_clock::time_point deadline_after(
+      std::chrono::steady_clock::duration timeout) const;
+  void set_deadline(std::chrono::steady_clock::time_point at) noexcept {
+    deadline_.store(at, std::memory_order_relaxed);
+  }
+
+  // stop() and check_deadline() on the session's own thread (its strand in multi mode).
+  void stop_here();
+  void expire(std::chrono::steady_clock::time_point now);
+  // Bytes the kernel still holds in this socket's send queue: unsent, or sent and not
+  // acknowledged (SIOCOUTQ). 0 when the ioctl fails.
+  std::size_t unacknowledged_bytes() noexcept;
+  // Closes with SO_LINGER {1, 0}: an RST, and the kernel frees the send queue at once.
+  void reset() noexcept;
+
+  std::size_t measure_buffers() const noexcept;
+  void publish_buffered_bytes() noexcept;
+
+  void do_read();
+  void check_head();
+  void on_read_head(boost::beast::error_code ec, std::size_t bytes);
+  void on_read_header(boost::beast::error_code ec, std::size_t bytes);
+  void on_continue(boost::beast::error_code ec, std::size_t bytes);
+  void do_read_body();
+  void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void handle_request();
+  void answer_ops_endpoint(const process_status& status);
+  void respond(heavy_outcome&& out) noexcept;
+  void refuse(boost::beast::http::status status);
+  void send_response();
+  void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
+  void release_large_buffers() noexcept;
+  void do_close();
+  void do_linger();
+  void on_linger(boost::beast::error_code ec, std::size_t bytes);
+
+  // The request parser: string body (moved out to the heavy route), header fields in arena_,
+  // at most server_config::kFieldLimit of them.
+  using parser_type = request_parser;
+
+  socket_type socket_;
+  // Where every handler of this connection runs, one at a time.
+  connection_executor exec_;
+  // The read buffer, reused for every request on the connection, never larger than
+  // kReadBufferLimit: a request that would need more is refused (on_read).
+  boost::beast::flat_buffer buffer_{server_config::kReadBufferLimit};
+  request_arena arena_;  // the current request's header fields; before parser_
+  // The current request's head, checked for RFC 9112 framing on its raw bytes before the
+  // parser sees them (http_framing.hpp).
+  request_head_reader head_reader_{server_config::kHeaderLimit};
+  // The current request's parser. Parsers are single-use; emplace() reuses the storage.
+  std::optional<parser_type> parser_;
+  response res_;      // the current response, reused
+  std::string head_;  // its serialized status line and headers, reused
+  server& server_;
+  // When the pending read or write gives up. max() while a route runs: waiting for a pool
+  // worker is the server's time, not the client's. Written on the session's thread (relaxed
+  // stores: a plain store on x86); partner: the relaxed load in check_deadline(), which in
+  // multi mode runs on the sweep's thread (with KNIT_HOSTS>1 on the control thread, at the
+  // stop deadline) and only decides whether to post expire(), which reads it again on the
+  // session's thread.
+  std::atomic<std::chrono::steady_clock::time_point> deadline_{
+      std::chrono::steady_clock::time_point::max()};
+  // Multi mode and KNIT_HOSTS>1: measure_buffers() as of the last publish_buffered_bytes(),
+  // stored relaxed on the session's thread; partner: the relaxed load in buffered_bytes(),
+  // on the SIGUSR1 thread.
+  std::atomic<std::size_t> published_bytes_{0};
+  // The current response's bytes in the server's write budget, from send_response to
+  // on_write (or the session's end); empty otherwise.
+  write_budget::reservation parked_;
+  // Closing: until when a client that has not yet acknowledged the whole response is given
+  // time before the reset (the idle timeout from do_close); the 2 s linger wait applies only
+  // to a client that has.
+  std::chrono::steady_clock::time_point closing_until_{};
+  phase phase_ = phase::reading;
+  // When the current request was read whole (handle_request, refuse): its latency's start.
+  std::chrono::steady_clock::time_point request_read_at_{};
+  route route_ = route::not_found;  // the current request's route
+  bool keep_alive_ = false;         // the client asked to keep the connection
+  bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed
+  bool head_only_ = false;          // HEAD request: send the headers only
+  std::size_t lingered_ = 0;        // bytes discarded while closing
+};
+
+}  // namespace knit_server

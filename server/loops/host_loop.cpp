@@ -1,0 +1,45 @@
+// One event loop: its io_context, placement and server, built in that order on its own thread.
+#include "loops/host_loop.hpp"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace knit_server {
+
+host_loop::host_loop(const host_resources& shared) : io_(shared.io_threads) {
+  // Concurrency hint 1 (every mode but multi): only this thread runs io_, so Asio may skip the
+  // locking a multi-threaded loop needs.
+  const server_config& cfg = shared.cfg;
+  if (shared.pool) knit_host_.emplace(io_, *shared.pool);
+  // Where /ssr and /jwt run, chosen here once (heavy_placement.hpp).
+  switch (cfg.mode) {
+    case exec_mode::pooled:
+      placement_.emplace(std::in_place_type<pool_placement>, cfg, *knit_host_, shared.err);
+      break;
+    case exec_mode::auto_offload:
+      placement_.emplace(std::in_place_type<auto_placement>, cfg, *knit_host_, shared.auto_options);
+      break;
+    case exec_mode::asio_pool:
+      placement_.emplace(std::in_place_type<asio_pool_placement>, cfg, *shared.asio_threads, io_);
+      break;
+    case exec_mode::inline_host:
+    case exec_mode::multi_thread:
+      placement_.emplace(std::in_place_type<inline_placement>, cfg);
+      break;
+  }
+  server_.emplace(io_, cfg, *placement_, shared.limit, shared.budget, shared.status);
+}
+
+void run_event_loop(boost::asio::io_context& io, log_writer& err) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
+    }
+  }
+}
+
+}  // namespace knit_server

@@ -1,0 +1,82 @@
+// The host threads' start-up handshake, their loop, and their two-step end (host_threads.hpp).
+#include "loops/host_threads.hpp"
+
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+namespace knit_server {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+host_threads::~host_threads() {
+  if (finished_) return;  // the loops are gone: nothing left to stop
+  stop();
+  finish();
+}
+
+tcp::endpoint host_threads::start(std::uint16_t port) {
+  hosts_.push_back(std::make_unique<host>());
+  host& h = *hosts_.back();
+  // The promise belongs to the thread, which fulfils it and lets it go on its own side.
+  std::promise<tcp::endpoint> listening;
+  std::future<tcp::endpoint> bound = listening.get_future();
+  std::future<void> may_destroy = h.may_destroy.get_future();
+  try {
+    h.thread = std::thread([this, &h, port, listening = std::move(listening),
+                            may_destroy = std::move(may_destroy)]() mutable {
+      run_host(h, port, listening, may_destroy);
+    });
+    return bound.get();
+  } catch (...) {
+    // That host never built its loop, or has already destroyed it: at most the thread is
+    // left, ending.
+    if (h.thread.joinable()) h.thread.join();
+    hosts_.pop_back();
+    throw;
+  }
+}
+
+void host_threads::run_host(host& h, std::uint16_t port, std::promise<tcp::endpoint>& listening,
+                            std::future<void>& may_destroy) {
+  std::optional<host_loop> loop;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running;
+  try {
+    loop.emplace(shared_);  // 1. built on this thread, which is to run it
+    const tcp::endpoint bound = loop->srv().listen_shared(port);
+    loop->srv().start();
+    keep_running.emplace(loop->io().get_executor());
+    h.loop = &*loop;  // published to the caller by set_value (the future's synchronization)
+    listening.set_value(bound);
+  } catch (...) {
+    listening.set_exception(std::current_exception());
+    return;  // the loop, if built, goes with this thread; nothing else has seen it
+  }
+  loop->run(err_);     // 2. until stop()
+  may_destroy.wait();  // 3. main has decided to end with destructors
+}
+
+void host_threads::give_up_pool_calls(std::function<void(const knit::shutdown_report&)> report) {
+  for (const auto& h : hosts_) {
+    host_loop* loop = h->loop;
+    boost::asio::post(loop->io(), [loop, report] { report(loop->give_up_pool_calls()); });
+  }
+}
+
+void host_threads::stop() noexcept {
+  if (finished_) return;  // the loops have been destroyed
+  for (const auto& h : hosts_) h->loop->io().stop();
+}
+
+void host_threads::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (const auto& h : hosts_) h->may_destroy.set_value();
+  for (const auto& h : hosts_) h->thread.join();
+}
+
+}  // namespace knit_server

@@ -1,0 +1,91 @@
+// The start-up banner and the listening URL.
+#include "ops/banner.hpp"
+
+namespace knit_server {
+
+std::string url_of(const boost::asio::ip::tcp::endpoint& ep) {
+  const bool v6 = ep.address().is_v6();  // an IPv6 literal goes in brackets in a URL
+  std::string url = "http://";
+  if (v6) url += '[';
+  url += ep.address().to_string();
+  if (v6) url += ']';
+  url += ':';
+  url += std::to_string(ep.port());
+  return url;
+}
+
+namespace {
+
+std::string hosts_line(unsigned hosts) {
+  if (hosts == 1) return "hosts: 1 (one event loop)";
+  return "hosts: " + std::to_string(hosts) +
+         " (event loops, each with its own thread, io_context and SO_REUSEPORT listener on the "
+         "port; a connection stays on the loop that accepted it)";
+}
+
+std::string origin_text(budget_origin origin) {
+  switch (origin) {
+    case budget_origin::setting: return "KNIT_MEMORY_BUDGET_MB";
+    case budget_origin::cgroup: return "half the cgroup's memory.max";
+    case budget_origin::fixed: return "fixed default: no KNIT_MEMORY_BUDGET_MB, no cgroup limit";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string budget_line(const server_config& cfg, const write_budget& budget,
+                        budget_origin origin) {
+  constexpr std::size_t kMiB = 1024 * 1024;
+  const std::string sndbuf =
+      cfg.sndbuf_kb == 0 ? std::string("autotuned: KNIT_SNDBUF_KB=0")
+                         : "SO_SNDBUF " + std::to_string(cfg.sndbuf_kb) + " KiB, doubled by Linux";
+  return "memory budget: " + std::to_string(budget.limit() / kMiB) + " MB (" + origin_text(origin) +
+         ") for unfinished writes, user space and kernel; kernel send " +
+         "queue <= " + std::to_string(budget.kernel_cap() / 1024) + " KiB per connection (" +
+         sndbuf + "); sheds /ssr and /jwt with 503 after " +
+         std::to_string(budget.writes_admitted(kLargestResponseBytes)) +
+         " slow readers of the largest page (" + std::to_string(kLargestResponseBytes / 1000) +
+         " KB)";
+}
+
+void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
+                  const offload_options& auto_options, const write_budget& budget,
+                  budget_origin origin, log_writer& out) {
+  // The route list exactly as the reference server prints it.
+  out.write_line("GET  /ping");
+  out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
+  out.write_line("POST /jwt   body: { user: { id, email?, role? }, ttlSec? }");
+  if (cfg.mode == exec_mode::auto_offload) {
+    out.write_line("mode: auto (/ssr and /jwt each inline while its average cost is under " +
+                   std::to_string(auto_options.inline_below_us) +
+                   " us, else on knit workers) pool: " + pool->describe());
+  } else if (pool && cfg.worker_isolation == isolation::process) {
+    out.write_line(
+        "mode: pooled, isolation process (/ssr and /jwt in worker processes knit-worker-N, one "
+        "per knit worker; a crash fails its own call) pool: " +
+        pool->describe());
+  } else if (pool) {
+    out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
+  } else if (cfg.mode == exec_mode::asio_pool) {
+    out.write_line("mode: asio (/ssr and /jwt on boost::asio::thread_pool(" +
+                   std::to_string(threads) + "), results posted back)");
+  } else if (cfg.mode == exec_mode::multi_thread) {
+    out.write_line("mode: multi (one io_context run by " + std::to_string(threads) +
+                   " threads, every route inline)");
+  } else {
+    out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
+  }
+  out.write_line(hosts_line(cfg.hosts));
+  out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
+                 " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
+  out.write_line("admission: 503 when the expected wait exceeds " +
+                 std::to_string(cfg.max_queue_delay.count()) + " ms or " +
+                 std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
+  out.write_line(budget_line(cfg, budget, origin));
+  out.write_line("drain: on SIGTERM /readyz answers 503 for " +
+                 std::to_string(cfg.drain_delay.count()) +
+                 " ms (KNIT_DRAIN_DELAY_MS) before the listener closes");
+}
+
+}  // namespace knit_server

@@ -1,0 +1,80 @@
+// The heavy call as a process task and the process options (process_isolation.hpp).
+#include "placement/process_isolation.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "config.hpp"
+#include "placement/heavy_wire.hpp"
+
+namespace knit_server {
+
+void register_heavy_process_task() {
+  knit::register_process_task(std::string(kHeavyProcessTask), [](std::string_view bytes) {
+    std::optional<heavy_request> request = decode_heavy_request(bytes);
+    // Only the host encodes requests; a malformed one is a bug, answered as a failed task.
+    if (!request) throw std::invalid_argument("knit-server: malformed heavy request");
+    // The job takes its body by value; this copy is the one the thread mode's move saves. A
+    // job that throws throws here too: the host gets errc::task_failed, as in thread mode.
+    return encode_heavy_output(request->job(std::string(request->body)));
+  });
+}
+
+void test_hook_worker_start(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "--knit-process-worker") return;
+  if (const char* ms = std::getenv("KNIT_TEST_WORKER_START_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  }
+  if (const char* code = std::getenv("KNIT_TEST_WORKER_EXIT")) ::_exit(std::atoi(code));
+}
+
+knit::process_options heavy_process_options() {
+  knit::process_options options;
+  // /ssr writes the name twice (title, h1) and the bio once, each byte escaped to at most 6
+  // bytes ("&quot;", "&#x27;"), around a 2 KiB page: under 6 x kBodyLimit x 2 + 64 KiB.
+  constexpr std::size_t kLargestAnswer = 12 * server_config::kBodyLimit + 64 * 1024;
+  options.arena_bytes = std::max<std::size_t>(options.arena_bytes, kLargestAnswer);
+  // The sandbox, on unless KNIT_WORKER_SANDBOX=off; the memory limit, KNIT_WORKER_MEMORY_MB
+  // (default 1024, 0 = none), with the sandbox or without.
+  const char* sandbox = std::getenv("KNIT_WORKER_SANDBOX");
+  const std::string mode = sandbox ? sandbox : "strict";
+  if (mode == "strict") {
+    options.sandbox = knit::process_sandbox::strict;
+  } else if (mode == "off") {
+    options.sandbox = knit::process_sandbox::off;
+  } else {
+    throw knit::config_error("KNIT_WORKER_SANDBOX must be strict or off, not '" + mode + "'");
+  }
+  std::size_t megabytes = 1024;
+  if (const char* mb = std::getenv("KNIT_WORKER_MEMORY_MB")) {
+    const std::string text = mb;
+    std::size_t used = 0;
+    unsigned long value = 0;
+    try {
+      value = std::stoul(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size() || value > (std::size_t{1} << 20)) {
+      throw knit::config_error("KNIT_WORKER_MEMORY_MB must be 0 .. 1048576, not '" + text + "'");
+    }
+    megabytes = value;
+  }
+  options.memory_limit = megabytes << 20;
+  return options;
+}
+
+worker_process_figures worker_figures() noexcept {
+  const knit::process_stats p = knit::current_process_stats();
+  return {p.crashes,       p.respawned,         p.killed, p.children_live, p.degraded_workers,
+          p.sandbox_kills, p.memory_limit_kills};
+}
+
+}  // namespace knit_server
