@@ -108,6 +108,17 @@ def start_server(case, log_path):
     raise SystemExit(f"server {case['label']} did not start; log: {open(log_path).read()}")
 
 
+def stop_server(proc, log):
+    """SIGTERM (the server's drain), then SIGKILL if it is not gone in 15 s; closes its log."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
 def knit_stats(proc, log_path):
     with open(log_path) as f:
         before = sum(1 for line in f if line.startswith("knit-stats"))
@@ -148,13 +159,7 @@ def one_run(args, case, rep, seq, routes):
         t1, c1 = time.monotonic(), cpu_ns(proc.pid)
         stats = knit_stats(proc, log_path)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        stop_server(proc, log)
     per_route = {}
     total_ok = 0
     total = 0

@@ -21,7 +21,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ab  # noqa: E402  (start_server, knit_stats, cpu_ns, loadavg, parse_case, NICE)
+import ab  # noqa: E402  (start_server, stop_server, knit_stats, cpu_ns, loadavg, parse_case, NICE)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRIME_BODY = ab.BODIES["ssr"].encode()
@@ -88,13 +88,7 @@ def one_run(args, case, rep, seq):
         hist1 = ssr_histogram(port)
         stats1 = ab.knit_stats(proc, log_path)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        ab.stop_server(proc, log)
     with open(out_json) as f:
         client = json.load(f)
     rejected = None
