@@ -137,7 +137,9 @@ bool host_state::dispatch(call_base* c) {
 }
 
 bool host_state::complete(call_base* c) noexcept {
-  call_base* head = done_head_.load(std::memory_order_relaxed);
+  // Guess an empty list (the host takes it whole): then the CAS is the only access, where
+  // a load first would fetch the line shared and the CAS fetch it again to own it.
+  call_base* head = nullptr;
   do {
     c->next_done = head;
     // Release publishes the record (its result, next_done) to pop_done's exchange.
@@ -203,6 +205,9 @@ std::size_t host_state::drain_steps(bool reset_doorbell) {
 std::size_t host_state::pop_done() {
   // What an enclosing drain took and left (a leave from inside a handler) comes first.
   std::size_t delivered = deliver_taken();
+  // A load first: a host polling an empty list keeps the line shared with the workers, where
+  // an exchange on every poll would take it from them each time (an RMW of its own).
+  if (done_head_.load(std::memory_order_relaxed) == nullptr) return delivered;
   // Partner: the workers' release CAS in complete().
   call_base* list = done_head_.exchange(nullptr, std::memory_order_acquire);
   if (!list) return delivered;

@@ -2,29 +2,36 @@
 // that built the pool, made with it) and each thread attached later (knit::pool_host):
 // its submission rings into every worker seat, its completion list, eventfd, call table,
 // backlog, deadlines, admission and counters. The workers' side of it is worker.cpp
-// (claim_in_turn, complete); the seats themselves are the pool's (worker_seats.cpp).
+// (claim_in_turn, clear_empty_rings, complete); the seats themselves are the pool's
+// (worker_seats.cpp).
 //
 // Protocol (many hosts, one pool; the argument is docs/many-hosts.md)
 //   Rings. Host h pushes into ring(h, w), a job_ring (one producer: host h; consumers:
 //   worker w, thieves, and host h itself while it leaves or gives up). Workers complete
-//   h's records into h's completion list, a push-only stack (CAS by the workers, one
-//   exchange by host h per drain), then notify h's own host_doorbell: one coalesced
-//   eventfd write per round, and none while h is already signalled (host_doorbell.hpp).
-//   Which hosts have work for seat w: the bits of seat_pending(w), a 64-bit mask.
-//     host h, after a push into ring(h, w):      worker w, finding ring(h, w) empty:
-//       fence(seq_cst)                              mask.fetch_and(~bit h)
-//       if !(mask & bit h):                         fence(seq_cst)
-//         mask.fetch_or(bit h)                      if ring(h, w) not empty:
-//         fence(seq_cst)                              mask.fetch_or(bit h)
-//       if bell(w) parked: wake it
+//   h's records into h's completion list, a push-only stack (CAS by the workers; host h
+//   loads it and, only when it is not empty, takes it whole with one exchange), then
+//   notify h's own host_doorbell: one coalesced eventfd write per round, and none while h
+//   is already signalled (host_doorbell.hpp).
+//   Which hosts have work for seat w: the bits of seat_pending(w), a 64-bit mask. A bit
+//   is cleared only by worker w on its way to parking, never while it runs or spins, so a
+//   set bit may name an empty ring (the worker then finds it empty: a pop, no RMW).
+//     host h, after a push into ring(h, w):      worker w, going to park, for each bit h
+//       fence(seq_cst)                            whose ring(h, w) it finds empty:
+//       if !(mask & bit h):                         mask.fetch_and(~bit h)
+//         mask.fetch_or(bit h)                      fence(seq_cst)
+//         fence(seq_cst)                            if ring(h, w) not empty:
+//       if bell(w) parked: wake it                    mask.fetch_or(bit h)
+//                                                 then state = parked; fence(seq_cst);
+//                                                 re-check the rings its mask names
 //   Guarantee 1 (no stranded call): either the worker's re-check sees the push, or the
 //   host's load sees the cleared bit and sets it again (Dekker on tail and mask).
 //   Guarantee 2 (no lost wake-up): the worker parks only after state = parked, a fence and
 //   a re-check of the rings its mask names (worker_doorbell.hpp); the host's wake check
 //   comes after a fence that follows both its push and its fetch_or.
 //   So the per-call cost for host h is its ring push and a relaxed load of the mask; an RMW
-//   only when bit h of that seat was clear (a ring that ran dry), never one word shared
-//   by all hosts per call.
+//   only when bit h of that seat was clear (its worker parked since h last pushed there),
+//   never one word shared by all hosts per call. A stream into a worker that runs or spins
+//   between calls, the one-host round trip included, pays no RMW on the mask at all.
 //   Stuck calls (stuck_scan.hpp): worker w publishes the record of host h it runs in its
 //   slot's current_of[h], so host h finds its own running calls and nobody else's. In its
 //   drain, h declares one past its stuck_after: CAS running -> stuck (losing means it just

@@ -99,28 +99,39 @@ class worker_loop {
   }
 
   // The rings the seat's mask names, round robin from the one after the last served: H
-  // hosts with work here get one call each in turn. A ring found empty loses its bit:
-  // fetch_and, fence, re-check (host_state.hpp; partner: the host's fence and mask load
-  // after its push in host_state::dispatch).
+  // hosts with work here get one call each in turn. A ring found empty keeps its bit here:
+  // the bits are cleared only on the way to parking (clear_empty_rings), so a host pushing
+  // to a worker that is running or spinning finds its bit set and pays no RMW.
   bool claim_in_turn(std::uint64_t hosts, call_base*& c, unsigned& from) noexcept {
     const std::uint64_t after = cursor_ >= 63 ? 0 : (~std::uint64_t{0} << (cursor_ + 1));
     for (const std::uint64_t order : {hosts & after, hosts & ~after}) {
       for (std::uint64_t m = order; m != 0; m &= m - 1) {
         const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        job_ring<call_base*>& ring = s_.host(h)->ring(self_);
-        if (ring.try_pop(c)) {
+        if (s_.host(h)->ring(self_).try_pop(c)) {
           cursor_ = h;
           from = h;
           return true;
         }
-        at_interleaving_point(interleaving_point::ring_found_empty);
-        const std::uint64_t bit = std::uint64_t{1} << h;
-        my_hosts_.fetch_and(~bit, std::memory_order_acq_rel);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (!ring.empty_approx()) my_hosts_.fetch_or(bit, std::memory_order_acq_rel);
       }
     }
     return false;
+  }
+
+  // Before parking: every ring of this seat found empty loses its bit: fetch_and, fence,
+  // re-check, and the bit back if the ring filled meanwhile (host_state.hpp, guarantee 1;
+  // partner: the host's fence and mask load after its push in host_state::dispatch).
+  void clear_empty_rings() noexcept {
+    const std::uint64_t mine = my_hosts_.load(std::memory_order_acquire);
+    for (std::uint64_t m = mine; m != 0; m &= m - 1) {
+      const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+      job_ring<call_base*>& ring = s_.host(h)->ring(self_);
+      if (!ring.empty_approx()) continue;
+      at_interleaving_point(interleaving_point::ring_found_empty);
+      const std::uint64_t bit = std::uint64_t{1} << h;
+      my_hosts_.fetch_and(~bit, std::memory_order_acq_rel);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!ring.empty_approx()) my_hosts_.fetch_or(bit, std::memory_order_acq_rel);
+    }
   }
 
   // Work this worker could claim now.
@@ -144,19 +155,15 @@ class worker_loop {
     return false;
   }
 
-  // Calls queued into this seat behind the one just claimed from host `from`: its ring, or
-  // another host's bit (a hint: it may be stale, and then costs one needless wake).
-  bool more_queued_here(unsigned from) const noexcept {
-    const std::uint64_t others =
-        my_hosts_.load(std::memory_order_relaxed) & ~(std::uint64_t{1} << from);
-    return others != 0 || !s_.host(from)->ring(self_).empty_approx();
-  }
+  // Calls queued into this seat behind the one just claimed: the rings its mask names (a
+  // bit stays set until this worker parks, so the ring decides, not the bit).
+  bool more_queued_here() const noexcept { return work_in(self_); }
 
   // Returns false if the host retired this worker while the call ran (the thread must end).
   bool execute(call_base* c, bool stolen, unsigned from) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here(from)) {
+    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
       wake_one_peer();
     }
 
@@ -269,6 +276,7 @@ class worker_loop {
   }
 
   park_exit park() noexcept {
+    clear_empty_rings();
     at_interleaving_point(interleaving_point::before_park);
     me_.bell.announce_park();  // state = parked; seq_cst fence
     // Consider: a host pushed a call after our last claim() but before announce_park().

@@ -29,8 +29,8 @@ KNIT_API inline std::atomic<int> allocation_countdown{0};
 // (tests/core/many_hosts_interleaving_test.cpp). Off (null) it costs a relaxed load, on
 // paths where the worker has found nothing to do or the host is about to wait.
 enum class interleaving_point {
-  ring_found_empty,        // worker: ring(h, w) was empty, bit h not cleared yet (claim_in_turn)
-  before_park,             // worker: nothing claimed, not yet announced parked (park)
+  ring_found_empty,        // worker going to park: ring(h, w) empty, bit h not cleared yet
+  before_park,             // worker: nothing claimed, empty rings' bits cleared, not parked
   host_took_completions,   // host: its drain took its completion list (drain_steps)
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
 };
