@@ -17,7 +17,9 @@ for line in sys.stdin:
     if name == 'round_trip_back_to_back':
         key, value = 'round trip p50 us (lower is better)', float(f[-2])
     elif name == 'burst_64_in_flight':
-        key, value = 'burst 64 M calls/s (higher is better)', float(f[-1].rstrip('M/s'))
+        rate = f[-1].removesuffix('/s')
+        scale = {'k': 1e-3, 'M': 1.0}.get(rate[-1], 1e-6)
+        key, value = 'burst 64 M calls/s (higher is better)', float(rate.rstrip('kM')) * scale
     elif name == 'steady_stream_host_cpu':
         key, value = 'steady host CPU us/call (lower is better)', float(f[-1])
     else:
