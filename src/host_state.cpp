@@ -354,8 +354,20 @@ void host_state::leave() {
   abandon_queued();
   flush_backlog();  // frees what waited there (all abandoned now)
   reclaim_rings();
-  shutdown_report unused;  // no deadline: nothing is given up
-  settle(std::nullopt, unused);
+  // No deadline of its own: only the pool's shutdown's, if one is under way (settle).
+  shutdown_report given;
+  settle(std::nullopt, given);
+  owner_.add_given_up(given);  // the shutdown's report counts it
+}
+
+// The deadline of the pool's shutdown, once it has begun (pool_shared::stop_deadline_ns).
+std::optional<std::chrono::steady_clock::time_point> host_state::pool_deadline() const noexcept {
+  if (!shared_.closed.load(std::memory_order_acquire)) return std::nullopt;
+  const std::int64_t ns = shared_.stop_deadline_ns.load(std::memory_order_relaxed);
+  if (ns == 0) return std::nullopt;
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::nanoseconds(ns)));
 }
 
 void host_state::finish(shutdown_mode mode,
@@ -366,16 +378,18 @@ void host_state::finish(shutdown_mode mode,
 }
 
 // Drains until every accepted call is delivered and every record is back, or declared
-// stuck; past `deadline`, gives up what is left: calls not started are cancelled, running
+// stuck; past `deadline` (without one: the pool's shutdown's, once it has begun, read
+// again each round), gives up what is left: calls not started are cancelled, running
 // ones retired, and the rings taken back (what is left after that are abandoned records
 // on their way back from live workers, which skip them at once). Running calls' handlers
 // run on this thread. drain_steps, not drain: this may be inside a drain (a handler
 // destroying its host).
-void host_state::settle(std::optional<std::chrono::steady_clock::time_point> deadline,
+void host_state::settle(std::optional<std::chrono::steady_clock::time_point> own_deadline,
                         shutdown_report& report) {
   for (;;) {
     drain_steps(true);
     if (pending_ == 0 && out_ == 0 && backlog_.empty()) break;
+    const auto deadline = own_deadline ? own_deadline : pool_deadline();
     const auto now = std::chrono::steady_clock::now();
     int timeout_ms = -1;
     if (deadline && now >= *deadline) {

@@ -52,7 +52,10 @@
 //   empty. A later thread attaching at the same index becomes the rings' producer through
 //   that mutex (the previous producer's writes happen before it).
 //   Shutdown (host 0, knit/pool.hpp's steps): the same settle, with the pool's deadline:
-//   past it, host 0 gives up what it has left (give_up) and takes back its rings.
+//   past it, host 0 gives up what it has left (give_up) and takes back its rings. An
+//   attached host's leave settles against that deadline too, once the shutdown has
+//   published it (pool_shared::stop_deadline_ns, before `closed`): past it, it gives up
+//   its own calls on its own thread, and the shutdown's report adds what it gave up.
 #pragma once
 
 #include <chrono>
@@ -147,8 +150,9 @@ class host_state {
   };
 
   std::size_t drain_steps(bool reset_doorbell);
-  void settle(std::optional<std::chrono::steady_clock::time_point> deadline,
+  void settle(std::optional<std::chrono::steady_clock::time_point> own_deadline,
               shutdown_report& report);
+  std::optional<std::chrono::steady_clock::time_point> pool_deadline() const noexcept;
   std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
   void flush_backlog();

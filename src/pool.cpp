@@ -5,7 +5,9 @@
 // Shutdown with a deadline: calls of host 0 not started by then are abandoned
 // (errc::cancelled); its running ones are given up through the same retirement as a stuck
 // call (worker_seats.cpp), and their threads detached at step 4 unless their task returns
-// first. Attached hosts' calls are their own leave's (knit/pool_host.hpp).
+// first. An attached host's calls are delivered only on its own thread, so its leave does
+// the same for them when it finds the deadline passed (host_state::settle), and adds what
+// it gave up to the report (pool_host.cpp, await_attached_hosts).
 #include "knit/pool.hpp"
 
 #include <algorithm>
@@ -94,11 +96,18 @@ shutdown_report pool_impl::shutdown(shutdown_mode mode,
   if (first_->in_step()) {
     throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
   }
-  // Step 1: every host stops accepting. Partner: host_state::accepting()'s acquire load.
+  // Step 1: every host stops accepting. Partner: host_state::accepting()'s acquire load;
+  // a leaving host reads the deadline after it (host_state::pool_deadline).
+  if (deadline) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch());
+    shared_.stop_deadline_ns.store(std::max<std::int64_t>(ns.count(), 1),
+                                   std::memory_order_relaxed);
+  }
   shared_.closed.store(true, std::memory_order_release);
   wake_attached_hosts();                   // an idle loop asleep on its fd learns of it
   first_->finish(mode, deadline, report);  // steps 2 and 3 for host 0's own calls
-  await_attached_hosts(deadline);          // their calls come back through the workers
+  await_attached_hosts(deadline, report);  // steps 2 and 3 for theirs, by their leaves
   stop_workers(report);                    // step 4
   stopped_ = true;
   return report;

@@ -76,22 +76,45 @@ void pool_impl::wake_attached_hosts() noexcept {
   }
 }
 
+void pool_impl::add_given_up(const shutdown_report& given) noexcept {
+  if (!given.deadline_passed) return;
+  std::lock_guard lock(hosts_mutex_);
+  given_up_by_hosts_.deadline_passed = true;
+  given_up_by_hosts_.cancelled_at_deadline += given.cancelled_at_deadline;
+  given_up_by_hosts_.abandoned_running += given.abandoned_running;
+}
+
 // Shutdown, before stopping the workers: the attached hosts' calls come back through them,
-// so every host must have left first (knit/pool_host.hpp, "The pool's shutdown").
-void pool_impl::await_attached_hosts(
-    std::optional<std::chrono::steady_clock::time_point> deadline) {
+// so every host must have left first (knit/pool_host.hpp, "The pool's shutdown"). A host
+// leaving past the deadline gives up what it has left on its own thread (host_state::
+// settle, which reads the deadline the shutdown published), so its leave ends once its
+// thread runs; kLeaveGrace is that time. A host still attached after it is not leaving at
+// all: a bug in the program, and the workers cannot stop under it.
+void pool_impl::await_attached_hosts(std::optional<std::chrono::steady_clock::time_point> deadline,
+                                     shutdown_report& report) {
+  constexpr auto kLeaveGrace = std::chrono::seconds(5);
   std::unique_lock lock(hosts_mutex_);
   auto none_left = [this] { return attached_count_.load(std::memory_order_relaxed) == 0; };
   if (!deadline) {
     hosts_left_.wait(lock, none_left);
-    return;
+  } else if (!hosts_left_.wait_until(lock, *deadline, none_left)) {
+    // Past the deadline: a leave asleep on its fd wakes and gives up (it also wakes at the
+    // deadline by itself; this covers a loop asleep on its fd with nothing pending).
+    for (std::size_t h = 1; h < host_states_.size(); ++h) {
+      if (host_in_use_[h]) host_states_[h]->wake();
+    }
+    if (!hosts_left_.wait_until(lock, *deadline + kLeaveGrace, none_left)) {
+      std::fprintf(stderr,
+                   "knit: pool shut down with %u attached host(s) still attached %lld s past "
+                   "its deadline: its workers cannot stop under them; aborting\n",
+                   attached_count_.load(std::memory_order_relaxed),
+                   static_cast<long long>(kLeaveGrace.count()));
+      std::abort();
+    }
   }
-  if (hosts_left_.wait_until(lock, *deadline, none_left)) return;
-  std::fprintf(stderr,
-               "knit: pool shut down with %u attached host(s) still attached past its "
-               "deadline: its workers cannot stop under them; aborting\n",
-               attached_count_.load(std::memory_order_relaxed));
-  std::abort();
+  report.deadline_passed = report.deadline_passed || given_up_by_hosts_.deadline_passed;
+  report.cancelled_at_deadline += given_up_by_hosts_.cancelled_at_deadline;
+  report.abandoned_running += given_up_by_hosts_.abandoned_running;
 }
 
 }  // namespace detail

@@ -51,6 +51,9 @@ class pool_impl {
   void release_host(host_state* h) noexcept;
   // The index itself (release_host, or the host's last step after a leave inside it).
   void free_index(host_state* h) noexcept;
+  // A leaving host's share of the shutdown report: what it gave up past the pool's
+  // deadline (on its own thread, before it releases its index).
+  void add_given_up(const shutdown_report& given) noexcept;
 
   // worker_seats.cpp, on any host's thread ("Retiring a worker" there): seat `seat`, run by
   // `slot`, has a stuck record its host gave up; a fresh worker takes the seat at once.
@@ -67,7 +70,8 @@ class pool_impl {
   void collect_handoffs() noexcept;
   void stop_workers(shutdown_report& report) noexcept;
   // pool_host.cpp.
-  void await_attached_hosts(std::optional<std::chrono::steady_clock::time_point> deadline);
+  void await_attached_hosts(std::optional<std::chrono::steady_clock::time_point> deadline,
+                            shutdown_report& report);
   void wake_attached_hosts() noexcept;
 
   pool_shared shared_;
@@ -97,7 +101,8 @@ class pool_impl {
   std::condition_variable hosts_left_;
   std::vector<std::unique_ptr<host_state>> host_states_;  // [h], made when h is first used
   std::vector<bool> host_in_use_;
-  host_state* first_ = nullptr;  // host_states_[0], the building thread's
+  shutdown_report given_up_by_hosts_;  // add_given_up's sum, read by the shutdown
+  host_state* first_ = nullptr;        // host_states_[0], the building thread's
   alignas(kCacheLine) std::atomic<unsigned> attached_count_{0};  // hosts other than host 0
 };
 

@@ -177,8 +177,13 @@ struct pool_shared {
   // tend_seats). Partner: that host's acquire exchange.
   alignas(kCacheLine) std::atomic<bool> seats_need_care{false};
   // Set by the pool's shutdown (release): every host's submit then returns errc::shut_down.
-  // Partner: host_state::accepting()'s acquire load.
+  // Partner: host_state::accepting()'s acquire load, and a leaving host's in settle.
   std::atomic<bool> closed{false};
+  // The shutdown's deadline (steady_clock ns since its epoch; 0: none). Writer: the
+  // shutdown, once, before its release store of `closed`; partner: an attached host's
+  // relaxed load after its acquire load of `closed` (host_state::pool_deadline): past it,
+  // a leaving host gives up what it has left, on its own thread, as host 0 does.
+  std::atomic<std::int64_t> stop_deadline_ns{0};
   // host_pending[h] for every index h < max_hosts (host 0's is [0]); touched only
   // when options.max_pending_total is set.
   std::unique_ptr<host_pending[]> pending_by_host;

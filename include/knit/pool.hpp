@@ -80,6 +80,8 @@ class pool_host;
 ///    from the workers (a record is never freed while a worker may hold it). With a
 ///    deadline, once it passes: calls not started are abandoned (errc::cancelled) and
 ///    running ones given up (errc::cancelled, result discarded) through worker retirement;
+///    then the same for the attached hosts, each by its own leave on its own thread
+///    (knit/pool_host.hpp, "The pool's shutdown"), counted in the same report;
 /// 4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
 ///    live workers; retired workers whose task has not returned are detached, never
 ///    joined, and their records left to them (src/worker_seats.cpp, "Retiring a worker").

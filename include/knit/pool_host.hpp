@@ -29,13 +29,18 @@ namespace knit {
 /// for another
 /// thread. Nothing is ever delivered to a thread after its host has left.
 ///
-/// **The pool's shutdown** (or destructor, on the builder thread) stops every host
-/// accepting (submit returns errc::shut_down here, accepting() turns false), finishes its
-/// own calls, then waits for the attached hosts to leave (until its deadline, or
-/// stop_timeout for the destructor; with none, without bound) and only then stops the
-/// workers. A host still attached past that deadline is a bug in the program: the pool
-/// says so on stderr and aborts, since its workers cannot be stopped under a host that
-/// still uses them.
+/// **The pool's shutdown** (or destructor, on any thread) stops every host accepting
+/// (submit returns errc::shut_down here, accepting() turns false, completion_fd() turns
+/// readable), finishes its own calls, then waits for the attached hosts to leave, and only
+/// then stops the workers. Its deadline (shutdown(mode, deadline), or stop_timeout for the
+/// destructor) holds for every host: a host leaving past it gives up what it still has,
+/// on its own thread (errc::cancelled delivered here; running calls' workers retired, as
+/// give_up() does), so its leave ends then, and the shutdown's report counts those calls
+/// with host 0's (cancelled_at_deadline, abandoned_running; the calls a leave cancels
+/// before the deadline, as every leave does, are not in it). Without a deadline the wait
+/// has no bound. A host still attached 5 s past the deadline, i.e. one whose thread does
+/// not leave at all, is a bug in the program: the pool says so on stderr and aborts, since
+/// its workers cannot be stopped under a host that may still use them.
 ///
 /// **Leaving from inside a handler.** Destroying this host (or the knit::asio_host that
 /// owns it) inside one of its own handlers is allowed: the destructor leaves as above
@@ -48,11 +53,11 @@ namespace knit {
 /// host's drain() declares its own call stuck once it has run longer, delivers errc::stuck
 /// (errc::timed_out if its deadline passed) here at once, and puts a fresh worker in that
 /// seat itself, at once (unless the pool is shutting down), so the calls queued behind it
-/// run whether or not any other host drains. The pool's builder frees the retired worker's
-/// slot and record (once the task returns) in its next drain() or at shutdown: until then a
-/// builder that never drains keeps them, one slot per stuck call. A host can leave while its
-/// stuck call still runs. Deadlines (call_options::timeout), cancel and max_pending (per
-/// host) work as on the builder.
+/// run whether or not any other host drains. The retired worker's slot and record are freed
+/// (once the task returns) by the next drain() of any host, or at shutdown: until then they
+/// are kept, one slot per stuck call. A host can leave while its stuck call still runs.
+/// Deadlines (call_options::timeout), cancel and max_pending (per host) work as on the
+/// builder.
 class KNIT_API pool_host {
  public:
   /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,

@@ -1,8 +1,9 @@
 // Many-hosts stress (src/host_state.hpp): 4 attached hosts and the builder on one pool of 3
 // workers, the attached hosts attaching and leaving over and over, calls cancelled, timed
-// out and stuck on every host (an attached host's stuck call is handed to the builder,
-// which retires its worker), small rings so the backlog and stealing are exercised. Every handler
-// must run exactly once, on its own host's thread, with its own value. Run under ThreadSanitizer by
+// out and stuck on every host (the host that declares a call stuck retires its worker
+// itself, and whichever host drains next frees the slot), small rings so the backlog and stealing
+// are exercised. Every handler must run exactly once, on its own host's thread, with its own value.
+// Run under ThreadSanitizer by
 // `./knit sanitize thread`.
 #include <gtest/gtest.h>
 

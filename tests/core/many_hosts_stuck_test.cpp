@@ -1,8 +1,8 @@
 // Stuck calls on attached hosts (src/host_state.hpp, "Stuck calls"; worker_seats.cpp,
-// "Retiring a worker"): the call fails on its own host's thread, the builder retires and
+// "Retiring a worker"): the call fails on its own host's thread, that host retires and
 // replaces its worker, and one regression test per interleaving of the hand-over between
-// the declaring host, the builder and the stuck task (named after it; docs/many-hosts.md
-// lists them).
+// the declaring host, the host that later frees the retired slot (whichever drains, or the
+// shutdown) and the stuck task (named after it; docs/many-hosts.md lists them).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -82,7 +82,8 @@ TEST(many_hosts_stuck,
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return done == 20; }));
     while (!release) std::this_thread::sleep_for(1ms);
   });
-  // The declaring host put a fresh worker in the seat; the builder's drain takes the slot.
+  // The declaring host put a fresh worker in the seat; the retired slot keeps the record
+  // while the task runs.
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().retired_running == 1; }));
   ASSERT_TRUE(knit_test::eventually([&] { return declared.load(); }));
   EXPECT_EQ(p.stats().workers_replaced, 1u);
@@ -92,7 +93,7 @@ TEST(many_hosts_stuck,
   EXPECT_EQ(s.calls_stuck, 1u);
   EXPECT_EQ(s.retired_running, 1u);
   ASSERT_EQ(s.hosts.size(), 2u);
-  EXPECT_EQ(s.hosts[0].calls_stuck, 0u);  // the builder's own
+  EXPECT_EQ(s.hosts[0].calls_stuck, 0u);  // host 0's own
   EXPECT_EQ(s.hosts[1].calls_stuck, 1u);
   release = true;
   t.join();
@@ -148,9 +149,10 @@ TEST(many_hosts_stuck, the_pools_stuck_after_covers_attached_hosts_and_a_past_de
   p.shutdown();
 }
 
-// Interleaving: the stuck task returns before the builder has taken the retired slot. The
-// worker sets handoff first; the builder, taking the slot later, frees the record at once.
-TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
+// Interleaving: the stuck task returns before any host has collected the retired slot. The
+// worker sets handoff (and seats_need_care) first; the next host to drain, here host 0,
+// collects the slot and frees the record at once.
+TEST(many_hosts_stuck, stuck_task_returns_before_a_host_collects_its_slot) {
   knit::pool p(two_workers());
   close_gate();
   std::error_code ec;
@@ -180,10 +182,10 @@ TEST(many_hosts_stuck, stuck_task_returns_before_the_builder_retires_its_seat) {
   p.shutdown();
 }
 
-// Interleaving: the builder never drains between the declaration and its shutdown (the
-// retired slot waits in its seat's chain). Shutdown takes the seat without a replacement and
-// leaves the still-running task to its thread instead of joining it forever.
-TEST(many_hosts_stuck, retire_request_waits_until_the_builders_shutdown) {
+// Interleaving: the stuck task still runs when the pool shuts down (the retired slot waits
+// in the pool's retired list, host 0 never drained). Shutdown leaves the task to its
+// thread (detached, it frees the record) instead of joining it forever.
+TEST(many_hosts_stuck, shutdown_detaches_a_retired_worker_still_in_its_task) {
   auto p = std::make_unique<knit::pool>(two_workers());
   close_gate();
   std::error_code ec;
@@ -247,7 +249,7 @@ TEST(many_hosts_stuck, a_host_leaves_while_its_stuck_call_runs_and_its_index_is_
 }
 
 // A stop deadline on an attached host: give_up() cancels what has not started and gives
-// up what runs, all delivered on this thread at once; the builder retires the worker.
+// up what runs, all delivered on this thread at once; this host retires the worker.
 TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thread) {
   knit::pool_options o = two_workers();
   o.threads = 1;
@@ -277,7 +279,7 @@ TEST(many_hosts_stuck, give_up_cancels_queued_and_running_calls_on_the_host_thre
         h.submit([](int x) { return x; }, 9, [&](knit::result<int> r) { later = r.ok(); }));
     EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return later; }));
   });
-  // The host replaced the worker itself; the builder's drain takes the retired slot.
+  // The host replaced the worker itself, whether or not host 0 drains.
   ASSERT_TRUE(knit_test::drain_until(p, [&] { return p.stats().workers_replaced == 1; }));
   t.join();
   EXPECT_EQ(report.cancelled_at_deadline, 3u);

@@ -310,7 +310,7 @@ TEST(many_hosts, replacement_parks_before_its_seat_is_published) {
 }
 
 // One host flooding the pool cannot starve another: a worker takes turns between the
-// builder's ring and the attached hosts' rings into its seat.
+// rings of the hosts with work for its seat (host 0's, the builder's, is one of them).
 TEST(many_hosts, a_flooding_host_does_not_starve_another) {
   knit::pool_options o;
   o.threads = 1;

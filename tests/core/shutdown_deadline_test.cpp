@@ -3,6 +3,7 @@
 // by those threads if the task returns); every call is delivered exactly once.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
 #include "support/counting_value.hpp"
 #include "support/gate.hpp"
 #include "support/pool_helpers.hpp"
@@ -163,6 +165,74 @@ TEST(shutdown_deadline, a_generous_deadline_changes_nothing) {
   EXPECT_EQ(p.stats().calls_stuck, 0u);
   const auto again = p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now());
   EXPECT_FALSE(again.deadline_passed) << "idempotent";
+}
+
+// An attached host leaving with a call that never returns (stuck detection off) while the
+// builder shuts down with a deadline, by shutdown(mode, deadline) or by the destructor's
+// stop_timeout: the leave waits for the call until the pool's deadline, then gives it up on
+// its own thread (errc::cancelled delivered there, its worker retired and detached); so
+// the host leaves, the shutdown returns, and its report counts that call. The host's
+// queued call is cancelled by the leave itself, before the deadline: not in the report.
+TEST(shutdown_deadline, an_attached_hosts_call_that_never_returns_is_given_up_at_the_deadline) {
+  for (const bool by_destructor : {false, true}) {
+    const long baseline = counting_value::live.load();
+    auto g = std::make_shared<gate>();
+    knit::pool_options o;
+    o.threads = 1;
+    o.stop_timeout = 100ms;
+    auto p = std::make_unique<knit::pool>(o);
+    std::atomic<bool> running{false};
+    std::optional<std::error_code> blocked_result, queued_result;
+    std::thread::id blocked_delivered_on;
+    std::thread host([&] {
+      knit::pool_host h(*p);
+      ASSERT_FALSE(h.submit(
+          [g](counting_value v) {
+            g->wait();
+            return v.value;
+          },
+          counting_value(1),
+          [&](knit::result<std::uint64_t> r) {
+            blocked_result = r.error();
+            blocked_delivered_on = std::this_thread::get_id();
+          }));
+      ASSERT_FALSE(h.submit([](counting_value v) { return v.value; }, counting_value(2),
+                            [&](knit::result<std::uint64_t> r) { queued_result = r.error(); }));
+      ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
+      running = true;
+      // The event loop runs until the pool stops accepting; then the host leaves.
+      while (h.accepting()) {
+        h.drain();
+        std::this_thread::sleep_for(1ms);
+      }
+    });
+    ASSERT_TRUE(eventually([&] { return running.load(); }));
+    knit::shutdown_report report;
+    if (by_destructor) {
+      p.reset();  // stop_timeout: 100 ms; it prints what it gave up
+    } else {
+      report = p->shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 100ms);
+      EXPECT_EQ(g->returned.load(), 0) << "shutdown returned while the task is still blocked";
+      EXPECT_EQ(p->stats().retired_running, 1u);
+    }
+    const std::thread::id host_id = host.get_id();
+    host.join();
+    if (!by_destructor) {
+      EXPECT_TRUE(report.deadline_passed);
+      EXPECT_EQ(report.abandoned_running, 1u);
+      EXPECT_EQ(report.threads_detached, 1u);
+      EXPECT_EQ(report.cancelled_at_deadline, 0u);
+      p.reset();
+    }
+    ASSERT_TRUE(blocked_result.has_value());
+    EXPECT_EQ(*blocked_result, knit::errc::cancelled);
+    EXPECT_EQ(blocked_delivered_on, host_id) << "delivered on a thread other than its host's";
+    ASSERT_TRUE(queued_result.has_value());
+    EXPECT_EQ(*queued_result, knit::errc::cancelled);
+    g->open = true;  // the detached worker returns and frees its record
+    ASSERT_TRUE(
+        eventually([&] { return counting_value::live.load() == baseline && g.use_count() == 1; }));
+  }
 }
 
 }  // namespace
