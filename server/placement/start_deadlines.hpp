@@ -81,8 +81,8 @@ class start_deadlines {
   void drop_done_front() noexcept;
 
   std::chrono::nanoseconds limit_;
-  std::deque<entry> fifo_;    // in submit order, so in deadline order
-  std::uint64_t front_ = 0;   // the ticket of fifo_.front()
+  std::deque<entry> fifo_;   // in submit order, so in deadline order
+  std::uint64_t front_ = 0;  // the ticket of fifo_.front()
 };
 
 template <class GiveUp>

@@ -100,8 +100,8 @@ TEST(start_deadlines, give_up_may_submit_and_complete_calls) {
   const std::size_t refused = d.expire(t0 + 100ms, [&](knit::call_id id) {
     asked.push_back(id);
     if (id == 1) {
-      d.done(second);           // 2 completed meanwhile: never asked about
-      d.add(3, t0 + 100ms);     // due later: not asked in this expire
+      d.done(second);        // 2 completed meanwhile: never asked about
+      d.add(3, t0 + 100ms);  // due later: not asked in this expire
     }
     return true;
   });
