@@ -22,8 +22,8 @@ namespace knit_server {
 
 // What happened, and what the client gets for it (heavy_outcome.cpp builds each):
 //   ok         the route answered: 200, or /jwt's 400; text/html (/ssr) or JSON (/jwt)
-//   refused    not started (admission, a full pool, the write budget): 503 + Retry-After,
-//              the connection stays open
+//   refused    not started (admission, its queue-wait deadline, a full pool, the write
+//              budget): 503 + Retry-After, the connection stays open
 //   failed     the task threw (errc::task_failed), or could not be handed over (out of
 //              memory), or an errc this server never expects: 500, what Hono's default
 //              error handler answers

@@ -37,27 +37,28 @@ void pool_placement::on_completion() noexcept {
   meter_.on_completion(service_meter::clock::now(), pool.pending(), pool.options().threads);
 }
 
-void pool_placement::track(knit::call_id id, std::uint64_t ticket) {
-  const std::uint64_t added = deadlines_.add(id, start_deadlines::clock::now());
-  KNIT_ASSERT(added == ticket);  // nothing came between next_ticket() and here
-  (void)added;
-  (void)ticket;
+void pool_placement::track(knit::call_id id, std::uint64_t ticket) noexcept {
+  deadlines_.name(ticket, id);
   arm_deadline_timer();
 }
 
-void pool_placement::arm_deadline_timer() {
+void pool_placement::arm_deadline_timer() noexcept {
   if (timer_armed_) return;
   const std::optional<start_deadlines::clock::time_point> due = deadlines_.next_due();
   if (!due) return;
-  timer_armed_ = true;
-  deadline_timer_.expires_at(*due);
-  // Aborted only when the placement is destroyed (the timer is re-armed only after it fired):
-  // then `this` is not touched.
-  deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec == boost::asio::error::operation_aborted) return;
-    timer_armed_ = false;
-    on_deadline();
-  });
+  try {
+    deadline_timer_.expires_at(*due);
+    // Aborted only when the placement is destroyed (the timer is re-armed only after it
+    // fired): then `this` is not touched.
+    deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec == boost::asio::error::operation_aborted) return;
+      timer_armed_ = false;
+      on_deadline();
+    });
+    timer_armed_ = true;
+  } catch (const std::exception&) {
+    // Out of memory for the wait: the calls stay tracked, and the next submit arms it.
+  }
 }
 
 void pool_placement::on_deadline() {

@@ -111,13 +111,14 @@ class pool_placement {
     return pool.pending() >= pool.options().threads;
   }
 
-  // Puts the call `id` just submitted under its deadline (ticket: its deadlines_ ticket).
-  void track(knit::call_id id, std::uint64_t ticket);
+  // Puts the call `id` just submitted under its deadline (ticket: its deadlines_ entry, added
+  // before the submit) and keeps the timer on.
+  void track(knit::call_id id, std::uint64_t ticket) noexcept;
 
   // Keeps deadline_timer_ on the earliest deadline while calls are tracked. The timer is
   // not cancelled when the last call completes (one wake per limit at most, instead of a
   // re-arm per call): it then finds nothing due and stays idle.
-  void arm_deadline_timer();
+  void arm_deadline_timer() noexcept;
 
   // The timer fired: refuses every call due that has not started (knit::pool::cancel), its
   // handler answering 503 (queue_wait) from inside the cancel.
@@ -153,7 +154,14 @@ std::optional<heavy_outcome> pool_placement::submit(const heavy_job& job, std::s
   // starts when that worker wakes, which the deadline is not about (on a loaded machine a
   // wake can take longer than a short KNIT_MAX_QUEUE_MS), and costs nothing here.
   const bool timed = deadlines_on() && queue_behind_busy_workers();
-  const std::uint64_t ticket = timed ? deadlines_.next_ticket() : 0;
+  std::uint64_t ticket = 0;
+  if (timed) {
+    try {
+      ticket = deadlines_.add(0, start_deadlines::clock::now());  // named after the submit
+    } catch (const std::exception&) {
+      return heavy_outcome::failed();  // out of memory, as a submit that cannot allocate
+    }
+  }
   auto complete = [this, on_value, r = job.which, timed, ticket, block = held_handler_block(),
                    done = std::forward<Done>(done)](knit::result<heavy_output> result) mutable {
     block.release();  // for the response's write (held_handler_block.hpp)
@@ -191,10 +199,14 @@ std::optional<heavy_outcome> pool_placement::submit(const heavy_job& job, std::s
   } catch (const std::exception&) {
     // submit() could not allocate the call: 500 (not counted as a refusal), the server
     // carries on.
+    if (timed) deadlines_.done(ticket);
     return heavy_outcome::failed();
   }
   // The pool refused the call: say so at once instead of queueing without bound.
-  if (ec) return refuse(refusal_reason::pool_full);
+  if (ec) {
+    if (timed) deadlines_.done(ticket);
+    return refuse(refusal_reason::pool_full);
+  }
   if (timed) track(id, ticket);
   return std::nullopt;
 }

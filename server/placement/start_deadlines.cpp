@@ -12,6 +12,12 @@ std::uint64_t start_deadlines::add(knit::call_id id, clock::time_point now) {
   return front_ + fifo_.size() - 1;
 }
 
+void start_deadlines::name(std::uint64_t ticket, knit::call_id id) noexcept {
+  KNIT_ASSERT(ticket >= front_ && ticket - front_ < fifo_.size());
+  if (ticket < front_ || ticket - front_ >= fifo_.size()) return;
+  fifo_[static_cast<std::size_t>(ticket - front_)].id = id;
+}
+
 void start_deadlines::done(std::uint64_t ticket) noexcept {
   if (ticket < front_) return;  // its deadline was already checked: it left the FIFO then
   const std::uint64_t at = ticket - front_;

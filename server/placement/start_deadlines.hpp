@@ -26,15 +26,14 @@ namespace knit_server {
 // 1.4 x KNIT_MAX_QUEUE_MS, lies above the 1.2 x that steady-state waits reach under the
 // estimate, so only the calls admitted without a fitting estimate are shed.
 //
-// The mechanism: the placement submits each call that finds every worker busy (one that finds
-// a worker free does not queue: its start is that worker's wake) with a call_id, adds it here,
-// and keeps one
-// timer on the earliest deadline; when it fires, every call due is given up with
-// knit::pool::cancel, which succeeds only for a call no worker has started (a running call
-// runs to its end: starting is what the deadline bounds). Deadlines are due in submit order
-// (one limit for every call), so a FIFO holds them; a call that completes is marked and
-// leaves from the front, so the FIFO spans at most the calls submitted within one limit
-// before the oldest one still waiting.
+// The mechanism: each call that finds every worker busy (one that finds a worker free does not
+// queue: its start is that worker's wake) is added here before its submit and named with its
+// call_id after it, and the placement keeps one timer on the earliest deadline; when it fires,
+// every call due is given up with knit::pool::cancel, which succeeds only for a call no worker
+// has started (a running call runs to its end: starting is what the deadline bounds).
+// Deadlines are due in submit order (one limit for every call), so a FIFO holds them; an entry
+// leaves from the front when its call is done or its deadline has been checked, so the FIFO
+// spans at most the calls submitted within one limit.
 //
 // Host thread only (not thread-safe); a pure function of the ids, times and give_up answers
 // it is fed, so it can be tested without a pool.
@@ -49,9 +48,10 @@ class start_deadlines {
   // ticket, which done() takes.
   std::uint64_t add(knit::call_id id, clock::time_point now);
 
-  // The ticket the next add() returns (the placement's completion handler needs it before
-  // the submit that names the call has returned).
-  std::uint64_t next_ticket() const noexcept { return front_ + fifo_.size(); }
+  // Names the call of `ticket`, added before its submit (with id 0) so that the completion
+  // handler can hold the ticket and nothing that may throw comes after the submit. Only
+  // before expire() could reach it, i.e. on the host thread right after the submit.
+  void name(std::uint64_t ticket, knit::call_id id) noexcept;
 
   // The call of `ticket` completed (any outcome): its deadline no longer matters.
   void done(std::uint64_t ticket) noexcept;

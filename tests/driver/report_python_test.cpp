@@ -28,8 +28,7 @@ TEST(report_python, falls_back_to_the_system_python3_when_only_it_has_matplotlib
 
 TEST(report_python, keeps_paths_python3_when_neither_has_matplotlib) {
   // report.py then says "charts skipped", as before.
-  EXPECT_EQ(choose_report_python(kBoth, true, [](const std::string&) { return false; }),
-            kBoth[0]);
+  EXPECT_EQ(choose_report_python(kBoth, true, [](const std::string&) { return false; }), kBoth[0]);
 }
 
 TEST(report_python, without_charts_matplotlib_is_not_asked_about) {

@@ -79,15 +79,23 @@ TEST(start_deadlines, completions_out_of_order_leave_from_the_front_when_it_is_d
   EXPECT_EQ(d.size(), 0u);
 }
 
-TEST(start_deadlines, tickets_are_handed_out_in_order_and_next_ticket_predicts_them) {
+TEST(start_deadlines, tickets_are_handed_out_in_order_and_a_call_is_named_after_its_submit) {
   start_deadlines d(10ms);
-  EXPECT_EQ(d.next_ticket(), 0u);
-  EXPECT_EQ(d.add(7, t0), 0u);
-  d.expire(t0 + 1s, [](knit::call_id) { return true; });  // the front moves past ticket 0
-  EXPECT_EQ(d.next_ticket(), 1u);
-  EXPECT_EQ(d.add(8, t0 + 1s), 1u);
+  EXPECT_EQ(d.add(0, t0), 0u);  // added before the submit, named once it returned
+  d.name(0, 7);
+  std::vector<knit::call_id> asked;
+  d.expire(t0 + 1s, [&](knit::call_id id) { return asked.push_back(id), true; });
+  EXPECT_EQ(asked, (std::vector<knit::call_id>{7}));  // the front moves past ticket 0
+  EXPECT_EQ(d.add(0, t0 + 1s), 1u);
+  const std::uint64_t refused_by_the_pool = d.add(0, t0 + 1s);
+  d.done(refused_by_the_pool);  // the submit failed: it never runs, it leaves when at the front
+  d.name(1, 8);
   d.done(0);  // already checked: ignored
-  EXPECT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.size(), 2u);
+  asked.clear();
+  d.expire(t0 + 2s, [&](knit::call_id id) { return asked.push_back(id), true; });
+  EXPECT_EQ(asked, (std::vector<knit::call_id>{8}));
+  EXPECT_EQ(d.size(), 0u);
 }
 
 TEST(start_deadlines, give_up_may_submit_and_complete_calls) {

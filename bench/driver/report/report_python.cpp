@@ -9,8 +9,9 @@
 
 namespace knit::bench {
 
-std::string choose_report_python(const std::vector<std::string>& candidates, bool with_charts,
-                                 const std::function<bool(const std::string&)>& imports_matplotlib) {
+std::string choose_report_python(
+    const std::vector<std::string>& candidates, bool with_charts,
+    const std::function<bool(const std::string&)>& imports_matplotlib) {
   if (candidates.empty()) return "";
   if (!with_charts) return candidates.front();
   for (const std::string& python : candidates) {
