@@ -173,6 +173,10 @@ server_config config_from_env(const env_lookup& getenv) {
   read_uint(getenv, "KNIT_MAX_QUEUE_MS", queue_ms, 0, 3'600'000);
   cfg.max_queue_delay = std::chrono::milliseconds(queue_ms);
   read_uint(getenv, "KNIT_MAX_QUEUED", cfg.max_queued, 0, 1'000'000);
+  if (auto text = lookup(getenv, "KNIT_MAX_QUEUE_WAIT_MS")) {
+    cfg.max_queue_wait_ms =
+        std::chrono::milliseconds(parse_uint("KNIT_MAX_QUEUE_WAIT_MS", *text, 0, 3'600'000));
+  }
 
   std::uint64_t drain_ms = static_cast<std::uint64_t>(cfg.drain_delay.count());
   read_uint(getenv, "KNIT_DRAIN_DELAY_MS", drain_ms, 0,

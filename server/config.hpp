@@ -95,6 +95,15 @@ struct server_config {
   // is answered 503 with Retry-After at once. 0 turns either rule off.
   std::chrono::milliseconds max_queue_delay{250};  // KNIT_MAX_QUEUE_MS
   std::size_t max_queued = 4096;                   // KNIT_MAX_QUEUED
+  // The queue-wait deadline (start_deadlines.hpp): an accepted call not started within this
+  // is answered 503 instead of run. KNIT_MAX_QUEUE_WAIT_MS; unset (nullopt) = 1.4 x
+  // max_queue_delay (350 ms at the default), above the 1.2 x that waits reach once the
+  // estimate has measured the pool; 0 = no deadline.
+  std::optional<std::chrono::milliseconds> max_queue_wait_ms;
+  std::chrono::microseconds max_queue_wait() const noexcept {
+    if (max_queue_wait_ms) return *max_queue_wait_ms;
+    return std::chrono::microseconds(max_queue_delay) * 7 / 5;
+  }
 
   // KNIT_DRAIN_DELAY_MS: on the first SIGTERM, how long /readyz answers 503 "draining" while
   // every other request is still served as before, so a load balancer that checks /readyz

@@ -79,9 +79,11 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
   out.write_line(hosts_line(cfg.hosts));
   out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
                  " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
-  out.write_line("admission: 503 when the expected wait exceeds " +
-                 std::to_string(cfg.max_queue_delay.count()) + " ms or " +
-                 std::to_string(cfg.max_queued) + " calls are ahead (0 = off)");
+  out.write_line(
+      "admission: 503 when the expected wait exceeds " +
+      std::to_string(cfg.max_queue_delay.count()) + " ms or " + std::to_string(cfg.max_queued) +
+      " calls are ahead, or when a call has not started " +
+      std::to_string(cfg.max_queue_wait().count() / 1000) + " ms after it was accepted (0 = off)");
   out.write_line(budget_line(cfg, budget, origin));
   out.write_line("drain: on SIGTERM /readyz answers 503 for " +
                  std::to_string(cfg.drain_delay.count()) +

@@ -135,6 +135,8 @@ void write_loop_figures(page& p, const metrics_snapshot& s) {
              m.refused_pool_full);
     p.sample("knit_admission_refusals_total", join(host, "reason=\"write_budget\""),
              m.refused_write_budget);
+    p.sample("knit_admission_refusals_total", join(host, "reason=\"queue_wait\""),
+             m.refused_queue_wait);
   }
   const auto per_host = [&](std::string_view name, std::string_view type, std::string_view help,
                             std::uint64_t host_metrics::*field) {

@@ -13,7 +13,7 @@
 //   knit_http_request_duration_seconds{route}       histogram  request read whole -> response
 //                                                   written, by route (fixed bounds)
 //   knit_admission_refusals_total{reason}           counter  503s: queue_delay, queue_count,
-//                                                   pool_full
+//                                                   pool_full, write_budget, queue_wait
 //   knit_stuck_calls_total                          counter  heavy calls answered 504
 //   knit_open_connections                           gauge
 //   knit_buffered_bytes                             gauge    server::buffered_bytes
@@ -52,6 +52,7 @@ struct host_metrics {
   std::uint64_t refused_queue_count = 0;
   std::uint64_t refused_pool_full = 0;
   std::uint64_t refused_write_budget = 0;
+  std::uint64_t refused_queue_wait = 0;
   std::uint64_t stuck_calls = 0;
   std::uint64_t open_connections = 0;
   std::uint64_t buffered_bytes = 0;

@@ -61,6 +61,7 @@ std::string process_status::metrics_page(clock_type::time_point now) const {
     m.refused_queue_count = s->rejected().queue_count.load(std::memory_order_relaxed);
     m.refused_pool_full = s->rejected().pool_full.load(std::memory_order_relaxed);
     m.refused_write_budget = s->rejected().write_budget.load(std::memory_order_relaxed);
+    m.refused_queue_wait = s->rejected().queue_wait.load(std::memory_order_relaxed);
     snapshot.parked_bytes = s->budget().parked();  // one budget: every host's is the same
     snapshot.budget_bytes = s->budget().limit();
     m.stuck_calls = s->health().stuck_total();

@@ -27,6 +27,8 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(rejected.pool_full.load(std::memory_order_relaxed));
   line += ",\"write_budget\":";
   line += std::to_string(rejected.write_budget.load(std::memory_order_relaxed));
+  line += ",\"queue_wait\":";
+  line += std::to_string(rejected.queue_wait.load(std::memory_order_relaxed));
   line += "},\"connections\":";
   line += std::to_string(gauges.connections);
   line += ",\"buffered_bytes\":";

@@ -66,12 +66,14 @@ struct rejection_counters {
   relaxed_counter queue_count = 0;   // admission: KNIT_MAX_QUEUED calls already ahead
   relaxed_counter pool_full = 0;     // the pool refused the call (KNIT_MAX_PENDING, shutdown)
   relaxed_counter write_budget = 0;  // shed: unfinished writes over KNIT_MEMORY_BUDGET_MB
+  relaxed_counter queue_wait = 0;    // shed: not started within KNIT_MAX_QUEUE_WAIT_MS
 
   // One refusal, under its reason.
   void count(refusal_reason reason) noexcept {
     switch (reason) {
       case refusal_reason::queue_delay: bump(queue_delay); break;
       case refusal_reason::queue_count: bump(queue_count); break;
+      case refusal_reason::queue_wait: bump(queue_wait); break;
       case refusal_reason::pool_full: bump(pool_full); break;
       case refusal_reason::write_budget: bump(write_budget); break;
     }
@@ -83,6 +85,8 @@ struct rejection_counters {
                           std::memory_order_relaxed);
     queue_count.fetch_add(part.queue_count.load(std::memory_order_relaxed),
                           std::memory_order_relaxed);
+    queue_wait.fetch_add(part.queue_wait.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
     pool_full.fetch_add(part.pool_full.load(std::memory_order_relaxed), std::memory_order_relaxed);
     write_budget.fetch_add(part.write_budget.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);

@@ -1,5 +1,10 @@
 // Admission control for the heavy routes: accept a call, or answer 503 at once because it would
 // wait too long.
+//
+// The estimate below is the rule; an accepted call's wait is bounded by a second, coarser one
+// whatever the estimate says: a call not started within KNIT_MAX_QUEUE_WAIT_MS (1.4 x
+// KNIT_MAX_QUEUE_MS by default) is refused then (start_deadlines.hpp), which catches what the
+// estimate cannot see, the burst a cold server admits before any call has come back.
 #pragma once
 
 #include <array>

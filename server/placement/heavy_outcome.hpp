@@ -22,8 +22,8 @@ namespace knit_server {
 
 // What happened, and what the client gets for it (heavy_outcome.cpp builds each):
 //   ok         the route answered: 200, or /jwt's 400; text/html (/ssr) or JSON (/jwt)
-//   refused    not started (admission, a full pool, the write budget): 503 + Retry-After,
-//              the connection stays open
+//   refused    not started (admission, its queue-wait deadline, a full pool, the write
+//              budget): 503 + Retry-After, the connection stays open
 //   failed     the task threw (errc::task_failed), or could not be handed over (out of
 //              memory), or an errc this server never expects: 500, what Hono's default
 //              error handler answers
@@ -31,8 +31,9 @@ namespace knit_server {
 //              504 (the "upstream" did not answer in time); no Retry-After, the same request
 //              would likely get stuck again
 //   timed_out  errc::timed_out, ran past its deadline: 504
-//   cancelled  errc::cancelled, given up at the stop deadline (the server never calls
-//              pool::cancel): 503 + Retry-After, another instance may answer
+//   cancelled  errc::cancelled, given up at the stop deadline: 503 + Retry-After, another
+//              instance may answer (the server's own pool::cancel, the queue-wait deadline,
+//              is a refusal: pool_placement builds it as refused, queue_wait)
 //   crashed    KNIT_ISOLATION=process: the worker process died or broke the protocol
 //              (worker_crashed), none could start (worker_start_failed), its sandbox stopped
 //              it (sandbox_violation), it went over its memory limit (memory_limit), or the

@@ -1,6 +1,8 @@
 // The pool placement's admission check, its service meter, and the outcomes it notes.
 #include "placement/pool_placement.hpp"
 
+#include "../../src/invariant.hpp"  // KNIT_ASSERT
+
 namespace knit_server {
 
 std::optional<heavy_outcome> pool_placement::admit() noexcept {
@@ -33,6 +35,41 @@ void pool_placement::on_completion() noexcept {
   // The pool has already counted this call out of pending() when its handler runs.
   const knit::pool& pool = host_.get_pool();
   meter_.on_completion(service_meter::clock::now(), pool.pending(), pool.options().threads);
+}
+
+void pool_placement::track(knit::call_id id, std::uint64_t ticket) noexcept {
+  deadlines_.name(ticket, id);
+  arm_deadline_timer();
+}
+
+void pool_placement::arm_deadline_timer() noexcept {
+  if (timer_armed_) return;
+  const std::optional<start_deadlines::clock::time_point> due = deadlines_.next_due();
+  if (!due) return;
+  try {
+    deadline_timer_.expires_at(*due);
+    // Aborted only when the placement is destroyed (the timer is re-armed only after it
+    // fired): then `this` is not touched.
+    deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec == boost::asio::error::operation_aborted) return;
+      timer_armed_ = false;
+      on_deadline();
+    });
+    timer_armed_ = true;
+  } catch (const std::exception&) {
+    // Out of memory for the wait: the calls stay tracked, and the next submit arms it.
+  }
+}
+
+void pool_placement::on_deadline() {
+  knit::pool& pool = host_.get_pool();
+  deadlines_.expire(start_deadlines::clock::now(), [this, &pool](knit::call_id id) {
+    shedding_ = true;
+    const bool refused = pool.cancel(id);  // false: running or complete, left alone
+    shedding_ = false;
+    return refused;
+  });
+  arm_deadline_timer();
 }
 
 void pool_placement::log_process_failure(const knit::result<std::string>& r) const {

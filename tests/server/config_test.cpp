@@ -139,6 +139,23 @@ TEST(config, admission_settings_and_zero_means_off) {
   EXPECT_EQ(empty.max_queued, 4096u);
 }
 
+TEST(config, the_queue_wait_deadline_follows_the_delay_bound_unless_set) {
+  EXPECT_EQ(parse({}).max_queue_wait(), std::chrono::milliseconds(350));  // 1.4 x 250
+  EXPECT_EQ(parse({{"KNIT_MAX_QUEUE_MS", "100"}}).max_queue_wait(), std::chrono::milliseconds(140));
+  EXPECT_EQ(parse({{"KNIT_MAX_QUEUE_MS", "1"}}).max_queue_wait(), std::chrono::microseconds(1400));
+  EXPECT_EQ(parse({{"KNIT_MAX_QUEUE_MS", "0"}}).max_queue_wait(), std::chrono::milliseconds(0));
+  const server_config set = parse({{"KNIT_MAX_QUEUE_WAIT_MS", "900"}});
+  EXPECT_EQ(set.max_queue_wait(), std::chrono::milliseconds(900));
+  EXPECT_EQ(set.max_queue_delay, std::chrono::milliseconds(250));
+  EXPECT_EQ(parse({{"KNIT_MAX_QUEUE_WAIT_MS", "0"}}).max_queue_wait(),
+            std::chrono::milliseconds(0));  // no deadline, the estimate's rule unchanged
+  for (const char* value : {"-1", "0.5", "3600001", "soon"}) {
+    const std::string message = error_of({{"KNIT_MAX_QUEUE_WAIT_MS", value}});
+    EXPECT_NE(message.find("KNIT_MAX_QUEUE_WAIT_MS"), std::string::npos)
+        << value << ": " << message;
+  }
+}
+
 TEST(config, bad_admission_values_name_the_variable) {
   for (const char* value : {"-1", "0.5", "250ms", "3600001", " 1"}) {
     const std::string message = error_of({{"KNIT_MAX_QUEUE_MS", value}});

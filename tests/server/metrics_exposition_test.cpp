@@ -86,6 +86,7 @@ metrics_snapshot two_hosts_and_a_pool(knit::pool_stats& pool) {
     hm.buffered_bytes = 4096;
     hm.stuck_calls = 1;
     hm.refused_write_budget = h == 0 ? 3 : 0;
+    hm.refused_queue_wait = h == 0 ? 0 : 5;
   }
   s.ready = readiness::refusing_work;
   s.parked_bytes = 4096;
@@ -136,6 +137,8 @@ TEST(metrics_exposition, ThePageParsesAndCarriesTheSnapshot) {
   EXPECT_EQ(page.sum("knit_parked_bytes"), 4096);
   EXPECT_EQ(page.sum("knit_memory_budget_bytes"), 1 << 20);
   EXPECT_EQ(page.sum("knit_admission_refusals_total", {{"reason", "write_budget"}}), 3);
+  EXPECT_EQ(page.sum("knit_admission_refusals_total", {{"host", "1"}, {"reason", "queue_wait"}}),
+            5);
   EXPECT_EQ(page.sum("knit_ready"), 0);
   EXPECT_EQ(page.sum("knit_draining"), 0);
   EXPECT_EQ(page.sum("knit_pool_threads"), 2);

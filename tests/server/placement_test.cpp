@@ -1,6 +1,7 @@
 // The heavy routes' placements on their own, without sockets: each either returns a call's
 // outcome at once (inline, refused) or calls the handler exactly once, on the thread that runs
 // the io_context.
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -125,6 +126,64 @@ TEST(placement, pool_refuses_a_call_that_admission_control_turns_away) {
   pool.shutdown();
 }
 
+TEST(placement, pool_refuses_a_call_not_started_by_its_queue_wait_deadline) {
+  server_config cfg = test_config();
+  // Long enough that the free worker of step 2 starts its call in time on a loaded machine.
+  cfg.max_queue_wait_ms = std::chrono::milliseconds(500);
+  cfg.jwt_cost_us = 0;
+  boost::asio::io_context io{1};
+  knit::pool_options options;
+  options.threads = 1;
+  knit::pool pool(options);
+  knit::asio_host host(io, pool);
+  heavy_placement placement(std::in_place_type<pool_placement>, cfg, host);
+
+  // The only worker is held by a call outside the placement until the test lets it go, so
+  // the placement's call cannot start before its deadline, however slow the machine.
+  std::atomic<bool> release{false};
+  int blocker_done = 0;
+  ASSERT_FALSE(host.submit(
+      [&release](int) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!release.load() && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return 0;
+      },
+      0, [&blocker_done](knit::result<int>) { ++blocker_done; }));
+
+  // Cold: no estimate yet, so admission accepts; the deadline then refuses it.
+  recorder queued;
+  EXPECT_FALSE(placement.start(route::jwt, R"({"user":{"id":"u_1"}})", queued.handler()));
+  run_until(io, queued, 1);
+  ASSERT_EQ(queued.calls, 1);
+  EXPECT_EQ(queued.thread, std::this_thread::get_id());
+  EXPECT_EQ(queued.out.what, heavy_result::refused);
+  EXPECT_EQ(queued.out.status, status::service_unavailable);
+  EXPECT_TRUE(queued.out.retry_after);
+  EXPECT_EQ(queued.out.reason, refusal_reason::queue_wait);
+  EXPECT_EQ(placement.ledger().rejected().queue_wait.load(), 1U);
+  EXPECT_EQ(placement.ledger().rejected().queue_delay.load(), 0U);
+  EXPECT_NE(placement.ledger().health().last_refusal(), health_events::clock::time_point::min());
+
+  // Once the worker is free a call starts at once and is answered, never refused.
+  release = true;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (blocker_done == 0 && std::chrono::steady_clock::now() < give_up) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(blocker_done, 1);
+  recorder next;
+  EXPECT_FALSE(placement.start(route::jwt, R"({"user":{"id":"u_2"}})", next.handler()));
+  run_until(io, next, 1);
+  ASSERT_EQ(next.calls, 1);
+  EXPECT_EQ(next.out.what, heavy_result::ok);
+  EXPECT_EQ(next.out.status, status::ok);
+  EXPECT_EQ(placement.ledger().rejected().queue_wait.load(), 1U);
+  pool.shutdown();
+}
+
 TEST(placement, auto_reports_each_route_per_path) {
   const server_config cfg = test_config();
   boost::asio::io_context io{1};
@@ -154,6 +213,8 @@ TEST(placement, refusals_count_under_their_reason) {
   rejected.count(refusal_reason::queue_count);
   rejected.count(refusal_reason::pool_full);
   rejected.count(refusal_reason::write_budget);
+  rejected.count(refusal_reason::queue_wait);
+  EXPECT_EQ(rejected.queue_wait.load(), 1U);
   EXPECT_EQ(rejected.queue_delay.load(), 1U);
   EXPECT_EQ(rejected.queue_count.load(), 2U);
   EXPECT_EQ(rejected.pool_full.load(), 1U);

@@ -286,5 +286,35 @@ TEST(admission_control, TheCountCapRefusesBeforeAnyEstimateExists) {
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
+TEST(admission_control, ACallNotStartedWithinTheQueueWaitDeadlineIsAnswered503) {
+  // Cold (no call has come back: the estimate is 0), so admission accepts a second call behind
+  // a 3 s one; it cannot start within KNIT_MAX_QUEUE_WAIT_MS and is answered 503 then, counted
+  // as queue_wait, instead of waiting 3 s.
+  server_process server({{"KNIT_MODE", "pooled"},
+                         {"KNIT_THREADS", "1"},
+                         {"KNIT_SSR_COST_US", "3000000"},
+                         {"KNIT_MAX_QUEUE_WAIT_MS", "200"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_TRUE(slow.send(make_request("POST", "/ssr", "{}")));
+  wait_until_pool_busy(server);
+  connection second(server.port(), std::chrono::seconds(30));
+  auto shed = second.request("POST", "/ssr", "{}");
+  ASSERT_NO_FATAL_FAILURE(expect_status(shed, 503));
+  EXPECT_EQ(shed->header("retry-after"), "1");
+  // The refusal keeps the connection, and the health checks see it as one.
+  ASSERT_NO_FATAL_FAILURE(expect_status(second.request("GET", "/readyz"), 503));
+  http_response slow_res;
+  ASSERT_EQ(slow.read_response(slow_res), read_outcome::complete);
+  EXPECT_EQ(slow_res.status, 200);  // the running call was never touched
+  const json::object stats = stats_where(server, [](const json::object& s) {
+    return s.at("rejected").at("queue_wait").as_int64() >= 1;
+  });
+  EXPECT_EQ(stats.at("rejected").at("queue_wait").as_int64(), 1);
+  EXPECT_EQ(stats.at("rejected").at("queue_delay").as_int64(), 0);
+  EXPECT_EQ(stats.at("rejected").at("queue_count").as_int64(), 0);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
 }  // namespace
 }  // namespace knit_test

@@ -23,7 +23,8 @@ TEST(stats, inline_line) {
   request_counters c{3, 2, 1, 0};
   EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, {}, {}, std::nullopt),
             R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
-            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0},)"
+            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
+            R"("queue_wait":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
             R"("pool":null,"isolation":"thread"})");
 }
@@ -32,16 +33,17 @@ TEST(stats, pooled_line_embeds_the_pool_json) {
   request_counters c{1, 0, 0, 7};
   EXPECT_EQ(format_stats_line(exec_mode::pooled, c, {}, {}, std::string_view(R"({"threads":1})")),
             R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
-            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0},)"
+            R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
+            R"("queue_wait":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
             R"("pool":{"threads":1},"isolation":"thread"})");
 }
 
 TEST(stats, rejections_and_gauges) {
-  const std::string line = format_stats_line(exec_mode::pooled, {}, {4, 5, 6, 3},
+  const std::string line = format_stats_line(exec_mode::pooled, {}, {4, 5, 6, 3, 2},
                                              {7, 8192, 9, 65536}, std::string_view("{}"));
   EXPECT_NE(line.find(R"("rejected":{"queue_delay":4,"queue_count":5,"pool_full":6,)"
-                      R"("write_budget":3})"),
+                      R"("write_budget":3,"queue_wait":2})"),
             std::string::npos)
       << line;
   EXPECT_NE(line.find(R"("connections":7,"buffered_bytes":8192,"log_dropped":9,)"
@@ -67,9 +69,10 @@ TEST(stats, counters_add_up) {
   EXPECT_EQ(a.ping.load(), 11u);
   EXPECT_EQ(a.other.load(), 44u);
   EXPECT_EQ(a.total(), 110u);
-  rejection_counters r{1, 2, 3};
-  r.add(rejection_counters{1, 1, 1});
+  rejection_counters r{1, 2, 3, 0, 5};
+  r.add(rejection_counters{1, 1, 1, 0, 1});
   EXPECT_EQ(r.queue_delay.load() + r.queue_count.load() + r.pool_full.load(), 9u);
+  EXPECT_EQ(r.queue_wait.load(), 6u);
 }
 
 }  // namespace

@@ -9,13 +9,14 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "driver/report/report_python.hpp"
 #include "driver/system/spawn.hpp"
 
 namespace knit::bench {
 
 std::string write_report(const std::string& rows_path, bool with_charts,
                          std::vector<std::string>* warnings) {
-  const std::string python = find_in_path("python3");
+  const std::string python = report_python(with_charts);
   if (python.empty())
     throw std::runtime_error(
         "python3 not found: it renders report.md (install python3 and "

@@ -141,6 +141,7 @@ def main():
                       f"{c['warmup_s']} s: client p99 {wt['p99_ms']:.1f}, kernel arrival p99 "
                       f"{ws['p99_ms']:.1f} (n {ws['n']}); server "
                       f"responses over 0.1/0.25/0.5/1 s: {row['server_responses_over']}; "
+                      f"refused by reason {row['rejected']}; "
                       f"server cores {row['server_cores']:.2f}; load {row['loadavg']}", flush=True)
     print(f"# end {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {ab.loadavg()}")
 
