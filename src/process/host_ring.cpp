@@ -192,11 +192,11 @@ bool process_host_ring::send(seat& s, call_base* c, std::shared_ptr<process_job>
   if (job->bytes.size() > options_.arena_bytes) {
     finish(s,
            std::make_exception_ptr(process_error(
-               errc::payload_too_large,
-               "knit: process task '" + job->task + "': request of " +
-                   std::to_string(job->bytes.size()) + " bytes is over the arena of " +
-                   std::to_string(options_.arena_bytes) +
-                   " bytes (process_options::arena_bytes); not sent")),
+               errc::payload_too_large, "knit: process task '" + job->task + "': request of " +
+                                            std::to_string(job->bytes.size()) +
+                                            " bytes is over the arena of " +
+                                            std::to_string(options_.arena_bytes) +
+                                            " bytes (process_options::arena_bytes); not sent")),
            {});
     return false;
   }
@@ -216,11 +216,12 @@ bool process_host_ring::send(seat& s, call_base* c, std::shared_ptr<process_job>
   std::memcpy(child.region.request_arena(), job->bytes.data(), job->bytes.size());
   store(h.task_index, index.value_or(~std::uint32_t{0}));
   store(h.request_bytes, static_cast<std::uint64_t>(job->bytes.size()));
+  at_ring_point(ring_point::host_publishing_request, h);
   store(h.request_seq, ++s.seq, std::memory_order_release);
   counters().calls.fetch_add(1, std::memory_order_relaxed);
-  at_ring_point(ring_point::host_published_request, h);
   ring_if_sleeping(h.child_sleeping, child.request.get());
-  if (job->limits.stuck_after > steady::duration::zero()) s.stuck_at = now + job->limits.stuck_after;
+  if (job->limits.stuck_after > steady::duration::zero())
+    s.stuck_at = now + job->limits.stuck_after;
   return true;
 }
 
@@ -368,12 +369,11 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
   if (!past_deadline && !stuck) return;
   // A kill, not a crash: counted before the reap (whoever sees it gone sees it counted).
   counters().killed.fetch_add(1, std::memory_order_relaxed);
-  std::string message = who(s, task) + (stuck ? ": stuck (ran past its stuck limit)"
-                                              : ": ran past its deadline");
+  std::string message =
+      who(s, task) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");
   message += "; the worker was killed: " + end_seat_child(s, true);
   s.box->replace(id, /*crash=*/false);  // started at once: a kill is no crash
-  finish(s,
-         std::make_exception_ptr(process_error(stuck ? errc::stuck : errc::timed_out, message)),
+  finish(s, std::make_exception_ptr(process_error(stuck ? errc::stuck : errc::timed_out, message)),
          {});
 }
 
@@ -412,8 +412,8 @@ std::size_t process_host_ring::give_up() {
   for (seat& s : seats_) {
     if (!s.call) continue;
     const std::uint64_t id = s.child->id;
-    std::string message = who(s, s.job->task) +
-                          ": given up at the pool's shutdown deadline; the worker was killed: ";
+    std::string message =
+        who(s, s.job->task) + ": given up at the pool's shutdown deadline; the worker was killed: ";
     message += end_seat_child(s, true);
     s.box->replace(id, /*crash=*/false);
     finish(s, std::make_exception_ptr(process_error(errc::cancelled, message)), {});

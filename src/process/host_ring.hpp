@@ -71,9 +71,9 @@ std::shared_ptr<process_job> take_offered_process_job() noexcept;
 
 // Test hooks: points in the protocol where a test may stop one side (tests/process).
 enum class ring_point {
-  host_published_request,  // after request_seq's store, before the ring of `request`
-  host_read_answers,       // a step found a busy child with no answer yet (the host may
-                           // sleep next)
+  host_publishing_request,  // the request is in the arena, request_seq not yet stored
+  host_read_answers,        // a step found a busy child with no answer yet (the host may
+                            // sleep next)
 };
 using ring_hook = void (*)(ring_point, region_header&);
 void set_ring_hook(ring_hook hook) noexcept;

@@ -26,7 +26,7 @@ using knit_test::run_calls;
 using knit_test::run_one;
 
 // Turns the ring on for the pools a test builds (read when the pool attaches its host).
-class host_ring : public ::testing::Test {
+class process_host_ring : public ::testing::Test {
  protected:
   void SetUp() override {
     knit::process_options o;
@@ -61,7 +61,7 @@ bool wait_woken(knit::pool& pool, const int& done, int want) {
   return true;
 }
 
-TEST_F(host_ring, calls_reach_the_children_with_no_worker_thread_between) {
+TEST_F(process_host_ring, calls_reach_the_children_with_no_worker_thread_between) {
   knit::pool pool(knit_test::threads(2));
   knit::process_workers workers(pool);
   const auto before = knit::current_process_stats();
@@ -80,19 +80,24 @@ TEST_F(host_ring, calls_reach_the_children_with_no_worker_thread_between) {
   // process call would have started one of its own.
   EXPECT_EQ(after.children_started, before.children_started);
   EXPECT_EQ(after.calls - before.calls, 101u);
-  for (const auto& w : pool.stats().workers) EXPECT_EQ(w.calls_run, 0u);  // no worker thread ran one
+  for (const auto& w : pool.stats().workers)
+    EXPECT_EQ(w.calls_run, 0u);  // no worker thread ran one
 }
 
 // Guards the request's ring (ring_if_sleeping after request_seq in send): the child is
 // asleep in poll when the request is published, so only the eventfd wakes it.
-TEST_F(host_ring, a_child_asleep_as_a_request_is_published_is_woken) {
+// Without that ring (the line removed once), this test fails: the call's 5 s passes.
+TEST_F(process_host_ring, a_child_asleep_as_a_request_is_published_is_woken) {
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());  // the child is up, then idles
   static std::atomic<int> seen_asleep{0};
   seen_asleep = 0;
   knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h) {
-    if (p != knit::detail::ring_point::host_published_request) return;
+    if (p != knit::detail::ring_point::host_publishing_request) return;
     if (within_5s([&] { return knit::detail::load(h.child_sleeping) == 1; })) ++seen_asleep;
+    // Not a timing assertion: room for the child to take a left-over wake, find no new
+    // request and go back to sleep in poll, where only the request's ring can reach it.
+    std::this_thread::sleep_for(50ms);
   });
   int done = 0;
   std::string out;
@@ -108,7 +113,7 @@ TEST_F(host_ring, a_child_asleep_as_a_request_is_published_is_woken) {
 // Guards the answer's ring (host_sleeping held at 1 when the ring takes a child, and the
 // answer eventfd in the epoll set behind completion_fd): the host has looked at the child,
 // found no answer, and goes to sleep on completion_fd just as the answer is published.
-TEST_F(host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it) {
+TEST_F(process_host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it) {
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   static std::atomic<int> answered_behind{0};
@@ -116,9 +121,8 @@ TEST_F(host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it) {
   knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h) {
     if (p != knit::detail::ring_point::host_read_answers || answered_behind != 0) return;
     const std::uint64_t seq = knit::detail::load(h.request_seq);
-    if (within_5s([&] {
-          return knit::detail::load(h.answer_seq, std::memory_order_acquire) == seq;
-        })) {
+    if (within_5s(
+            [&] { return knit::detail::load(h.answer_seq, std::memory_order_acquire) == seq; })) {
       ++answered_behind;
     }
   });
@@ -139,7 +143,7 @@ TEST_F(host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it) {
 
 // Guards the FIFO's hand-over after a death: calls queued behind one that kills its child
 // go to the replacement.
-TEST_F(host_ring, calls_queued_behind_a_crash_go_to_the_replacement) {
+TEST_F(process_host_ring, calls_queued_behind_a_crash_go_to_the_replacement) {
   knit::pool pool(knit_test::threads(1));
   const auto before = knit::current_process_stats();
   std::vector<process_call> calls{{"segv", "", {}}};
@@ -161,7 +165,7 @@ TEST_F(host_ring, calls_queued_behind_a_crash_go_to_the_replacement) {
 
 // Guards the state move queued -> running before a send: a call cancelled, or past its
 // deadline, while it waits behind a busy child is never sent.
-TEST_F(host_ring, a_call_cancelled_or_past_its_deadline_while_queued_is_never_run) {
+TEST_F(process_host_ring, a_call_cancelled_or_past_its_deadline_while_queued_is_never_run) {
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   const auto before = knit::current_process_stats();
@@ -197,7 +201,7 @@ TEST_F(host_ring, a_call_cancelled_or_past_its_deadline_while_queued_is_never_ru
 
 // Guards the ring's limit check: the running call past its stuck limit (or its deadline)
 // has its child killed and replaced; the next call is served by the replacement.
-TEST_F(host_ring, a_running_call_past_its_limit_kills_and_replaces_its_child) {
+TEST_F(process_host_ring, a_running_call_past_its_limit_kills_and_replaces_its_child) {
   knit::pool pool(knit_test::threads(1));
   const std::string first = run_one(pool, "pid", "").value();
   const auto before = knit::current_process_stats();
@@ -222,7 +226,7 @@ TEST_F(host_ring, a_running_call_past_its_limit_kills_and_replaces_its_child) {
 
 // An idle child killed from outside: its fds and its mapping are released when its death
 // is seen, with no call made (the replacement's are the only ones left).
-TEST_F(host_ring, an_idle_child_killed_releases_its_fds_and_mapping_at_once) {
+TEST_F(process_host_ring, an_idle_child_killed_releases_its_fds_and_mapping_at_once) {
   knit::pool pool(knit_test::threads(1));
   const std::string pid = run_one(pool, "pid", "").value();
   const std::size_t fds = knit_test::open_fd_count();
@@ -246,7 +250,7 @@ TEST_F(host_ring, an_idle_child_killed_releases_its_fds_and_mapping_at_once) {
   EXPECT_NE(run_one(pool, "pid", "").value(), pid);
 }
 
-TEST_F(host_ring, the_pools_end_reaps_every_child) {
+TEST_F(process_host_ring, the_pools_end_reaps_every_child) {
   std::vector<int> pids;
   {
     knit::pool pool(knit_test::threads(2));
@@ -257,6 +261,29 @@ TEST_F(host_ring, the_pools_end_reaps_every_child) {
     EXPECT_NE(pids[0], pids[1]);
   }
   for (int pid : pids) EXPECT_EQ(::kill(pid, 0), -1) << pid;
+}
+
+}  // namespace
+
+namespace {
+
+// Shutdown past its deadline: the running call's child is killed, the call fails with
+// cancelled, and the pool's end waits for nothing more.
+TEST_F(process_host_ring, shutdown_past_its_deadline_kills_the_running_child) {
+  int pid = 0;
+  std::optional<knit::result<std::string>> late;
+  {
+    knit::pool_options o = knit_test::threads(1);
+    o.stop_timeout = 200ms;
+    knit::pool pool(o);
+    pid = std::stoi(run_one(pool, "pid", "").value());
+    ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "20000",
+                                      [&](knit::result<std::string> r) { late.emplace(r); }));
+    pool.drain();
+  }
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->error(), knit::errc::cancelled) << knit::failure_message(*late);
+  EXPECT_EQ(::kill(pid, 0), -1);
 }
 
 }  // namespace
