@@ -297,14 +297,15 @@ std::error_code submit_process(Host& host, std::string task, std::string bytes, 
     job->bytes = std::move(bytes);
     job->limits = limits;
     detail::offer_process_job(job);
-    const std::error_code ec =
-        host.submit([job](std::string) { return detail::run_process_job(*job); }, std::string(),
-                    [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
-                      h(process_result(std::move(r)));
-                    },
-                    options, id);
-    detail::offer_process_job(nullptr);
-    return ec;
+    // Withdrawn however submit ends (a throw included): no later submit may take it.
+    struct withdraw {
+      ~withdraw() { detail::offer_process_job(nullptr); }
+    } withdraw_offer;
+    return host.submit([job](std::string) { return detail::run_process_job(*job); }, std::string(),
+                       [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
+                         h(process_result(std::move(r)));
+                       },
+                       options, id);
   }
   return host.submit([task = std::move(task),
                       limits](std::string in) { return run_process_task(task, in, limits); },
