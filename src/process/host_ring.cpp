@@ -27,7 +27,11 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
+// Writers: each ring's constructor (+1) and destructor (-1); partner: submit_process's
+// relaxed load (host_rings_live), which only picks the path: a job no ring takes runs on a
+// worker thread, so a stale answer either way is correct.
 std::atomic<unsigned> rings_live{0};
+// The job submit_process offers to the next enqueue on this thread (one thread: no partner).
 thread_local std::shared_ptr<process_job> offered_job;
 // Writer: a test (set_ring_hook); partner: the ring's relaxed load at each point.
 std::atomic<ring_hook> hook{nullptr};
