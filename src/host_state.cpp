@@ -18,6 +18,7 @@
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
 #include "pool_impl.hpp"
+#include "process/host_ring.hpp"
 #include "stuck_scan.hpp"
 
 namespace knit::detail {
@@ -49,6 +50,13 @@ host_state::~host_state() {
 void host_state::attach() noexcept {
   accepting_ = true;
   bell_.reset();  // a previous host at this index may have left it signalled
+  if (!ring_) {
+    try {
+      ring_ = process_host_ring::make_if_enabled(bell_.fd(), shared_.seat_count);
+    } catch (...) {  // no epoll fd: process calls take the worker threads, as without it
+    }
+    if (ring_) ring_fd_ = ring_->fd();
+  }
 }
 
 bool host_state::accepting() const noexcept {
@@ -72,8 +80,16 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
   const auto stuck =
       options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
   c->stuck_after_ns = to_ns(stuck);
-  const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
-                                        [this](call_base* call) { return dispatch(call); });
+  // A process call submit_process offered goes to the host ring, never to a worker's ring.
+  std::shared_ptr<process_job> job = take_offered_process_job();
+  if (!ring_) job.reset();
+  const placed_call placed = place_call(calls_, deadlines_, job ? no_backlog_ : backlog_, c,
+                                        options.timeout, [this, &job](call_base* call) {
+                                          if (!job) return dispatch(call);
+                                          ring_->accept(call, std::move(job));
+                                          ++out_;
+                                          return true;
+                                        });
   if (placed.backlogged) counters_.calls_backlogged.bump();
   calls_.commit(placed.slot, c);
   ++pending_;
@@ -148,6 +164,15 @@ bool host_state::complete(call_base* c) noexcept {
   return bell_.notify();
 }
 
+// A record the host ring finished, on this thread, inside drain: pop_done takes it next.
+void host_state::complete_quietly(call_base* c) noexcept {
+  call_base* head = done_head_.load(std::memory_order_relaxed);
+  do {
+    c->next_done = head;
+  } while (!done_head_.compare_exchange_weak(head, c, std::memory_order_release,
+                                             std::memory_order_relaxed));
+}
+
 // The last step to end after a leave from inside a handler releases the index: nothing of
 // this host is touched after that (another thread may attach at the index at once).
 host_state::step_scope::~step_scope() {
@@ -187,6 +212,9 @@ std::size_t host_state::drain(bool reset_doorbell) {
 // record being delivered).
 std::size_t host_state::drain_steps(bool reset_doorbell) {
   if (reset_doorbell) bell_.reset();
+  if (ring_) {
+    for (call_base* c : ring_->step()) complete_quietly(c);
+  }
   std::size_t delivered = pop_done();
   at_interleaving_point(interleaving_point::host_took_completions);
   // Partner: a retired worker's release store after its handoff (worker.cpp).
@@ -273,6 +301,9 @@ std::optional<std::chrono::steady_clock::time_point> host_state::next_deadline()
   if (auto stuck = next_stuck_check(shared_, index_, out_, min_stuck_ns_)) {
     if (!best || *stuck < *best) best = stuck;
   }
+  if (ring_) {
+    if (auto limit = ring_->next_limit(); limit && (!best || *limit < *best)) best = limit;
+  }
   return best;
 }
 
@@ -305,6 +336,7 @@ shutdown_report host_state::give_up() {
     if (!was_delivered) counters_.calls_cancelled.bump();
     ++report.abandoned_running;
   });
+  if (ring_) report.abandoned_running += ring_->give_up();
   return report;
 }
 
@@ -409,7 +441,7 @@ void host_state::settle(std::optional<std::chrono::steady_clock::time_point> own
       }
     }
     at_interleaving_point(interleaving_point::host_sleeps_with_calls);
-    pollfd p{bell_.fd(), POLLIN, 0};
+    pollfd p{completion_fd(), POLLIN, 0};
     ::poll(&p, 1, timeout_ms);
   }
 }

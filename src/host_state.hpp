@@ -81,6 +81,7 @@
 namespace knit::detail {
 
 class pool_impl;
+class process_host_ring;  // process/host_ring.hpp
 
 class host_state {
  public:
@@ -122,7 +123,8 @@ class host_state {
   std::chrono::nanoseconds call_time_estimate() const noexcept {
     return std::chrono::nanoseconds(call_ns_estimate_);
   }
-  int completion_fd() const noexcept { return bell_.fd(); }
+  // The host ring's epoll fd (over bell_) when process_options::host_ring is on.
+  int completion_fd() const noexcept { return ring_fd_ >= 0 ? ring_fd_ : bell_.fd(); }
   unsigned index() const noexcept { return index_; }
 
   // Any thread: this host's counters (single-writer relaxed atomics).
@@ -163,6 +165,7 @@ class host_state {
   std::size_t abandon_queued();
   void reclaim_rings() noexcept;
   void deliver(call_base* c, std::error_code ec) noexcept;
+  void complete_quietly(call_base* c) noexcept;  // complete() without the eventfd
 
   pool_impl& owner_;
   pool_shared& shared_;
@@ -196,6 +199,11 @@ class host_state {
 
   // Written by host h only (relaxed load + store); read by pool::stats on any thread.
   host_counters counters_;
+
+  // The host <-> child ring (process/host_ring.hpp): null unless process_options::host_ring.
+  std::unique_ptr<process_host_ring> ring_;
+  int ring_fd_ = -1;
+  std::deque<call_base*> no_backlog_;  // always empty: a process call never waits in backlog_
 };
 
 // This thread's attached host in `pool`, or null (a thread may be a host of a few pools).

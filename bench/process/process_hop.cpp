@@ -5,12 +5,15 @@
 //   direct  knit::run_process_task on the calling thread: host -> child and back, the same
 //           shared-region protocol with no thread between (what a host <-> child ring
 //           without the forwarding thread would do per call, less its posting and reaping);
+//   ring    knit::submit_process with process_options::host_ring: host -> child and back
+//           through the host ring (src/process/host_ring.hpp), no worker thread between;
 //   thread  pool.submit of the same echo as a thread task: host -> pool worker thread.
 // Per call it prints the wall time (p50, mean), the CPU of every party (schedstat: the host
 // thread, the process's other threads — the pool worker and the starter —, the child), and
 // each party's voluntary context switches (a switch is a sleep, so a wake to come). Run it
 // under `strace -f -c` for the system calls per call (the script divides by N).
-//   knit-process-hop MODE [calls] [bytes] [spin us]   (default 20000 calls, 0 bytes, 20 µs)
+//   knit-process-hop pool|ring|direct|thread [calls] [bytes] [spin us]   (default 20000 calls, 0
+//   bytes, 20 µs)
 #include <dirent.h>
 #include <poll.h>
 #include <unistd.h>
@@ -85,15 +88,16 @@ int main(int argc, char** argv) {
   const int n = argc > 2 ? std::atoi(argv[2]) : 20000;
   const long bytes = argc > 3 ? std::atol(argv[3]) : 0;
   const int spin_us = argc > 4 ? std::atoi(argv[4]) : 20;
-  if ((mode != "pool" && mode != "direct" && mode != "thread") || n < 10 || bytes < 0 ||
-      bytes > (1L << 20) || spin_us < 0 || spin_us > 1'000'000) {
+  if ((mode != "pool" && mode != "ring" && mode != "direct" && mode != "thread") || n < 10 ||
+      bytes < 0 || bytes > (1L << 20) || spin_us < 0 || spin_us > 1'000'000) {
     std::fprintf(stderr,
-                 "usage: knit-process-hop pool|direct|thread [calls >= 10] [bytes 0..1 MiB] "
+                 "usage: knit-process-hop pool|ring|direct|thread [calls >= 10] [bytes 0..1 MiB] "
                  "[spin us]\n");
     return 2;
   }
   knit::process_options options;
   options.spin = std::chrono::microseconds(spin_us);
+  options.host_ring = mode == "ring";
   knit::set_process_options(options);
   knit::pool_options pool_options;
   pool_options.threads = 1;
@@ -112,7 +116,7 @@ int main(int argc, char** argv) {
       out = std::move(r.value());
       done = true;
     };
-    if (mode == "pool") {
+    if (mode == "pool" || mode == "ring") {
       if (knit::submit_process(pool, task, payload, handler)) std::exit(1);
     } else if (pool.submit([](std::string in) { return in; }, std::string(payload), handler)) {
       std::exit(1);

@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -89,6 +91,13 @@ struct KNIT_API process_options {
   std::size_t memory_limit = 0;
   /// RLIMIT_NOFILE of a sandboxed child (its own fds included), 8 .. 65536.
   unsigned open_files = 64;
+  /// The host <-> child ring (docs/process-workers.md, "The host ring"): each pool host
+  /// (the pool's builder, a pool_host, an asio_host) talks to children of its own through
+  /// their shared mappings, with no pool worker thread forwarding the call; the host's
+  /// completion_fd() then becomes an epoll fd that also fires when a child answers or
+  /// dies. Read when a host attaches (the pool's constructor for its builder). Off by
+  /// default; the environment variable KNIT_PROCESS_HOST_RING=1 turns it on too.
+  bool host_ring = false;
 
   /// @throws config_error naming the first bad field.
   void validate() const;
@@ -188,6 +197,27 @@ KNIT_API std::string run_process_task(std::string_view name, std::string_view by
 /// True when `name` is a registered process task.
 KNIT_API bool has_process_task(std::string_view name);
 
+namespace detail {
+/// @brief One process call as the host ring carries it (src/process/host_ring.hpp): the
+/// task, its request bytes and limits, and, once the child answered, its answer or error.
+/// Shared by the call's function (which runs it on a worker thread when no host ring takes
+/// it) and the ring, both on one thread at a time.
+struct process_job {
+  std::string task;            ///< The task's name.
+  std::string bytes;           ///< The request.
+  process_call_limits limits;  ///< When the child is killed.
+  bool answered = false;       ///< Set by the ring: answer or error holds the outcome.
+  std::string answer;          ///< The answer, when answered without error.
+  std::exception_ptr error;    ///< The process_error, when answered with one.
+};
+/// Whether a host ring exists in this process (submit_process then offers its jobs).
+KNIT_API bool host_rings_live() noexcept;
+/// Offers `job` to the host_state the next submit on this thread enqueues (null withdraws).
+KNIT_API void offer_process_job(std::shared_ptr<process_job> job) noexcept;
+/// The call's function: the ring's outcome when a ring ran it, else run_process_task here.
+KNIT_API std::string run_process_job(process_job& job);
+}  // namespace detail
+
 /// @brief A pool's result for a process call, with the process error's code in front: a
 /// process_error thrown by run_process_task reaches the pool as errc::task_failed; this
 /// gives the result its own code (worker_crashed, ...), the process_error staying in
@@ -259,6 +289,24 @@ std::error_code submit_process(Host& host, std::string task, std::string bytes, 
     throw std::invalid_argument("knit::submit_process: no process task named '" + task + "'");
   }
   const process_call_limits limits = process_limits_for(host, options);
+  if (detail::host_rings_live()) {
+    // The host ring's path: the job rides in the call's function; the host that enqueues
+    // the call takes it from the offer (or, without a ring, a worker thread runs it).
+    auto job = std::make_shared<detail::process_job>();
+    job->task = std::move(task);
+    job->bytes = std::move(bytes);
+    job->limits = limits;
+    detail::offer_process_job(job);
+    // Withdrawn however submit ends (a throw included): no later submit may take it.
+    struct withdraw {
+      ~withdraw() { detail::offer_process_job(nullptr); }
+    } withdraw_offer;
+    return host.submit([job](std::string) { return detail::run_process_job(*job); }, std::string(),
+                       [h = std::forward<Handler>(handler)](result<std::string> r) mutable {
+                         h(process_result(std::move(r)));
+                       },
+                       options, id);
+  }
   return host.submit([task = std::move(task),
                       limits](std::string in) { return run_process_task(task, in, limits); },
                      std::move(bytes),

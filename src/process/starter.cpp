@@ -197,6 +197,11 @@ class starter {
     } else {
       box->failed_ = std::move(failure);
     }
+    // A host ring waits in its event loop, not on changed_: its eventfd says "look".
+    if (box->listener_ >= 0) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(box->listener_, &one, sizeof one);
+    }
     box->changed_.notify_all();
   }
 
@@ -265,6 +270,24 @@ child_process worker_box::take() {
   // Bounded: a scheduled start begins by its backoff (at most backoff_max) and ends within
   // start_timeout.
   changed_.wait(lock, [&] { return ready_ || failed_ || abandoned_; });
+  return take_locked();
+}
+
+std::optional<child_process> worker_box::try_take() {
+  std::lock_guard lock(mutex_);
+  if (!abandoned_ && !scheduled_ && !ready_ && !failed_) {
+    schedule_locked(crash_loop_.respawn_at(crash_loop::clock::now()));
+  }
+  if (!ready_ && !failed_ && !abandoned_) return std::nullopt;
+  return take_locked();
+}
+
+void worker_box::set_listener(int eventfd) {
+  std::lock_guard lock(mutex_);
+  listener_ = eventfd;
+}
+
+child_process worker_box::take_locked() {
   if (ready_) {
     child_process c = std::move(*ready_);
     ready_.reset();
@@ -298,6 +321,7 @@ void worker_box::abandon() {
   {
     std::unique_lock lock(mutex_);
     abandoned_ = true;
+    listener_ = -1;
     changed_.wait(lock, [&] { return !starting_; });
     child = std::move(ready_);
     ready_.reset();

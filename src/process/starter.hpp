@@ -67,6 +67,13 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   // Waits for the scheduled start: the child, or the error of a start that failed (a failed
   // start counts as a crash in the crash loop, as a crashed child does).
   child_process take();
+  // take() without the wait, for a host ring (host_ring.hpp), which must not block: the
+  // child or the failure (thrown as take() throws it) when the box holds one, else nullopt
+  // with a start scheduled (when none was) whose end writes the listener.
+  std::optional<child_process> try_take();
+  // The eventfd the starter writes when it puts a child or a failure into this box (-1:
+  // none). Set by a host ring; cleared (-1) before that fd is closed; under the mutex.
+  void set_listener(int eventfd);
   // Whether the crash loop still holds K crashes now (after a call that went well).
   bool still_degraded();
   // No more starts for this worker: waits for a start under way, ends (kills and reaps) a
@@ -82,6 +89,8 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   friend class starter;
   void schedule_locked(crash_loop::clock::time_point at);
   void set_degraded_locked(bool degraded);
+  // take()'s tail, with ready_, failed_ or abandoned_ set; under the mutex.
+  child_process take_locked();
 
   const unsigned number_;
   const process_options options_;
@@ -95,6 +104,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   bool starting_ = false;   // the starter is spawning or handshaking now
   std::uint64_t handled_id_ = 0;
   std::optional<child_process> ready_;
+  int listener_ = -1;  // under mutex_: set_listener
   struct start_failure_record {
     errc code;
     std::string message;  // message_of() the process_error the start threw
