@@ -52,6 +52,16 @@ knit::process_options heavy_process_options() {
   } else {
     throw knit::config_error("KNIT_WORKER_SANDBOX must be strict or off, not '" + mode + "'");
   }
+  // The host <-> child ring (off by default): KNIT_PROCESS_HOST_RING=0|1. The library reads
+  // the same variable when it is 1; the server refuses any other value here, at start-up.
+  if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING")) {
+    const std::string text = ring;
+    if (text == "1") {
+      options.host_ring = true;
+    } else if (text != "0" && !text.empty()) {
+      throw knit::config_error("KNIT_PROCESS_HOST_RING must be 0 or 1, not '" + text + "'");
+    }
+  }
   std::size_t megabytes = 1024;
   if (const char* mb = std::getenv("KNIT_WORKER_MEMORY_MB")) {
     const std::string text = mb;

@@ -358,6 +358,15 @@ TEST(process_isolation, the_sandbox_is_off_only_when_asked) {
   EXPECT_NE(bad.stderr_text().find("KNIT_WORKER_SANDBOX"), std::string::npos) << bad.stderr_text();
 }
 
+// KNIT_PROCESS_HOST_RING takes 0 or 1; anything else: exit 2 naming it, before listening.
+TEST(process_isolation, a_host_ring_setting_it_does_not_know_stops_the_server) {
+  server_process bad(process_env({{"KNIT_PROCESS_HOST_RING", "maybe"}}));
+  EXPECT_EQ(bad.wait_exit(), 2);
+  EXPECT_NE(bad.stderr_text().find("KNIT_PROCESS_HOST_RING must be 0 or 1, not 'maybe'"),
+            std::string::npos)
+      << bad.stderr_text();
+}
+
 // A worker process that cannot start: the server exits 1 before it listens, with one line
 // naming the cause, and leaves no child behind.
 TEST(process_isolation, a_worker_that_cannot_start_stops_the_server_before_it_listens) {
