@@ -81,8 +81,9 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
       options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
   c->stuck_after_ns = to_ns(stuck);
   // A process call submit_process offered goes to the host ring, never to a worker's ring.
-  std::shared_ptr<process_job> job = take_offered_process_job();
-  if (!ring_) job.reset();
+  // Without a ring nothing is taken: submit_process withdraws its offer itself, so a thread
+  // call pays no thread-local access here.
+  std::shared_ptr<process_job> job = ring_ ? take_offered_process_job() : nullptr;
   const placed_call placed = place_call(calls_, deadlines_, job ? no_backlog_ : backlog_, c,
                                         options.timeout, [this, &job](call_base* call) {
                                           if (!job) return dispatch(call);
