@@ -9,15 +9,17 @@
 //   bytes 16..19  answer_status
 //   bytes 20..27  answer_bytes
 //   bytes 28..29  the arena's size: 1 + (value % 4096)
-//   bytes 30..    the answer arena's contents (the rest of the arena is zero)
+//   byte  30      bit 0: the host had given the call up (cancel_seq), so `cancelled` answers it
+//   bytes 31..    the answer arena's contents (the rest of the arena is zero)
 // The arena is a heap block of exactly that size, so ASan reports any read past it.
 //
 // Checked, besides ASan/UBSan:
 //   - a verdict that lets the host copy n bytes has n <= the arena;
 //   - the verdict is the protocol's (shared_region.hpp), restated here on its own: answer_seq
-//     other than the request's, a status outside 1..4, or answer_bytes over the arena for a
-//     status other than too_large is broken (with a reason naming that word); else ok,
-//     task_threw, too_large (any size) or bad_request, as the status says;
+//     other than the request's, a status outside 1..6 (6, cancelled, only for a call given
+//     up), or answer_bytes over the arena for a status other than too_large is broken (with
+//     a reason naming that word); else ok, task_threw, too_large (any size), bad_request,
+//     out_of_memory or cancelled, as the status says;
 //   - ok's answer is the arena's first answer_bytes bytes; every other verdict fails its call
 //     with the code process_channel gives it (task_failed with the copied message, up to a
 //     NUL in it, since what() is a C string; payload_too_large; worker_crashed).
@@ -39,7 +41,7 @@ namespace {
 
 using knit::detail::answer_kind;
 
-constexpr std::size_t header_bytes = 30;
+constexpr std::size_t header_bytes = 31;
 constexpr std::size_t max_arena = 4096;
 
 template <class T>
@@ -60,8 +62,9 @@ void check(bool ok, const char* what, const std::string& detail = {}) {
 
 // The protocol's verdict, restated apart from answer_check.cpp.
 answer_kind expected_kind(std::uint64_t expected_seq, std::uint64_t seq, std::uint32_t status,
-                          std::uint64_t bytes, std::size_t arena) {
-  if (seq != expected_seq || status < 1 || status > 5) return answer_kind::broken;
+                          std::uint64_t bytes, std::size_t arena, bool cancel_asked) {
+  if (seq != expected_seq || status < 1 || status > 6) return answer_kind::broken;
+  if (status == 6) return cancel_asked ? answer_kind::cancelled : answer_kind::broken;
   if (status == 3) return answer_kind::too_large;
   if (bytes > arena) return answer_kind::broken;
   return status == 1   ? answer_kind::ok
@@ -79,23 +82,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t arena_bytes = 1 + read_le<std::uint16_t>(head + 28) % max_arena;
 
   // What a child left in the header: the host reads it word by word, as it would the region.
-  knit::detail::region_header h{};
-  h.answer_seq = read_le<std::uint64_t>(head + 8);
-  h.answer_status = read_le<std::uint32_t>(head + 16);
-  h.answer_bytes = read_le<std::uint64_t>(head + 20);
+  const bool cancel_asked = (head[30] & 1) != 0;
+  knit::detail::lane_words lane{};
+  lane.answer_seq = read_le<std::uint64_t>(head + 8);
+  lane.answer_status = read_le<std::uint32_t>(head + 16);
+  lane.answer_bytes = read_le<std::uint64_t>(head + 20);
   const auto arena = std::make_unique<char[]>(arena_bytes);  // zeroed, exactly arena_bytes
   if (size > header_bytes) {
     const std::size_t n = size - header_bytes < arena_bytes ? size - header_bytes : arena_bytes;
     std::memcpy(arena.get(), data + header_bytes, n);
   }
 
-  const knit::detail::answer_words w = knit::detail::read_answer_words(h);
-  const knit::detail::answer_verdict v = knit::detail::check_answer(w, expected_seq, arena_bytes);
+  const knit::detail::answer_words w = knit::detail::read_answer_words(lane);
+  const knit::detail::answer_verdict v =
+      knit::detail::check_answer(w, expected_seq, arena_bytes, cancel_asked);
   const std::string words = "seq " + std::to_string(w.seq) + "/" + std::to_string(expected_seq) +
                             " status " + std::to_string(w.status) + " bytes " +
                             std::to_string(w.bytes) + " arena " + std::to_string(arena_bytes);
   check(v.copy_bytes() <= arena_bytes, "a verdict copies more than the arena", words);
-  check(v.kind == expected_kind(expected_seq, w.seq, w.status, w.bytes, arena_bytes),
+  check(v.kind == expected_kind(expected_seq, w.seq, w.status, w.bytes, arena_bytes, cancel_asked),
         "verdict differs from the protocol", words);
 
   // What process_channel::call does next. The child's names, as who() writes them.
@@ -103,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (v.kind == answer_kind::broken) {
     check(!v.why.empty(), "broken without a reason", words);
     const char* word = w.seq != expected_seq            ? "answer_seq "
-                       : (w.status < 1 || w.status > 5) ? "answer_status "
+                       : (w.status < 1 || w.status > 6) ? "answer_status "
                                                         : "answer_bytes ";
     check(v.why.rfind(word, 0) == 0, "broken names another word", v.why + "; " + words);
     const std::string message =

@@ -79,10 +79,12 @@ def response_input(stream, cuts, head_mask=0):
     return bytes([len(cuts)]) + b"".join(struct.pack(">H", c) for c in cuts) + bytes([head_mask]) + stream
 
 
-def answer_input(expected_seq, seq, status, nbytes, arena, contents=b""):
+def answer_input(expected_seq, seq, status, nbytes, arena, contents=b"", given_up=False):
     # Layout of fuzz_process_answer's input: the expected sequence, answer_seq, answer_status,
-    # answer_bytes, the arena selector (arena = 1 + value % 4096), the arena's contents.
-    return struct.pack("<QQIQH", expected_seq, seq, status, nbytes, (arena - 1) % 4096) + contents
+    # answer_bytes, the arena selector (arena = 1 + value % 4096), whether the host gave the
+    # call up (cancel_seq), the arena's contents.
+    return struct.pack("<QQIQHB", expected_seq, seq, status, nbytes, (arena - 1) % 4096,
+                       1 if given_up else 0) + contents
 
 
 # The answers of tests/process/answer_check_test.cpp and the bad ones the crash tests signal.
@@ -99,6 +101,8 @@ ANSWERS = [
     answer_input(7, 7, 99, 0, 4096),
     answer_input(8, 8, 1, 4097, 4096),
     answer_input(8, 8, 2, 65, 64, b"t" * 64),
+    answer_input(9, 9, 6, 0, 64, given_up=True),
+    answer_input(9, 9, 6, 0, 64),
 ]
 
 

@@ -33,11 +33,13 @@ bool host_doorbell::notify() noexcept {
   return true;
 }
 
-void host_doorbell::reset() noexcept {
-  std::uint64_t value = 0;
-  // EAGAIN when not signalled; nothing else can fail on our own non-blocking eventfd.
-  [[maybe_unused]] const ssize_t n = ::read(fd_, &value, sizeof value);
-  KNIT_ASSERT(n == static_cast<ssize_t>(sizeof value) || errno == EAGAIN);
+void host_doorbell::reset(bool read) noexcept {
+  if (read) {
+    std::uint64_t value = 0;
+    // EAGAIN when not signalled; nothing else can fail on our own non-blocking eventfd.
+    [[maybe_unused]] const ssize_t n = ::read(fd_, &value, sizeof value);
+    KNIT_ASSERT(n == static_cast<ssize_t>(sizeof value) || errno == EAGAIN);
+  }
   signalled_.exchange(false, std::memory_order_acq_rel);  // partner: notify()'s exchange
   std::atomic_thread_fence(std::memory_order_seq_cst);    // pairs with notify()'s fence
 }

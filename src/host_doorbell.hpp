@@ -30,8 +30,11 @@ class host_doorbell {
   // Worker, after publishing a result. Returns true if it wrote the eventfd.
   bool notify() noexcept;
 
-  // Host, before popping completion rings.
-  void reset() noexcept;
+  // Host, before popping completion rings. `read` false: the caller knows the eventfd was
+  // not readable a moment ago (an epoll set holding it did not report it), so the read
+  // would only fail with EAGAIN; a write since then leaves it readable, and the loop
+  // drains again, with the read.
+  void reset(bool read = true) noexcept;
 
  private:
   int fd_ = -1;

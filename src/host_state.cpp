@@ -212,9 +212,14 @@ std::size_t host_state::drain(bool reset_doorbell) {
 // from one of its own handlers: nothing it holds across a handler is a local but the
 // record being delivered).
 std::size_t host_state::drain_steps(bool reset_doorbell) {
-  if (reset_doorbell) bell_.reset();
   if (ring_) {
-    for (call_base* c : ring_->step()) complete_quietly(c);
+    // The ring's epoll set holds the doorbell (level): its step says whether it was
+    // readable, and the reset reads it only then (no EAGAIN read per drain).
+    const std::vector<call_base*>& finished = ring_->step();
+    if (reset_doorbell) bell_.reset(ring_->bell_rang());
+    for (call_base* c : finished) complete_quietly(c);
+  } else if (reset_doorbell) {
+    bell_.reset();
   }
   std::size_t delivered = pop_done();
   at_interleaving_point(interleaving_point::host_took_completions);

@@ -61,6 +61,13 @@ struct KNIT_API process_options {
   /// Bytes of each of a child's two arenas (request, answer). A request over it fails with
   /// errc::payload_too_large before anything is sent; an answer over it fails the same way.
   std::size_t arena_bytes = std::size_t{1} << 20;
+  /// How many calls one host may have in one child at once, 1 .. 8: the one it runs and
+  /// those queued behind it in its mapping, which it starts as soon as it answers the one
+  /// before, without waiting for the host (the host ring fills them; a worker thread's
+  /// proxy sends one at a time). Each lane has its own pair of arenas: a child's mapping is
+  /// 4 KiB + lanes x 2 x arena_bytes of address space, of which only the pages calls write
+  /// take memory.
+  unsigned lanes = 2;
   /// Crash loop: this many crashes of one worker's children within crash_loop_window make
   /// it degraded, and each respawn then waits (backoff).
   unsigned crash_loop_crashes = 5;
@@ -92,12 +99,15 @@ struct KNIT_API process_options {
   /// RLIMIT_NOFILE of a sandboxed child (its own fds included), 8 .. 65536.
   unsigned open_files = 64;
   /// The host <-> child ring (docs/process-workers.md, "The host ring"): each pool host
-  /// (the pool's builder, a pool_host, an asio_host) talks to children of its own through
-  /// their shared mappings, with no pool worker thread forwarding the call; the host's
-  /// completion_fd() then becomes an epoll fd that also fires when a child answers or
-  /// dies. Read when a host attaches (the pool's constructor for its builder). Off by
-  /// default; the environment variable KNIT_PROCESS_HOST_RING=1 turns it on too.
-  bool host_ring = false;
+  /// (the pool's builder, a pool_host, an asio_host) talks to children of its own (as many
+  /// as the pool has worker threads) through their shared mappings, with no pool worker
+  /// thread forwarding the call; the host's completion_fd() then becomes an epoll fd that
+  /// also fires when a child answers or dies. Read when a host attaches (the pool's
+  /// constructor for its builder). On by default. false: the proxy path (each worker
+  /// thread forwards its process calls to a child of its own, one at a time). The
+  /// environment variable KNIT_PROCESS_HOST_RING, when set, decides instead: 1 on, 0 off;
+  /// any other value is ignored, with one line on stderr saying so.
+  bool host_ring = true;
 
   /// @throws config_error naming the first bad field.
   void validate() const;
@@ -154,6 +164,9 @@ struct KNIT_API process_stats {
   std::uint64_t sandbox_kills = 0;
   /// Children replaced after a task went over the memory limit; not counted in crashes.
   std::uint64_t memory_limit_kills = 0;
+  /// Calls given up (cancelled, past their deadline) while they waited in a child's lane
+  /// behind another, that the child then answered without running them.
+  std::uint64_t calls_withdrawn = 0;
 };
 /// A snapshot of the counters.
 KNIT_API process_stats current_process_stats() noexcept;

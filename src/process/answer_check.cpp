@@ -9,7 +9,7 @@
 namespace knit::detail {
 
 answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
-                            std::size_t arena_bytes) {
+                            std::size_t arena_bytes, bool cancel_asked) {
   if (w.seq != expected_seq) {
     return {answer_kind::broken, 0,
             "answer_seq " + std::to_string(w.seq) + " for request " + std::to_string(expected_seq)};
@@ -18,6 +18,10 @@ answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
     return {answer_kind::broken, 0, "answer_status " + std::to_string(w.status) + " out of range"};
   }
   const auto status = static_cast<answer_status>(w.status);
+  if (status == answer_status::cancelled) {
+    if (cancel_asked) return {answer_kind::cancelled, 0, {}};
+    return {answer_kind::broken, 0, "answer_status 6 (cancelled) for a call not given up"};
+  }
   // too_large's bytes are a size the child needed, never copied: any value is an answer.
   if (status == answer_status::too_large) return {answer_kind::too_large, w.bytes, {}};
   if (w.bytes > arena_bytes) {
@@ -32,6 +36,7 @@ answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
     case answer_status::too_large: break;  // returned above
     case answer_status::bad_request: break;
     case answer_status::out_of_memory: v = {answer_kind::out_of_memory, 0, {}}; break;
+    case answer_status::cancelled: break;  // returned above
   }
   KNIT_ASSERT(v.copy_bytes() <= arena_bytes);
   return v;
@@ -61,6 +66,7 @@ std::string take_answer_text(const answer_verdict& v, std::string_view task,
                                                        " bytes (process_options::arena_bytes)");
     case answer_kind::bad_request: break;
     case answer_kind::out_of_memory: break;
+    case answer_kind::cancelled: break;
     case answer_kind::broken: break;
   }
   // Not an answer to take (take_answer handles bad_request; the caller, broken): still a

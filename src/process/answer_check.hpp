@@ -23,7 +23,7 @@
 
 namespace knit::detail {
 
-// The three answer words of the region header, as read once by the host.
+// The three answer words of a lane, as read once by the host.
 struct answer_words {
   std::uint64_t seq;
   std::uint32_t status;
@@ -31,9 +31,9 @@ struct answer_words {
 };
 
 // Reads each answer word once (answer_seq with acquire: it publishes the others).
-inline answer_words read_answer_words(region_header& h) noexcept {
-  const std::uint64_t seq = load(h.answer_seq, std::memory_order_acquire);
-  return {seq, load(h.answer_status), load(h.answer_bytes)};
+inline answer_words read_answer_words(lane_words& lane) noexcept {
+  const std::uint64_t seq = load(lane.answer_seq, std::memory_order_acquire);
+  return {seq, load(lane.answer_status), load(lane.answer_bytes)};
 }
 
 enum class answer_kind {
@@ -42,6 +42,7 @@ enum class answer_kind {
   too_large,      // the answer did not fit: `bytes` is the size it needed (any value)
   bad_request,    // the child refused the request
   out_of_memory,  // the task went over the memory limit: replace the child
+  cancelled,      // not run, as the host asked (cancel_seq)
   broken,         // the child broke the protocol: `why` says how; kill it
 };
 
@@ -60,9 +61,10 @@ struct answer_verdict {
 };
 
 // Checks `w` against the request's sequence and the arena (arena_bytes: the size the host
-// mapped, process_options::arena_bytes).
+// mapped, process_options::arena_bytes). `cancel_asked`: whether the host set this call's
+// cancel_seq; a `cancelled` answer to a call it did not is a broken protocol.
 answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
-                            std::size_t arena_bytes);
+                            std::size_t arena_bytes, bool cancel_asked = false);
 
 // The copy_bytes() bytes at the start of `answer_arena` (arena_bytes long).
 std::string copy_answer(const answer_verdict& v, const char* answer_arena, std::size_t arena_bytes);

@@ -97,7 +97,8 @@ void process_channel::ensure_child(std::string_view name) {
     throw process_error(static_cast<errc>(e.code().value()),
                         "knit: process task '" + std::string(name) + "': " + what);
   }
-  answered_seq_ = 0;  // a new child's answer_seq starts at 0
+  next_lane_ = 0;  // a new child starts at lane 0, its answer_seqs at 0
+  lane_answered_.fill(0);
 }
 
 void process_channel::reap_if_died_between_calls() {
@@ -134,17 +135,20 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   if (steady::now() >= limits.deadline) throw past_deadline(name, "before it was sent");
   child_process& c = *child_;
   region_header& h = c.region.header();
+  const unsigned k = next_lane_;
+  lane_words& lane = c.region.lane(k);
   // From here until its answer is read, a death of this child is this call's to report
   // (child_end.hpp): the starter reaps it but leaves the counting to this call.
   // Release is enough: a death the starter must not count (a sandbox kill) comes after the
   // child read request_seq (release below, acquire there), which orders this store before
   // it; for any other death both sides may count, and count_crash_once counts once.
   c.end->in_call.store(true, std::memory_order_release);
-  std::memcpy(c.region.request_arena(), bytes.data(), bytes.size());
-  store(h.task_index, index);
-  store(h.request_bytes, static_cast<std::uint64_t>(bytes.size()));
+  std::memcpy(c.region.request_arena(k), bytes.data(), bytes.size());
+  store(lane.task_index, index);
+  store(lane.request_bytes, static_cast<std::uint64_t>(bytes.size()));
   const std::uint64_t seq = ++seq_;
-  store(h.request_seq, seq, std::memory_order_release);
+  store(lane.request_seq, seq, std::memory_order_release);
+  next_lane_ = (k + 1) % c.region.lanes();
   counters().calls.fetch_add(1, std::memory_order_relaxed);
   ring_if_sleeping(h.child_sleeping, c.request.get());
   // The stuck limit counts from here, the moment the child has the request.
@@ -154,7 +158,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   // Any new value of answer_seq ends the wait; one that is not `seq` is a broken protocol
   // (checked below), never a reason to wait on.
   const woke w = wait_for(
-      c, [&] { return load(h.answer_seq, std::memory_order_acquire) != answered_seq_; },
+      c, [&] { return load(lane.answer_seq, std::memory_order_acquire) != lane_answered_[k]; },
       std::min(limits.deadline, stuck_at), spin_);
   const std::uint64_t id = c.id;
   if (w == woke::death) {
@@ -177,7 +181,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
   if (w == woke::timeout) throw killed_past_limit(name, stuck_at < limits.deadline);
   // Every word read once, then checked: the child may have scribbled on any of them.
   const std::size_t arena = c.region.arena_bytes();
-  const answer_verdict verdict = check_answer(read_answer_words(h), seq, arena);
+  const answer_verdict verdict = check_answer(read_answer_words(lane), seq, arena);
   if (verdict.kind == answer_kind::broken) {
     const std::shared_ptr<child_end> end = c.end;
     std::string who_it_was = who(name);
@@ -185,7 +189,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     message += end_child(true);
     throw crashed(id, *end, std::move(message));
   }
-  answered_seq_ = seq;
+  lane_answered_[k] = seq;
   // Idle again: a death from here on is reported by no call, so the starter counts it.
   c.end->in_call.store(false, std::memory_order_release);
   if (verdict.kind == answer_kind::out_of_memory) {
@@ -200,7 +204,7 @@ std::string process_channel::call(std::uint32_t index, std::string_view name,
     throw process_error(errc::memory_limit, message);
   }
   if (degraded_) degraded_ = box_->still_degraded();
-  return take_answer(verdict, name, c.region.answer_arena(), arena, [&] { return who(name); });
+  return take_answer(verdict, name, c.region.answer_arena(k), arena, [&] { return who(name); });
 }
 
 process_error process_channel::past_deadline(std::string_view name, std::string_view when) {

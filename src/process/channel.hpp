@@ -1,5 +1,6 @@
 // process_channel: one worker thread's link to its own child process (the "proxy" design of
-// docs/process-workers.md). call() sends one request and waits for the answer or the death
+// docs/process-workers.md). call() sends one request (into the child's lanes in
+// turn) and waits for the answer or the death
 // of the child, whichever comes first (poll on the answer eventfd and the pidfd); a death or
 // a broken protocol fails that call alone, the child is reaped, and the starter starts a
 // replacement at once, after a backoff when the worker is in a crash loop (starter.hpp,
@@ -7,6 +8,7 @@
 // no lock; what it shares with the starter is in its worker_box.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -58,8 +60,11 @@ class process_channel {
   std::chrono::nanoseconds spin_{0};          // 0 when this thread may run on one CPU only
   bool degraded_ = false;                     // as box_ said after the last crash
   std::optional<child_process> child_;
-  std::uint64_t seq_ = 0;           // the last request sent (over every child of this worker)
-  std::uint64_t answered_seq_ = 0;  // the child's answer_seq as last taken (0: a new child)
+  std::uint64_t seq_ = 0;  // the last request sent (over every child of this worker)
+  // One call at a time, in the lanes in turn as the child serves them (shared_region.hpp):
+  // the lane of the next call, and each lane's answer_seq as last taken (0: a new child).
+  unsigned next_lane_ = 0;
+  std::array<std::uint64_t, region_max_lanes> lane_answered_{};
 };
 
 }  // namespace knit::detail

@@ -1,7 +1,7 @@
 // worker_main: the child's side of the protocol in shared_region.hpp. Parses the argv that
 // spawn_child wrote, ties its life to the host (PDEATHSIG as a belt, the alive pipe as the
 // guarantee), closes every fd it was not given, names itself knit-worker-N, does the
-// handshake, then serves one request at a time until the host goes away.
+// handshake, then serves its lanes in turn, one call at a time, until the host goes away.
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -64,25 +64,32 @@ void close_other_fds(std::array<int, 4> keep) {
   ::close_range(from, ~0U, 0);
 }
 
-// Serves request `seq` (request_seq, already loaded with acquire).
-void serve_one(const shared_region& region, const task_registry& registry, int answer_fd,
-               std::uint64_t seq) {
+// Serves request `seq` of lane `k` (its request_seq, already loaded with acquire).
+void serve_one(const shared_region& region, unsigned k, const task_registry& registry,
+               int answer_fd, std::uint64_t seq) {
   region_header& h = region.header();
-  const std::uint32_t index = load(h.task_index);
-  const std::uint64_t bytes = load(h.request_bytes);
+  lane_words& lane = region.lane(k);
+  char* const request_arena = region.request_arena(k);
+  char* const answer_arena = region.answer_arena(k);
+  slot.lane = &lane;
+  slot.answer_arena = answer_arena;
+  const std::uint32_t index = load(lane.task_index);
+  const std::uint64_t bytes = load(lane.request_bytes);
   const std::size_t arena = region.arena_bytes();
   answer_status status = answer_status::ok;
   std::uint64_t answer_bytes = 0;
-  if (index >= registry.count() || bytes > arena) {
+  if (load(lane.cancel_seq) == seq) {
+    status = answer_status::cancelled;  // given up while it waited: not run
+  } else if (index >= registry.count() || bytes > arena) {
     status = answer_status::bad_request;
   } else {
     try {
-      std::string out = registry.task(index)(std::string_view(region.request_arena(), bytes));
+      std::string out = registry.task(index)(std::string_view(request_arena, bytes));
       answer_bytes = out.size();
       if (out.size() > arena) {
         status = answer_status::too_large;
       } else {
-        std::memcpy(region.answer_arena(), out.data(), out.size());
+        std::memcpy(answer_arena, out.data(), out.size());
       }
     } catch (const std::bad_alloc&) {
       // Under a memory limit a failed allocation is the limit's doing (RLIMIT_AS).
@@ -90,27 +97,27 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
         status = answer_status::task_threw;
         static constexpr std::string_view what = "std::bad_alloc";
         answer_bytes = std::min(what.size(), arena);
-        std::memcpy(region.answer_arena(), what.data(), answer_bytes);
+        std::memcpy(answer_arena, what.data(), answer_bytes);
       } else {
         status = answer_status::out_of_memory;
       }
     } catch (const std::exception& e) {
       status = answer_status::task_threw;
       answer_bytes = std::min(std::strlen(e.what()), arena);
-      std::memcpy(region.answer_arena(), e.what(), answer_bytes);
+      std::memcpy(answer_arena, e.what(), answer_bytes);
     } catch (...) {
       static constexpr std::string_view unknown = "an exception not derived from std::exception";
       status = answer_status::task_threw;
       answer_bytes = std::min(unknown.size(), arena);
-      std::memcpy(region.answer_arena(), unknown.data(), answer_bytes);
+      std::memcpy(answer_arena, unknown.data(), answer_bytes);
     }
   }
   // A sanitizer runtime (TSan) may defer the SIGSYS handler until after the refused call
   // returned: a refusal recorded during the task ends the child before any answer.
   if (load(h.sandbox_syscall, std::memory_order_acquire) != 0) ::_exit(exit_sandbox_violation);
-  store(h.answer_status, static_cast<std::uint32_t>(status));
-  store(h.answer_bytes, answer_bytes);
-  store(h.answer_seq, seq, std::memory_order_release);
+  store(lane.answer_status, static_cast<std::uint32_t>(status));
+  store(lane.answer_bytes, answer_bytes);
+  store(lane.answer_seq, seq, std::memory_order_release);
   ring_if_sleeping(h.host_sleeping, answer_fd);
 }
 
@@ -139,7 +146,7 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
   shared_region region = map_region(memfd, arena);
   if (!region) die(exit_bad_region, "the shared region is not what the host said");
   ::close(memfd);  // the mapping stays
-  slot = {&region.header(), region.answer_arena(), arena, answer_fd};
+  slot = {&region.header(), &region.lane(0), region.answer_arena(0), arena, answer_fd};
 
   region_header& h = region.header();
   store(h.registry_count, registry.count());
@@ -155,19 +162,24 @@ void serve_one(const shared_region& region, const task_registry& registry, int a
   store(h.ready, std::uint32_t{1}, std::memory_order_release);
   ring_if_sleeping(h.host_sleeping, answer_fd);
 
-  std::uint64_t last_seen = 0;  // request_seq of the last request served
-  for (;;) {
+  // The lanes in turn (shared_region.hpp): call k is in lane k % lanes, and the next lane
+  // is looked at the moment this one is answered, so a call the host queued behind this
+  // one starts without waiting for the host.
+  const unsigned lanes = region.lanes();
+  std::array<std::uint64_t, region_max_lanes> last_seen{};  // request_seq last served, by lane
+  for (unsigned k = 0;; k = (k + 1) % lanes) {
+    lane_words& lane = region.lane(k);
     std::uint64_t seq = 0;
     const bell_end end = wait_for_ring(
         [&] {
-          seq = load(h.request_seq, std::memory_order_acquire);
-          return seq != last_seen;
+          seq = load(lane.request_seq, std::memory_order_acquire);
+          return seq != last_seen[k];
         },
         h.child_sleeping, request_fd, alive_fd, bell_clock::time_point::max(), spin);
     // The alive pipe at EOF (or failing): the host is gone.
     if (end != bell_end::moved) ::_exit(exit_host_gone);
-    serve_one(region, registry, answer_fd, seq);
-    last_seen = seq;
+    serve_one(region, k, registry, answer_fd, seq);
+    last_seen[k] = seq;
   }
 }
 

@@ -17,6 +17,7 @@ struct process_counters {
   std::atomic<std::uint64_t> respawned{0};
   std::atomic<std::uint64_t> sandbox_kills{0};
   std::atomic<std::uint64_t> memory_limit_kills{0};
+  std::atomic<std::uint64_t> calls_withdrawn{0};
   // Children that crashed or were killed and are not replaced yet. Writers: a channel that
   // loses its child (+1) and any channel that starts one (-1, counting a respawn); the
   // replacement may start on another worker thread (a stuck call's thread is retired).

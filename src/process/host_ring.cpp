@@ -5,10 +5,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,17 +39,30 @@ thread_local std::shared_ptr<process_job> offered_job;
 // Writer: a test (set_ring_hook); partner: the ring's relaxed load at each point.
 std::atomic<ring_hook> hook{nullptr};
 
-void at_ring_point(ring_point where, region_header& h) {
-  if (ring_hook f = hook.load(std::memory_order_relaxed)) f(where, h);
+void at_ring_point(ring_point where, region_header& h, lane_words& lane) {
+  if (ring_hook f = hook.load(std::memory_order_relaxed)) f(where, h, lane);
 }
 
 constexpr std::uint64_t kStartsEvent = ~std::uint64_t{0};
 constexpr std::uint64_t kBellEvent = ~std::uint64_t{0} - 1;
 
+// KNIT_PROCESS_HOST_RING, when set, decides over process_options::host_ring. Read at each
+// attach (a host's attach cannot fail: a value it does not know is reported, once per
+// process, and ignored).
 bool ring_wanted(const process_options& options) {
-  if (options.host_ring) return true;
   const char* env = std::getenv("KNIT_PROCESS_HOST_RING");
-  return env && std::string_view(env) == "1";
+  if (!env || *env == '\0') return options.host_ring;
+  const std::string_view value(env);
+  if (value == "1") return true;
+  if (value == "0") return false;
+  static std::once_flag reported;
+  std::call_once(reported, [&] {
+    std::fprintf(stderr,
+                 "knit: KNIT_PROCESS_HOST_RING='%.*s' is neither 0 nor 1: ignored "
+                 "(process_options::host_ring decides)\n",
+                 static_cast<int>(std::min<std::size_t>(value.size(), 64)), value.data());
+  });
+  return options.host_ring;
 }
 
 }  // namespace
@@ -68,7 +84,9 @@ void set_ring_hook(ring_hook f) noexcept { hook.store(f, std::memory_order_relax
 std::unique_ptr<process_host_ring> process_host_ring::make_if_enabled(int bell_fd,
                                                                       unsigned children) {
   process_options options = current_process_options();
-  if (!ring_wanted(options)) return nullptr;
+  // A program with no process task registered makes no process call: its hosts keep the
+  // doorbell itself as their completion_fd.
+  if (task_registry::instance().count() == 0 || !ring_wanted(options)) return nullptr;
   return std::make_unique<process_host_ring>(bell_fd, children, std::move(options));
 }
 
@@ -77,7 +95,7 @@ process_host_ring::process_host_ring(int bell_fd, unsigned children, process_opt
       children_(children),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       starts_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      seats_(children) {
+      seats_() {
   if (!epoll_ || !starts_) {
     throw std::system_error(errno, std::generic_category(), "knit: host ring");
   }
@@ -98,7 +116,7 @@ process_host_ring::process_host_ring(int bell_fd, unsigned children, process_opt
 process_host_ring::~process_host_ring() {
   rings_live.fetch_sub(1, std::memory_order_relaxed);
   for (seat& s : seats_) {
-    KNIT_ASSERT(s.call == nullptr);  // the host settled every call before it went away
+    KNIT_ASSERT(s.flights.empty());  // the host settled every call before it went away
     if (s.child) end_seat_child(s, /*kill=*/true);
     if (s.box) s.box->abandon();  // clears the listener before starts_ closes
   }
@@ -113,7 +131,10 @@ std::string process_host_ring::who(const seat& s, std::string_view task) const {
   return w;
 }
 
+// At the host's first process call: a ring whose host never makes one costs no box, seat
+// or system call (step() returns at once).
 void process_host_ring::claim_boxes() {
+  seats_.resize(children_);
   for (seat& s : seats_) {
     s.box = claim_worker();
     s.box->set_listener(starts_.get());
@@ -139,10 +160,17 @@ void process_host_ring::unwatch(seat& s) noexcept {
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.child->pidfd.get(), nullptr);
 }
 
-std::string process_host_ring::end_seat_child(seat& s, bool kill) {
+// Ends the seat's child (killed first when `kill`) and reaps it; its mapping stays, final
+// from here: what it holds was written before the end. Returns how it ended.
+std::string process_host_ring::stop_child(seat& s, bool kill) {
   unwatch(s);
-  std::string how = end_child(*s.child, kill);
-  s.child.reset();  // closes its fds, unmaps its region: at once, not at its next call
+  return end_child(*s.child, kill);
+}
+
+// stop_child, then its fds and mapping released: at once, not at the seat's next call.
+std::string process_host_ring::end_seat_child(seat& s, bool kill) {
+  std::string how = stop_child(s, kill);
+  s.child.reset();
   s.dead = false;
   return how;
 }
@@ -154,7 +182,7 @@ bool process_host_ring::reaped_already(seat& s) {
 }
 
 void process_host_ring::accept(call_base* c, std::shared_ptr<process_job> job) {
-  if (!seats_.front().box) claim_boxes();
+  if (seats_.empty()) claim_boxes();
   queue_.push_back({c, std::move(job)});
   send_queued();
   // Finished without a child (over the arena, a failed start): no child will ring, so the
@@ -165,68 +193,141 @@ void process_host_ring::accept(call_base* c, std::shared_ptr<process_job> job) {
   }
 }
 
-// The call's outcome into its record (run() on this thread, through run_process_job), then
-// the record to the host's drain.
-void process_host_ring::finish(seat& s, std::exception_ptr error, std::string answer) {
-  call_base* c = s.call;
-  s.job->answered = true;
-  s.job->error = std::move(error);
-  s.job->answer = std::move(answer);
+// A running call's outcome into its record (run() on this thread, through run_process_job),
+// then the record to the host's drain.
+void process_host_ring::complete(call_base* c, process_job& job, std::exception_ptr error,
+                                 std::string answer) {
+  job.answered = true;
+  job.error = std::move(error);
+  job.answer = std::move(answer);
   c->run();
   try_move(*c, call_state::running, call_state::done);
   finished_.push_back(c);
-  s.call = nullptr;
-  s.job.reset();
-  s.stuck_at = steady::time_point::max();
-  KNIT_ASSERT(running_ > 0);
-  --running_;
 }
 
-// Sends `c` to idle seat `s`. False when `c` was finished without a send (abandoned, over
-// the arena, past its deadline): the seat stays idle.
-bool process_host_ring::send(seat& s, call_base* c, std::shared_ptr<process_job>& job) {
-  if (!try_move(*c, call_state::queued, call_state::running)) {  // cancelled, or its deadline
+// A call that fails before it reaches a child: run with `error` if it is still queued,
+// else (abandoned: cancelled, past its deadline) handed back as it is.
+void process_host_ring::fail_unsent(call_base* c, process_job& job, std::exception_ptr error) {
+  if (try_move(*c, call_state::queued, call_state::running)) {
+    complete(c, job, std::move(error), {});
+  } else {
     finished_.push_back(c);
+  }
+}
+
+// Sends `c` (state queued) into seat `s`'s next lane, which is free. False when `c` was
+// finished without a send (abandoned, over the arena, past its deadline).
+bool process_host_ring::send(seat& s, call_base* c, std::shared_ptr<process_job>& job) {
+  child_process& child = *s.child;
+  KNIT_ASSERT(s.flights.size() < child.region.lanes());
+  if (c->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+    finished_.push_back(c);  // cancelled, or past its deadline, while queued: never run
     return false;
   }
-  s.call = c;
-  s.job = job;
-  ++running_;
   const auto now = steady::now();
   if (job->bytes.size() > options_.arena_bytes) {
-    finish(s,
-           std::make_exception_ptr(process_error(
-               errc::payload_too_large, "knit: process task '" + job->task + "': request of " +
-                                            std::to_string(job->bytes.size()) +
-                                            " bytes is over the arena of " +
-                                            std::to_string(options_.arena_bytes) +
-                                            " bytes (process_options::arena_bytes); not sent")),
-           {});
+    fail_unsent(c, *job,
+                std::make_exception_ptr(process_error(
+                    errc::payload_too_large,
+                    "knit: process task '" + job->task + "': request of " +
+                        std::to_string(job->bytes.size()) + " bytes is over the arena of " +
+                        std::to_string(options_.arena_bytes) +
+                        " bytes (process_options::arena_bytes); not sent")));
     return false;
   }
   if (now >= job->limits.deadline) {
-    finish(s,
-           std::make_exception_ptr(process_error(
-               errc::timed_out,
-               "knit: process task '" + job->task + "' ran past its deadline before it was sent")),
-           {});
+    fail_unsent(c, *job,
+                std::make_exception_ptr(process_error(
+                    errc::timed_out, "knit: process task '" + job->task +
+                                         "' ran past its deadline before it was sent")));
+    return false;
+  }
+  // The oldest call in a child is running; the ones behind it stay queued (host_ring.hpp).
+  const bool oldest = s.flights.empty();
+  if (oldest && !try_move(*c, call_state::queued, call_state::running)) {
+    finished_.push_back(c);  // abandoned just now
     return false;
   }
   const std::optional<std::uint32_t> index = task_registry::instance().find(job->task);
   KNIT_ASSERT(index.has_value());  // submit_process refused an unknown name
-  child_process& child = *s.child;
+  const unsigned k = s.next_lane;
   region_header& h = child.region.header();
+  lane_words& lane = child.region.lane(k);
   child.end->in_call.store(true, std::memory_order_release);  // as channel.cpp: its death is ours
-  std::memcpy(child.region.request_arena(), job->bytes.data(), job->bytes.size());
-  store(h.task_index, index.value_or(~std::uint32_t{0}));
-  store(h.request_bytes, static_cast<std::uint64_t>(job->bytes.size()));
-  at_ring_point(ring_point::host_publishing_request, h);
-  store(h.request_seq, ++s.seq, std::memory_order_release);
+  std::memcpy(child.region.request_arena(k), job->bytes.data(), job->bytes.size());
+  store(lane.task_index, index.value_or(~std::uint32_t{0}));
+  store(lane.request_bytes, static_cast<std::uint64_t>(job->bytes.size()));
+  at_ring_point(ring_point::host_publishing_request, h, lane);
+  store(lane.request_seq, ++s.seq, std::memory_order_release);
   counters().calls.fetch_add(1, std::memory_order_relaxed);
   ring_if_sleeping(h.child_sleeping, child.request.get());
-  if (job->limits.stuck_after > steady::duration::zero())
+  s.next_lane = (k + 1) % child.region.lanes();
+  s.flights.push_back({c, job, s.seq, k});
+  ++in_children_;
+  if (oldest && job->limits.stuck_after > steady::duration::zero()) {
     s.stuck_at = now + job->limits.stuck_after;
+  }
   return true;
+}
+
+// An idle child, in turn; one found reaped while idle is released on the way.
+process_host_ring::seat* process_host_ring::idle_seat() {
+  for (unsigned k = 0; k < children_; ++k) {
+    seat& s = seats_[(next_ + k) % children_];
+    if (s.child && s.flights.empty() && !s.dead && reaped_already(s)) {
+      // Killed while idle and reaped by the starter before this host's step saw its
+      // pidfd: released here, and the call goes to another child (no call fails).
+      s.dead = true;
+      check_seat(s, {}, false);
+    }
+    if (s.child && !s.dead && s.flights.empty()) {
+      next_ = (next_ + k + 1) % children_;
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+// A seat with no child that takes a new one from its box (a replacement, a standby
+// child). A failed start fails `q`'s call, as on a worker thread (channel.cpp): `failed`.
+process_host_ring::seat* process_host_ring::new_child_seat(queued& q, bool& failed) {
+  for (unsigned k = 0; k < children_; ++k) {
+    seat& s = seats_[k];
+    if (s.child) continue;
+    try {
+      std::optional<child_process> c = s.box->try_take();
+      if (!c) continue;
+      s.child = std::move(*c);
+      s.dead = false;
+      s.next_lane = 0;  // a new child starts at lane 0, its answer_seqs at 0
+      s.lane_answered.fill(0);
+      s.stuck_at = steady::time_point::max();
+      // Held at 1: this host never spins, so the child always rings `answer`.
+      store(s.child->region.header().host_sleeping, std::uint32_t{1});
+      watch(k);
+      if (!s.dead) return &s;
+    } catch (const process_error& e) {
+      std::string what = message_of(e);
+      if (what.starts_with("knit: ")) what.erase(0, 6);
+      fail_unsent(q.call, *q.job,
+                  std::make_exception_ptr(
+                      process_error(static_cast<errc>(e.code().value()),
+                                    "knit: process task '" + q.job->task + "': " + what)));
+      failed = true;
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// A busy child with a free lane, the one with the fewest calls.
+process_host_ring::seat* process_host_ring::least_busy_seat() {
+  seat* best = nullptr;
+  for (seat& s : seats_) {
+    if (!s.child || s.dead || s.flights.size() >= s.child->region.lanes()) continue;
+    if (!best || s.flights.size() < best->flights.size()) best = &s;
+  }
+  return best;
 }
 
 void process_host_ring::send_queued() {
@@ -237,60 +338,123 @@ void process_host_ring::send_queued() {
       queue_.pop_front();
       continue;
     }
-    seat* idle = nullptr;
-    for (unsigned k = 0; k < children_ && !idle; ++k) {
-      seat& s = seats_[(next_ + k) % children_];
-      if (s.child && !s.call && !s.dead && reaped_already(s)) {
-        // Killed while idle and reaped by the starter before this host's step saw its
-        // pidfd: released here, and the call goes to another child (no call fails).
-        s.dead = true;
-        check_seat(s, {}, false);
-      }
-      if (s.child && !s.dead && !s.call) {
-        idle = &s;
-        next_ = (next_ + k + 1) % children_;
-      }
-    }
     bool failed = false;
-    for (unsigned k = 0; k < children_ && !idle && !failed; ++k) {
-      seat& s = seats_[k];
-      if (s.child) continue;
-      try {
-        if (std::optional<child_process> c = s.box->try_take()) {
-          s.child = std::move(*c);
-          s.answered_seq = 0;  // a new child's answer_seq starts at 0
-          s.dead = false;
-          // Held at 1: this host never spins, so the child always rings `answer`.
-          store(s.child->region.header().host_sleeping, std::uint32_t{1});
-          watch(k);
-          if (!s.dead) idle = &s;
-        }
-      } catch (const process_error& e) {
-        // A failed start fails the call that takes it, as on a worker thread (channel.cpp).
-        std::string what = message_of(e);
-        if (what.starts_with("knit: ")) what.erase(0, 6);
-        if (try_move(*q.call, call_state::queued, call_state::running)) {
-          s.call = q.call;
-          s.job = q.job;
-          ++running_;
-          finish(s,
-                 std::make_exception_ptr(
-                     process_error(static_cast<errc>(e.code().value()),
-                                   "knit: process task '" + q.job->task + "': " + what)),
-                 {});
-        } else {
-          finished_.push_back(q.call);
-        }
-        queue_.pop_front();
-        failed = true;
-      }
+    seat* to = idle_seat();
+    if (!to) to = new_child_seat(q, failed);
+    if (failed) {
+      queue_.pop_front();
+      continue;
     }
-    if (failed) continue;
-    if (!idle) return;  // every child busy or starting: a step sends it when one is free
+    if (!to) to = least_busy_seat();
+    if (!to) return;  // every lane full or every child starting: a step sends it later
     queued next = std::move(queue_.front());
     queue_.pop_front();
-    send(*idle, next.call, next.job);
+    send(*to, next.call, next.job);
   }
+}
+
+// The oldest call was answered: the next one in the child (if any) becomes the running
+// one, its stuck limit counted from now (the host's first sight of it running).
+void process_host_ring::next_in_child(seat& s, steady::time_point now) {
+  s.stuck_at = steady::time_point::max();
+  if (s.flights.empty()) {
+    s.child->end->in_call.store(false, std::memory_order_release);  // idle: no call's death
+    return;
+  }
+  flight& f = s.flights.front();
+  if (f.call && !try_move(*f.call, call_state::queued, call_state::running)) {
+    withdraw(s, f);  // abandoned while it waited in its lane (its error delivered then)
+  }
+  if (f.job->limits.stuck_after > steady::duration::zero()) {
+    s.stuck_at = now + f.job->limits.stuck_after;
+  }
+}
+
+// Flight `f`, abandoned (cancelled, past its deadline) while it waited in its lane: its
+// record handed back now, and the child asked not to run it (cancel_seq, advisory).
+void process_host_ring::withdraw(seat& s, flight& f) {
+  finished_.push_back(f.call);
+  f.call = nullptr;
+  f.withdrawn = true;
+  store(s.child->region.lane(f.lane).cancel_seq, f.seq);
+}
+
+// Every call behind the running one that the host has given up since the last step.
+void process_host_ring::withdraw_abandoned(seat& s) {
+  for (std::size_t i = 1; i < s.flights.size(); ++i) {
+    flight& f = s.flights[i];
+    if (f.call && f.call->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+      withdraw(s, f);
+    }
+  }
+}
+
+// Takes the answers `s`'s child has written, oldest first, each completing its call. Stops
+// at the first call with none yet (all), or at one whose answer is broken or out of
+// memory: that call stays the oldest, its verdict in `verdict`, for the caller.
+process_host_ring::taken process_host_ring::take_answers(seat& s, steady::time_point now,
+                                                         answer_verdict& verdict) {
+  child_process& child = *s.child;
+  const std::size_t arena = child.region.arena_bytes();
+  while (!s.flights.empty()) {
+    flight& f = s.flights.front();
+    lane_words& lane = child.region.lane(f.lane);
+    if (load(lane.answer_seq, std::memory_order_acquire) == s.lane_answered[f.lane]) {
+      return taken::all;
+    }
+    // Every word read once, then checked: the child may have scribbled on any of them.
+    verdict = check_answer(read_answer_words(lane), f.seq, arena, f.withdrawn);
+    if (verdict.kind == answer_kind::broken) return taken::broken;
+    if (verdict.kind == answer_kind::out_of_memory) return taken::out_of_memory;
+    if (verdict.kind == answer_kind::cancelled) {
+      counters().calls_withdrawn.fetch_add(1, std::memory_order_relaxed);
+    }
+    s.lane_answered[f.lane] = f.seq;
+    flight done = std::move(f);
+    s.flights.pop_front();
+    --in_children_;
+    if (done.call) {
+      std::exception_ptr error;
+      std::string answer;
+      const std::string& task = done.job->task;
+      try {
+        answer = take_answer(verdict, task, child.region.answer_arena(done.lane), arena,
+                             [&] { return who(s, task); });
+      } catch (...) {
+        error = std::current_exception();
+      }
+      complete(done.call, *done.job, std::move(error), std::move(answer));
+    }
+    next_in_child(s, now);
+  }
+  return taken::all;
+}
+
+// `s`'s child is stopped (its mapping final): the oldest call in it fails with `oldest`
+// (dropped if it was handed back), the ones behind it with `behind` when given, else,
+// never started, back to the head of the FIFO in their order. Then the child is released.
+void process_host_ring::end_flights(seat& s, std::exception_ptr oldest, std::exception_ptr behind) {
+  bool first = true;
+  std::vector<queued> again;
+  for (flight& f : s.flights) {
+    KNIT_ASSERT(in_children_ > 0);
+    --in_children_;
+    if (!f.call) continue;
+    if (first) {
+      complete(f.call, *f.job, oldest, {});
+    } else if (behind) {
+      fail_unsent(f.call, *f.job, behind);
+    } else {
+      again.push_back({f.call, std::move(f.job)});
+    }
+    first = false;
+  }
+  queue_.insert(queue_.begin(), std::make_move_iterator(again.begin()),
+                std::make_move_iterator(again.end()));
+  s.flights.clear();
+  s.stuck_at = steady::time_point::max();
+  s.child.reset();  // closes its fds, unmaps its region
+  s.dead = false;
 }
 
 void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_read) {
@@ -298,7 +462,7 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
   child_process& child = *s.child;
   region_header& h = child.region.header();
   const std::uint64_t id = child.id;
-  if (!s.call) {
+  if (s.flights.empty()) {
     if (!s.dead) return;
     // An idle child's death (killed from outside): no call fails; its fds and mapping are
     // released now, and the starter (which most likely reaped it) replaces it.
@@ -308,92 +472,111 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
     s.box->replace(id, /*crash=*/true);
     return;
   }
-  const std::string& task = s.job->task;
-  if (load(h.answer_seq, std::memory_order_acquire) != s.answered_seq) {
-    // Every word read once, then checked: the child may have scribbled on any of them.
-    const std::size_t arena = child.region.arena_bytes();
-    const answer_verdict verdict = check_answer(read_answer_words(h), s.seq, arena);
-    if (verdict.kind == answer_kind::broken) {
-      const std::shared_ptr<child_end> end = child.end;
-      std::string message = broken_message(who(s, task), verdict);
-      message += end_seat_child(s, true);
-      count_crash_once(*end);
-      if (s.box->replace(id, /*crash=*/true)) message += "; crash loop: respawns back off";
-      finish(s, std::make_exception_ptr(process_error(errc::worker_crashed, message)), {});
-      return;
-    }
-    s.answered_seq = s.seq;
-    child.end->in_call.store(false, std::memory_order_release);
-    if (verdict.kind == answer_kind::out_of_memory) {
-      counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);
-      std::string message = who(s, task) + ": went over the worker's memory limit of " +
-                            std::to_string(options_.memory_limit) +
-                            " bytes (process_options::memory_limit: an allocation failed); "
-                            "the worker is replaced: ";
-      message += end_seat_child(s, true);
-      s.box->replace(id, /*crash=*/false);
-      finish(s, std::make_exception_ptr(process_error(errc::memory_limit, message)), {});
-      return;
-    }
-    std::exception_ptr error;
-    std::string answer;
-    try {
-      answer = take_answer(verdict, task, child.region.answer_arena(), arena,
-                           [&] { return who(s, task); });
-    } catch (...) {
-      error = std::current_exception();
-    }
-    finish(s, std::move(error), std::move(answer));
+  answer_verdict verdict{answer_kind::ok, 0, {}};
+  const taken at = take_answers(s, now, verdict);
+  if (s.flights.empty()) return;  // every call answered
+  if (at == taken::all && s.flights.size() > 1) withdraw_abandoned(s);
+  const std::shared_ptr<child_end> end = child.end;
+  const std::string task = s.flights.front().job->task;
+  if (at == taken::broken) {
+    // Its mapping cannot be trusted: a task gone wild may have written over any lane (an
+    // answer not yet taken, a call behind that it was itself), so no call in it is sent
+    // again, and every one fails.
+    std::string message = broken_message(who(s, task), verdict);
+    std::string how = stop_child(s, true);
+    message += how;
+    count_crash_once(*end);
+    if (s.box->replace(id, /*crash=*/true)) message += "; crash loop: respawns back off";
+    const std::string behind = who(s, s.flights.size() > 1 ? s.flights[1].job->task : task) +
+                               ": was in the lanes of a worker that broke the protocol (" +
+                               verdict.why + "); the worker was killed: " + how;
+    end_flights(s, std::make_exception_ptr(process_error(errc::worker_crashed, message)),
+                std::make_exception_ptr(process_error(errc::worker_crashed, behind)));
+    return;
+  }
+  if (at == taken::out_of_memory) {
+    counters().memory_limit_kills.fetch_add(1, std::memory_order_relaxed);
+    std::string message = who(s, task) + ": went over the worker's memory limit of " +
+                          std::to_string(options_.memory_limit) +
+                          " bytes (process_options::memory_limit: an allocation failed); "
+                          "the worker is replaced: ";
+    message += stop_child(s, true);
+    s.box->replace(id, /*crash=*/false);
+    end_flights(s, std::make_exception_ptr(process_error(errc::memory_limit, message)));
     return;
   }
   if (s.dead) {
-    const std::shared_ptr<child_end> end = child.end;
+    // Its death's edge came before the answers were read above: every answer it wrote is
+    // taken, and the oldest call left is the one it died running.
     std::string who_it_was = who(s, task);
     // Written by the child's SIGSYS handler just before it exited (sandbox.hpp).
     const std::uint64_t refused = load(h.sandbox_syscall, std::memory_order_acquire);
-    std::string how = end_seat_child(s, true);
+    std::string how = stop_child(s, true);
     if (refused != 0) {
       counters().sandbox_kills.fetch_add(1, std::memory_order_relaxed);
       std::string message = who_it_was + ": the sandbox refused " + syscall_name(refused - 1) +
                             "; the worker " + how + " and is replaced";
       if (s.box->replace(id, /*crash=*/true)) message += "; crash loop: respawns back off";
-      finish(s, std::make_exception_ptr(process_error(errc::sandbox_violation, message)), {});
+      end_flights(s, std::make_exception_ptr(process_error(errc::sandbox_violation, message)));
       return;
     }
     count_crash_once(*end);
     std::string message = who_it_was + ": the worker " + how + " during the call";
     if (s.box->replace(id, /*crash=*/true)) message += "; crash loop: respawns back off";
-    finish(s, std::make_exception_ptr(process_error(errc::worker_crashed, message)), {});
+    end_flights(s, std::make_exception_ptr(process_error(errc::worker_crashed, message)));
     return;
   }
-  at_ring_point(ring_point::host_read_answers, h);  // no answer yet: the host may sleep next
+  flight& oldest = s.flights.front();
+  lane_words& lane = child.region.lane(oldest.lane);
+  at_ring_point(ring_point::host_read_answers, h, lane);  // no answer yet: the host may sleep
   if (!clock_read) return;
-  const bool past_deadline = now >= s.job->limits.deadline;
-  const bool stuck = now >= s.stuck_at && s.stuck_at < s.job->limits.deadline;
+  const steady::time_point deadline = oldest.job->limits.deadline;
+  const bool past_deadline = now >= deadline;
+  const bool stuck = now >= s.stuck_at && s.stuck_at < deadline;
   if (!past_deadline && !stuck) return;
+  at_ring_point(ring_point::host_killing_child, h, lane);
   // A kill, not a crash: counted before the reap (whoever sees it gone sees it counted).
   counters().killed.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t killed_seq = oldest.seq;
   std::string message =
       who(s, task) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");
-  message += "; the worker was killed: " + end_seat_child(s, true);
+  message += "; the worker was killed: " + stop_child(s, true);
   s.box->replace(id, /*crash=*/false);  // started at once: a kill is no crash
-  finish(s, std::make_exception_ptr(process_error(stuck ? errc::stuck : errc::timed_out, message)),
-         {});
+  // Dead now, its mapping final: an answer it wrote since the read above is taken, so
+  // that call is not failed for nothing, and the call behind it may then have started.
+  take_answers(s, now, verdict);
+  const errc code = stuck ? errc::stuck : errc::timed_out;
+  if (!s.flights.empty() && s.flights.front().seq == killed_seq) {
+    end_flights(s, std::make_exception_ptr(process_error(code, message)));
+  } else {
+    end_flights(s,
+                std::make_exception_ptr(process_error(
+                    errc::worker_crashed,
+                    who(s, s.flights.empty() ? task : s.flights.front().job->task) +
+                        ": the worker was killed as this call may have started (the call "
+                        "before it ran past its limit: " +
+                        message + ")")));
+  }
 }
 
 const std::vector<call_base*>& process_host_ring::step() {
   handed_.clear();
+  bell_rang_ = true;
+  if (seats_.empty()) return handed_;  // no process call yet: nothing to look at
   const int n = ::epoll_wait(epoll_.get(), events_.data(), static_cast<int>(events_.size()), 0);
+  bell_rang_ = n < 0;  // a failed wait tells nothing: read the doorbell
   for (int i = 0; i < n; ++i) {
     const std::uint64_t what = events_[static_cast<std::size_t>(i)].data.u64;
-    if (what == kStartsEvent) {
+    if (what == kBellEvent) {
+      bell_rang_ = true;
+    } else if (what == kStartsEvent) {
       std::uint64_t count;
       [[maybe_unused]] ssize_t r = ::read(starts_.get(), &count, sizeof count);
     } else if (what != kBellEvent && (what & 1) != 0) {
       seats_[what / 2].dead = true;  // its pidfd: kept until check_seat handles it
     }
   }
-  const bool clock_read = running_ > 0;
+  const bool clock_read = in_children_ > 0;
   const steady::time_point now = clock_read ? steady::now() : steady::time_point{};
   for (seat& s : seats_) check_seat(s, now, clock_read);
   if (!queue_.empty()) send_queued();
@@ -404,8 +587,8 @@ const std::vector<call_base*>& process_host_ring::step() {
 std::optional<steady::time_point> process_host_ring::next_limit() const noexcept {
   std::optional<steady::time_point> best;
   for (const seat& s : seats_) {
-    if (!s.call) continue;
-    const steady::time_point at = std::min(s.stuck_at, s.job->limits.deadline);
+    if (s.flights.empty()) continue;
+    const steady::time_point at = std::min(s.stuck_at, s.flights.front().job->limits.deadline);
     if (at != steady::time_point::max() && (!best || at < *best)) best = at;
   }
   return best;
@@ -414,14 +597,16 @@ std::optional<steady::time_point> process_host_ring::next_limit() const noexcept
 std::size_t process_host_ring::give_up() {
   std::size_t n = 0;
   for (seat& s : seats_) {
-    if (!s.call) continue;
+    if (s.flights.empty()) continue;
     const std::uint64_t id = s.child->id;
-    std::string message =
-        who(s, s.job->task) + ": given up at the pool's shutdown deadline; the worker was killed: ";
-    message += end_seat_child(s, true);
+    const bool running = s.flights.front().call != nullptr;
+    std::string message = who(s, s.flights.front().job->task) +
+                          ": given up at the pool's shutdown deadline; the worker was killed: ";
+    message += stop_child(s, true);
     s.box->replace(id, /*crash=*/false);
-    finish(s, std::make_exception_ptr(process_error(errc::cancelled, message)), {});
-    ++n;
+    auto error = std::make_exception_ptr(process_error(errc::cancelled, message));
+    end_flights(s, error, error);
+    if (running) ++n;
   }
   return n;
 }

@@ -153,6 +153,10 @@ void process_options::validate() const {
   }
   if (worker_executable.empty()) bad("worker_executable is empty");
   if (spin.count() < 0 || spin.count() > 1'000'000) bad("spin must be 0 .. 1 s");
+  if (lanes < 1 || lanes > detail::region_max_lanes) {
+    bad("lanes must be 1 .. " + std::to_string(detail::region_max_lanes) + ", not " +
+        std::to_string(lanes));
+  }
   if (open_files < 8 || open_files > 65536) {
     bad("open_files must be 8 .. 65536, not " + std::to_string(open_files));
   }
@@ -178,6 +182,7 @@ process_stats current_process_stats() noexcept {
   s.crashes = c.crashes.load(std::memory_order_relaxed);
   s.degraded_workers = c.degraded_workers.load(std::memory_order_relaxed);
   s.calls = c.calls.load(std::memory_order_relaxed);
+  s.calls_withdrawn = c.calls_withdrawn.load(std::memory_order_relaxed);
   s.killed = c.killed.load(std::memory_order_relaxed);
   s.respawned = c.respawned.load(std::memory_order_relaxed);
   s.sandbox_kills = c.sandbox_kills.load(std::memory_order_relaxed);

@@ -43,11 +43,11 @@ struct spawn_setup {
 }  // namespace
 
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
-                          std::uint64_t spin_ns, const region_sandbox& sandbox) {
+                          unsigned lanes, std::uint64_t spin_ns, const region_sandbox& sandbox) {
   child_process c;
   unique_fd memfd;
   try {
-    c.region = create_region(arena_bytes, spin_ns, sandbox, memfd);
+    c.region = create_region(arena_bytes, lanes, spin_ns, sandbox, memfd);
   } catch (const std::system_error& e) {
     throw process_error(errc::worker_start_failed, e.what());
   }

@@ -37,9 +37,9 @@ struct child_process {
   shared_region region;
 };
 
-// Spawns knit-worker-`number`, whose waits spin for spin_ns (slot_bell.hpp). Throws
-// process_error(worker_start_failed).
+// Spawns knit-worker-`number` with a mapping of `lanes` lanes (shared_region.hpp), whose
+// waits spin for spin_ns (slot_bell.hpp). Throws process_error(worker_start_failed).
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
-                          std::uint64_t spin_ns, const region_sandbox& sandbox);
+                          unsigned lanes, std::uint64_t spin_ns, const region_sandbox& sandbox);
 
 }  // namespace knit::detail

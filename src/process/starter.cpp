@@ -386,7 +386,8 @@ child_process start_child(unsigned number, const process_options& options) {
   sandbox.open_files = options.open_files;
   sandbox.memory_limit = options.memory_limit;
   child_process c = spawn_child(options.worker_executable, number, options.arena_bytes,
-                                static_cast<std::uint64_t>(options.spin.count()), sandbox);
+                                options.lanes, static_cast<std::uint64_t>(options.spin.count()),
+                                sandbox);
   const std::string who = "knit: process worker knit-worker-" + std::to_string(number) + " (pid " +
                           std::to_string(c.pid) + ", " + options.worker_executable + ")";
   region_header& header = c.region.header();

@@ -139,11 +139,23 @@ TEST(answer_check, a_sequence_other_than_the_request_breaks_the_protocol) {
 }
 
 TEST(answer_check, a_status_out_of_range_breaks_the_protocol) {
-  for (std::uint32_t status : {0u, 6u, 99u, 0xffffffffu}) {
+  for (std::uint32_t status : {0u, 7u, 99u, 0xffffffffu}) {
     const answer_verdict v = check_answer({seq, status, 0}, seq, arena);
     EXPECT_EQ(v.kind, answer_kind::broken);
     EXPECT_EQ(v.why, "answer_status " + std::to_string(status) + " out of range");
   }
+}
+
+// `cancelled` is an answer only to a call the host gave up (cancel_seq): the child skipped it.
+TEST(answer_check, cancelled_answers_only_a_call_given_up) {
+  const answer_verdict asked = check_answer({seq, 6, max64}, seq, arena, /*cancel_asked=*/true);
+  EXPECT_EQ(asked.kind, answer_kind::cancelled);
+  EXPECT_EQ(asked.copy_bytes(), 0u);
+  const answer_verdict not_asked = check_answer({seq, 6, 0}, seq, arena);
+  EXPECT_EQ(not_asked.kind, answer_kind::broken);
+  EXPECT_EQ(not_asked.why, "answer_status 6 (cancelled) for a call not given up");
+  // Given up or not, any other status is still an answer: the child may have run it first.
+  EXPECT_EQ(check_answer({seq, ok, 1}, seq, arena, true).kind, answer_kind::ok);
 }
 
 // The sequence is checked first, then the status, then the size: the message names the first.
@@ -163,12 +175,12 @@ TEST(answer_check, broken_message_is_what_the_crash_says_before_the_exit) {
   EXPECT_EQ(t.code, knit::errc::worker_crashed);
 }
 
-TEST(answer_check, reads_the_words_of_a_header) {
+TEST(answer_check, reads_the_words_of_a_lane) {
   knit::detail::region_header h{};
-  h.answer_seq = 41;
-  h.answer_status = task_threw;
-  h.answer_bytes = 12;
-  const answer_words w = knit::detail::read_answer_words(h);
+  h.lane[1].answer_seq = 41;
+  h.lane[1].answer_status = task_threw;
+  h.lane[1].answer_bytes = 12;
+  const answer_words w = knit::detail::read_answer_words(h.lane[1]);
   EXPECT_EQ(w.seq, 41u);
   EXPECT_EQ(w.status, task_threw);
   EXPECT_EQ(w.bytes, 12u);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,9 @@ using knit_test::run_one;
 class process_host_ring : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING"); ring && *ring == '0') {
+      GTEST_SKIP() << "KNIT_PROCESS_HOST_RING=0: the proxy path's run of the suite";
+    }
     knit::process_options o;
     o.host_ring = true;
     knit::set_process_options(o);
@@ -92,7 +96,8 @@ TEST_F(process_host_ring, a_child_asleep_as_a_request_is_published_is_woken) {
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());  // the child is up, then idles
   static std::atomic<int> seen_asleep{0};
   seen_asleep = 0;
-  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h) {
+  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h,
+                                 knit::detail::lane_words&) {
     if (p != knit::detail::ring_point::host_publishing_request) return;
     if (within_5s([&] { return knit::detail::load(h.child_sleeping) == 1; })) ++seen_asleep;
     // Not a timing assertion: room for the child to take a left-over wake, find no new
@@ -118,11 +123,13 @@ TEST_F(process_host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   static std::atomic<int> answered_behind{0};
   answered_behind = 0;
-  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h) {
+  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header&,
+                                 knit::detail::lane_words& lane) {
     if (p != knit::detail::ring_point::host_read_answers || answered_behind != 0) return;
-    const std::uint64_t seq = knit::detail::load(h.request_seq);
-    if (within_5s(
-            [&] { return knit::detail::load(h.answer_seq, std::memory_order_acquire) == seq; })) {
+    const std::uint64_t seq = knit::detail::load(lane.request_seq);
+    if (within_5s([&] {
+          return knit::detail::load(lane.answer_seq, std::memory_order_acquire) == seq;
+        })) {
       ++answered_behind;
     }
   });
@@ -166,6 +173,10 @@ TEST_F(process_host_ring, calls_queued_behind_a_crash_go_to_the_replacement) {
 // Guards the state move queued -> running before a send: a call cancelled, or past its
 // deadline, while it waits behind a busy child is never sent.
 TEST_F(process_host_ring, a_call_cancelled_or_past_its_deadline_while_queued_is_never_run) {
+  knit::process_options o;
+  o.host_ring = true;
+  o.lanes = 1;  // no lane behind the running call: both wait in the FIFO
+  knit::set_process_options(o);
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   const auto before = knit::current_process_stats();
@@ -253,6 +264,32 @@ TEST_F(process_host_ring, an_idle_child_killed_releases_its_fds_and_mapping_at_o
   EXPECT_NE(run_one(pool, "pid", "").value(), pid);
 }
 
+// Thread calls beside process calls on a host with a ring: their completions ring the
+// doorbell inside the ring's epoll set, which the drain reads only when that set reported
+// it (host_doorbell::reset(read)). Every completion must still wake completion_fd: the
+// loop sleeps only there (wait_woken), 200 rounds of one thread call and one process call.
+TEST_F(process_host_ring, thread_calls_beside_process_calls_wake_the_host) {
+  knit::pool pool(knit_test::threads(2));
+  int done = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int want = done + 2;
+    int value = 0;
+    std::string echoed;
+    ASSERT_FALSE(pool.submit([](int x) { return x + 1; }, round, [&](knit::result<int> r) {
+      value = r.ok() ? r.value() : -1;
+      ++done;
+    }));
+    ASSERT_FALSE(knit::submit_process(pool, "echo", std::to_string(round),
+                                      [&](knit::result<std::string> r) {
+                                        echoed = r.ok() ? r.value() : knit::failure_message(r);
+                                        ++done;
+                                      }));
+    ASSERT_TRUE(wait_woken(pool, done, want)) << "round " << round;
+    EXPECT_EQ(value, round + 1);
+    EXPECT_EQ(echoed, std::to_string(round));
+  }
+}
+
 TEST_F(process_host_ring, the_pools_end_reaps_every_child) {
   std::vector<int> pids;
   {
@@ -287,6 +324,161 @@ TEST_F(process_host_ring, shutdown_past_its_deadline_kills_the_running_child) {
   ASSERT_TRUE(late.has_value());
   EXPECT_EQ(late->error(), knit::errc::cancelled) << knit::failure_message(*late);
   EXPECT_EQ(::kill(pid, 0), -1);
+}
+
+}  // namespace
+
+// The lanes (process_options::lanes, shared_region.hpp version 4): calls queued in a child's
+// mapping behind the running one.
+namespace {
+
+// Opens the gate of the "gate" task running in `lane`: the first byte of that lane's request
+// arena (the region's layout: the header page, then each lane's request and answer arenas).
+void open_gate(knit::detail::region_header& h, knit::detail::lane_words& lane) {
+  const auto index = static_cast<std::size_t>(&lane - &h.lane[0]);
+  char* request = reinterpret_cast<char*>(&h) + knit::detail::region_page +
+                  index * 2 * knit::detail::round_to_page(h.arena_bytes);
+  std::atomic_ref<char>(*request).store('g', std::memory_order_release);
+}
+
+// Drains (sleeping on completion_fd) until `done()`: false after 10 s.
+template <class Done>
+bool drain_until(knit::pool& pool, Done done) {
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    pollfd fd{pool.completion_fd(), POLLIN, 0};
+    ::poll(&fd, 1, 10);
+    pool.drain();
+  }
+  return true;
+}
+
+using slot = std::optional<knit::result<std::string>>;
+auto keep(slot& into) {
+  return [&into](knit::result<std::string> r) { into.emplace(std::move(r)); };
+}
+
+std::atomic<knit::detail::region_header*> seen_header{nullptr};
+std::atomic<knit::detail::lane_words*> seen_lane{nullptr};
+
+// Guards the child's turn through its lanes (child_loop.cpp: the next lane looked at as
+// soon as one is answered): a call queued behind the running one is started and answered
+// by the child alone, with no step of its host in between. With one lane (R = 1), or a
+// child that waited for the host, the second call would sit unanswered.
+TEST_F(process_host_ring, a_child_runs_the_call_queued_behind_without_its_host) {
+  knit::pool pool(knit_test::threads(1));
+  ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
+  seen_lane = nullptr;
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header&, knit::detail::lane_words& l) {
+        if (p == knit::detail::ring_point::host_publishing_request) seen_lane = &l;
+      });
+  slot first, behind;
+  ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "20", keep(first)));
+  knit::detail::lane_words* first_lane = seen_lane.load();
+  ASSERT_FALSE(knit::submit_process(pool, "echo", "behind", keep(behind)));
+  knit::detail::lane_words* behind_lane = seen_lane.load();
+  ASSERT_NE(first_lane, behind_lane);  // in the next lane, not waiting in the FIFO
+  // No drain: only the child can move the second call's answer_seq.
+  EXPECT_TRUE(within_5s([&] {
+    return knit::detail::load(behind_lane->answer_seq, std::memory_order_acquire) ==
+           knit::detail::load(behind_lane->request_seq);
+  }));
+  ASSERT_TRUE(drain_until(pool, [&] { return first && behind; }));
+  ASSERT_TRUE(first->ok()) << knit::failure_message(*first);
+  ASSERT_TRUE(behind->ok()) << knit::failure_message(*behind);
+  EXPECT_EQ(behind->value(), "behind");
+}
+
+// Guards end_flights' hand-back after a death: a call that was in the dead child's next lane
+// had not started (the child answers before it moves on), so it goes to the replacement.
+TEST_F(process_host_ring, a_call_in_the_lane_behind_a_crash_runs_on_the_replacement) {
+  knit::pool pool(knit_test::threads(1));
+  const std::string crashed = run_one(pool, "pid", "").value();
+  const auto before = knit::current_process_stats();
+  slot crash, behind;
+  ASSERT_FALSE(knit::submit_process(pool, "segv", "", keep(crash)));
+  ASSERT_FALSE(knit::submit_process(pool, "pid", "", keep(behind)));
+  ASSERT_TRUE(drain_until(pool, [&] { return crash && behind; }));
+  EXPECT_EQ(crash->error(), knit::errc::worker_crashed);
+  ASSERT_TRUE(behind->ok()) << knit::failure_message(*behind);
+  EXPECT_NE(behind->value(), crashed);  // the replacement ran it
+  const auto after = knit::current_process_stats();
+  EXPECT_EQ(after.crashes - before.crashes, 1u);
+  EXPECT_EQ(after.calls - before.calls, 3u);  // segv, pid into the dead child's lane, pid again
+}
+
+// Guards the withdrawal (cancel_seq): a call cancelled while it waits in a lane behind a
+// running one is handed back at once, and the child, reaching it, answers it without
+// running it. The running call is held at a gate the test opens only after the host's
+// step has seen the cancel. Without the cancel_seq store the child runs it (the answer
+// is dropped) and calls_withdrawn stays 0.
+TEST_F(process_host_ring, a_call_given_up_in_its_lane_is_answered_without_being_run) {
+  knit::pool pool(knit_test::threads(1));
+  ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
+  seen_header = nullptr;
+  seen_lane = nullptr;
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header& h, knit::detail::lane_words& l) {
+        if (p != knit::detail::ring_point::host_publishing_request || seen_lane) return;
+        seen_header = &h;  // the gated call's
+        seen_lane = &l;
+      });
+  const auto before = knit::current_process_stats();
+  slot gated, given_up;
+  knit::call_id id = 0;
+  ASSERT_FALSE(knit::submit_process(pool, "gate", "w", keep(gated)));
+  ASSERT_FALSE(knit::submit_process(pool, "echo", "never", keep(given_up), {}, &id));
+  ASSERT_TRUE(pool.cancel(id));
+  ASSERT_TRUE(given_up.has_value());  // delivered at once, as any queued call's cancel
+  EXPECT_EQ(given_up->error(), knit::errc::cancelled);
+  pool.drain();  // the step that withdraws it: the gated call still runs
+  EXPECT_FALSE(gated.has_value());
+  open_gate(*seen_header.load(), *seen_lane.load());
+  ASSERT_TRUE(drain_until(pool, [&] {
+    return gated && knit::current_process_stats().calls_withdrawn > before.calls_withdrawn;
+  }));
+  ASSERT_TRUE(gated->ok()) << knit::failure_message(*gated);
+  EXPECT_EQ(knit::current_process_stats().calls_withdrawn - before.calls_withdrawn, 1u);
+  EXPECT_EQ(run_one(pool, "echo", "after").value(), "after");  // the child lives on
+}
+
+// Guards the second look after a kill (check_seat: take_answers once the child is dead): the
+// running call ran past its deadline, and the child answered it in the moment between the
+// host's read and its kill, then started the call behind. The answer is taken (the call is
+// not failed for nothing) and the call behind, which may have started, fails instead of
+// being sent again: never run twice.
+TEST_F(process_host_ring, a_call_answered_just_before_its_kill_keeps_its_answer) {
+  knit::pool pool(knit_test::threads(1));
+  ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
+  static std::atomic<int> held{0};
+  held = 0;
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header& h, knit::detail::lane_words& l) {
+        if (p != knit::detail::ring_point::host_killing_child || held++ != 0) return;
+        open_gate(h, l);  // the gated call is the one past its deadline, in lane l
+        within_5s([&] {
+          return knit::detail::load(l.answer_seq, std::memory_order_acquire) ==
+                 knit::detail::load(l.request_seq);
+        });
+      });
+  const auto before = knit::current_process_stats();
+  knit::call_options short_deadline;
+  short_deadline.timeout = 100ms;
+  slot gated, behind;
+  ASSERT_FALSE(knit::submit_process(pool, "gate", "w", keep(gated), short_deadline));
+  ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "10000", keep(behind)));
+  ASSERT_TRUE(drain_until(pool, [&] { return gated && behind; }));
+  EXPECT_EQ(held.load(), 1);
+  ASSERT_TRUE(gated->ok()) << knit::failure_message(*gated);
+  ASSERT_FALSE(behind->ok());
+  EXPECT_EQ(behind->error(), knit::errc::worker_crashed);
+  EXPECT_NE(knit::failure_message(*behind).find("may have started"), std::string::npos)
+      << knit::failure_message(*behind);
+  const auto after = knit::current_process_stats();
+  EXPECT_EQ(after.calls - before.calls, 2u);  // the call behind was not sent again
+  EXPECT_EQ(after.killed - before.killed, 1u);
 }
 
 }  // namespace

@@ -115,6 +115,18 @@ void register_test_tasks() {
     std::this_thread::sleep_for(std::chrono::milliseconds(parse_size(in)));
     return std::to_string(::getpid());
   });
+  // Waits (up to 10 s) until the host writes 'g' over the first byte of its request, in the
+  // shared request arena the task reads: a gate the test opens at the moment it chooses.
+  knit::register_process_task("gate", [](std::string_view in) {
+    if (in.empty()) return std::string("no gate");
+    char& first = const_cast<char&>(in.front());
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::atomic_ref<char>(first).load(std::memory_order_acquire) != 'g') {
+      if (std::chrono::steady_clock::now() > limit) throw std::runtime_error("gate never opened");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return std::to_string(::getpid());
+  });
   knit::register_process_task("repeat",
                               [](std::string_view in) { return std::string(parse_size(in), 'x'); });
   knit::register_process_task("throw", [](std::string_view) -> std::string {
@@ -137,13 +149,13 @@ void register_test_tasks() {
   // "status" or "bytes" names the word it breaks.
   knit::register_process_task("scribble_answer", [](std::string_view in) -> std::string {
     const knit::detail::child_slot s = knit::detail::current_child_slot();
-    knit::detail::region_header& h = *s.header;
+    knit::detail::lane_words& lane = *s.lane;
     // The answer_seq last, as the protocol writes it: a host that spins would otherwise
     // take a correct answer_seq written first as the answer (as it may: it cannot tell).
-    h.answer_status = in == "status" ? 99 : 1;
-    h.answer_bytes = in == "bytes" ? s.arena_bytes + 1 : 0;
-    std::atomic_ref<std::uint64_t>(h.answer_seq)
-        .store(in == "seq" ? h.request_seq + 7 : h.request_seq, std::memory_order_release);
+    lane.answer_status = in == "status" ? 99 : 1;
+    lane.answer_bytes = in == "bytes" ? s.arena_bytes + 1 : 0;
+    std::atomic_ref<std::uint64_t>(lane.answer_seq)
+        .store(in == "seq" ? lane.request_seq + 7 : lane.request_seq, std::memory_order_release);
     const std::uint64_t one = 1;
     if (::write(s.answer_fd, &one, sizeof one) != sizeof one) std::abort();
     for (;;) ::pause();
