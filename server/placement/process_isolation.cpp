@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -52,15 +53,37 @@ knit::process_options heavy_process_options() {
   } else {
     throw knit::config_error("KNIT_WORKER_SANDBOX must be strict or off, not '" + mode + "'");
   }
-  // The host <-> child ring (off by default): KNIT_PROCESS_HOST_RING=0|1. The library reads
-  // the same variable when it is 1; the server refuses any other value here, at start-up.
+  // The host <-> child ring (on by default): KNIT_PROCESS_HOST_RING=0|1. The library reads
+  // the same variable; the server refuses any other value here, at start-up.
   if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING")) {
     const std::string text = ring;
     if (text == "1") {
       options.host_ring = true;
-    } else if (text != "0" && !text.empty()) {
+    } else if (text == "0") {
+      options.host_ring = false;
+    } else if (!text.empty()) {
       throw knit::config_error("KNIT_PROCESS_HOST_RING must be 0 or 1, not '" + text + "'");
     }
+  }
+  // How many calls a host may have in one worker process at once (process_options::lanes):
+  // KNIT_PROCESS_LANES=1..32, default 32. Why so deep: on a CPU the event loop shares with
+  // its worker process, the child is given CPU only while it has calls, and it gets new
+  // ones only at the loop's next drain, after its batch of socket events; a thread worker
+  // takes from the whole queue. Measured (bench/results/process-lanes): saturating heavy
+  // throughput on one CPU rose from 0.30x thread mode's at 1 lane to 0.98x at 32. What it
+  // costs: a slow call holds up to 31 others behind it in its child, which the queue-wait
+  // deadline (KNIT_MAX_QUEUE_WAIT_MS) still gives up on (a call behind is still queued);
+  // and address space, 32 x 2 arenas per child (memory only for the pages calls write).
+  options.lanes = 32;
+  if (const char* lanes = std::getenv("KNIT_PROCESS_LANES")) {
+    const std::string text = lanes;
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
+        value > 32) {
+      throw knit::config_error("KNIT_PROCESS_LANES must be 1 .. 32, not '" + text + "'");
+    }
+    options.lanes = value;
   }
   std::size_t megabytes = 1024;
   if (const char* mb = std::getenv("KNIT_WORKER_MEMORY_MB")) {

@@ -429,7 +429,9 @@ TEST(process_isolation, a_killed_worker_is_replaced_at_once_with_only_its_own_fd
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
-TEST(process_isolation, several_event_loops_share_the_worker_processes) {
+// Each event loop calls worker processes of its own (the host ring: KNIT_THREADS of them per
+// loop); every one of them ends with the server.
+TEST(process_isolation, several_event_loops_call_worker_processes_that_end_with_the_server) {
   server_process server(process_env({{"KNIT_THREADS", "2"}, {"KNIT_HOSTS", "2"}}));
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   for (int i = 0; i < 20; ++i) {
@@ -440,7 +442,7 @@ TEST(process_isolation, several_event_loops_share_the_worker_processes) {
   }
   const std::vector<pid_t> kids = live_children_of(server.pid());
   EXPECT_GE(kids.size(), 1U);
-  EXPECT_LE(kids.size(), 2U);
+  EXPECT_LE(kids.size(), 4U);  // 2 loops x 2
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
   for (pid_t kid : kids) EXPECT_TRUE(ends(kid, server.pid())) << kid;
 }
