@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The host <-> child ring's figures (process_options::host_ring, KNIT_PROCESS_HOST_RING=1)
-# against the proxy path (a pool worker thread forwarding each call) and a thread worker,
-# this build and a peer build's proxy path interleaved in one run: read the ratios.
+# The host <-> child ring's figures (process_options::host_ring, the default) against the
+# proxy path (KNIT_PROCESS_HOST_RING=0: a pool worker thread forwarding each call) and a
+# thread worker, this build and a peer build's proxy path interleaved in one run: read the
+# ratios.
 # Writes into OUT (default bench/results/process-ring):
 #   hop.txt           knit-process-hop pool | ring | direct | thread (+ the peer's pool), one
 #                     call at a time, 0 B and 64 KiB, spin 0 and 20 us, REPS rounds interleaved
 #   hop-strace-*.txt  system calls per call (strace -f -c, spin 0, 2,000 calls)
 #   bench.txt         knit-process-bench (round trip, burst, 64 KiB): proxy, ring, the peer's
 #   server/           knit-bench of bench/process/ring_plan.json (knit-server pooled, one
-#                     worker: thread, process proxy, process ring; saturating and fixed
-#                     rate; server on CPU 0, knit-load on CPU 1), summarised in
-#                     server-summary.txt
+#                     worker: thread, process proxy, process ring, ring without sandbox;
+#                     saturating and fixed rate; server on CPU 0, knit-load on CPU 1),
+#                     summarised in server-summary.txt
 #   machine.txt       load average before and after each part
 #
 #   bench/process/ring_figures.sh [PEER_DIR] [OUT]
@@ -63,7 +64,7 @@ if part bench; then
       echo "## rep $rep: peer (proxy)"
       "$PEER/knit-process-bench" "$ITER"
       echo "## rep $rep: this build, proxy"
-      "$BIN/knit-process-bench" "$ITER"
+      KNIT_PROCESS_HOST_RING=0 "$BIN/knit-process-bench" "$ITER"
       echo "## rep $rep: this build, ring (KNIT_PROCESS_HOST_RING=1)"
       KNIT_PROCESS_HOST_RING=1 "$BIN/knit-process-bench" "$ITER"
     done
@@ -103,13 +104,15 @@ def ratio(a, b, f):
 print()
 for label, a, b, f in [
     ("saturating heavy rps, ring / thread", ("ring-t1", "sat"), ("thread-t1", "sat"), heavy),
-    ("saturating heavy rps, proxy / thread", ("process-t1", "sat"), ("thread-t1", "sat"), heavy),
+    ("saturating heavy rps, proxy / thread", ("proxy-t1", "sat"), ("thread-t1", "sat"), heavy),
     ("saturating heavy rps per server core, ring / thread", ("ring-t1", "sat"),
      ("thread-t1", "sat"), lambda r: heavy(r) / r["cores"]),
     ("fixed-rate CPU-us/req, ring / thread", ("ring-t1", "rate"), ("thread-t1", "rate"),
      lambda r: r["cpu_us_per_req"]),
-    ("fixed-rate CPU-us/req, proxy / thread", ("process-t1", "rate"), ("thread-t1", "rate"),
+    ("fixed-rate CPU-us/req, proxy / thread", ("proxy-t1", "rate"), ("thread-t1", "rate"),
      lambda r: r["cpu_us_per_req"]),
+    ("fixed-rate CPU-us/req, ring sandbox strict / off", ("ring-t1", "rate"),
+     ("ring-nosandbox-t1", "rate"), lambda r: r["cpu_us_per_req"]),
 ]:
     med, per = ratio(a, b, f)
     print(f"{label}: median {med:.3f} (per repetition {' / '.join(f'{x:.3f}' for x in per)})")
