@@ -70,7 +70,7 @@ knit::process_options heavy_process_options() {
   // its worker process, the child is given CPU only while it has calls, and it gets new
   // ones only at the loop's next drain, after its batch of socket events; a thread worker
   // takes from the whole queue. Measured (bench/results/process-lanes): saturating heavy
-  // throughput on one CPU rose from 0.30x thread mode's at 1 lane to 0.98x at 32. What it
+  // throughput on one CPU rose from 0.43x thread mode's at 1 lane to 0.97x at 32. What it
   // costs: a slow call holds up to 31 others behind it in its child, which the queue-wait
   // deadline (KNIT_MAX_QUEUE_WAIT_MS) still gives up on (a call behind is still queued);
   // and address space, 32 x 2 arenas per child (memory only for the pages calls write).
