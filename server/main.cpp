@@ -26,7 +26,10 @@
 // children named knit-worker-N; a task that crashes gets 500 and the server lives on;
 // docs/process-workers.md). KNIT_WORKER_SANDBOX=strict|off (default strict: each worker
 // process runs under a seccomp filter and resource limits) KNIT_WORKER_MEMORY_MB (default
-// 1024: the address space a worker process's tasks may add; 0 = no limit).
+// 1024: the address space a worker process's tasks may add; 0 = no limit)
+// KNIT_PROCESS_HOST_RING=0|1 (default 1: each loop calls its worker processes through their
+// shared mappings; 0: through a pool worker thread each) KNIT_PROCESS_LANES=1..32 (default
+// 32: the calls a loop may have in one worker process at once).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients

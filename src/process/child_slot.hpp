@@ -10,7 +10,7 @@ namespace knit::detail {
 
 struct child_slot {
   region_header* header = nullptr;
-  lane_words* lane = nullptr;  // the lane of the call being served
+  lane_words* lane = nullptr;    // the lane of the call being served
   char* answer_arena = nullptr;  // that lane's
   std::size_t arena_bytes = 0;
   int answer_fd = -1;

@@ -549,13 +549,12 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
   if (!s.flights.empty() && s.flights.front().seq == killed_seq) {
     end_flights(s, std::make_exception_ptr(process_error(code, message)));
   } else {
-    end_flights(s,
-                std::make_exception_ptr(process_error(
-                    errc::worker_crashed,
-                    who(s, s.flights.empty() ? task : s.flights.front().job->task) +
-                        ": the worker was killed as this call may have started (the call "
-                        "before it ran past its limit: " +
-                        message + ")")));
+    end_flights(s, std::make_exception_ptr(process_error(
+                       errc::worker_crashed,
+                       who(s, s.flights.empty() ? task : s.flights.front().job->task) +
+                           ": the worker was killed as this call may have started (the call "
+                           "before it ran past its limit: " +
+                           message + ")")));
   }
 }
 

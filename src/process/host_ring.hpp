@@ -147,12 +147,12 @@ class process_host_ring {
   struct seat {
     std::shared_ptr<worker_box> box;
     std::optional<child_process> child;
-    std::uint64_t seq = 0;  // the last request sent (over every child of the seat)
-    bool dead = false;      // its pidfd turned readable (an edge, kept until handled)
+    std::uint64_t seq = 0;       // the last request sent (over every child of the seat)
+    bool dead = false;           // its pidfd turned readable (an edge, kept until handled)
     std::deque<flight> flights;  // the calls in the child, oldest (running) first
     unsigned next_lane = 0;      // the lane of the next call sent (0 for a new child)
     std::array<std::uint64_t, region_max_lanes> lane_answered{};  // answer_seq last taken
-    steady::time_point stuck_at = steady::time_point::max();  // the oldest call's limit
+    steady::time_point stuck_at = steady::time_point::max();      // the oldest call's limit
   };
   struct queued {
     call_base* call;

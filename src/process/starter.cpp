@@ -385,9 +385,9 @@ child_process start_child(unsigned number, const process_options& options) {
   sandbox.strict = options.sandbox == process_sandbox::strict ? 1 : 0;
   sandbox.open_files = options.open_files;
   sandbox.memory_limit = options.memory_limit;
-  child_process c = spawn_child(options.worker_executable, number, options.arena_bytes,
-                                options.lanes, static_cast<std::uint64_t>(options.spin.count()),
-                                sandbox);
+  child_process c =
+      spawn_child(options.worker_executable, number, options.arena_bytes, options.lanes,
+                  static_cast<std::uint64_t>(options.spin.count()), sandbox);
   const std::string who = "knit: process worker knit-worker-" + std::to_string(number) + " (pid " +
                           std::to_string(c.pid) + ", " + options.worker_executable + ")";
   region_header& header = c.region.header();

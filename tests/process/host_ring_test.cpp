@@ -96,14 +96,14 @@ TEST_F(process_host_ring, a_child_asleep_as_a_request_is_published_is_woken) {
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());  // the child is up, then idles
   static std::atomic<int> seen_asleep{0};
   seen_asleep = 0;
-  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header& h,
-                                 knit::detail::lane_words&) {
-    if (p != knit::detail::ring_point::host_publishing_request) return;
-    if (within_5s([&] { return knit::detail::load(h.child_sleeping) == 1; })) ++seen_asleep;
-    // Not a timing assertion: room for the child to take a left-over wake, find no new
-    // request and go back to sleep in poll, where only the request's ring can reach it.
-    std::this_thread::sleep_for(50ms);
-  });
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header& h, knit::detail::lane_words&) {
+        if (p != knit::detail::ring_point::host_publishing_request) return;
+        if (within_5s([&] { return knit::detail::load(h.child_sleeping) == 1; })) ++seen_asleep;
+        // Not a timing assertion: room for the child to take a left-over wake, find no new
+        // request and go back to sleep in poll, where only the request's ring can reach it.
+        std::this_thread::sleep_for(50ms);
+      });
   int done = 0;
   std::string out;
   ASSERT_FALSE(knit::submit_process(pool, "echo", "wake", [&](knit::result<std::string> r) {
@@ -123,16 +123,16 @@ TEST_F(process_host_ring, an_answer_published_as_the_host_goes_to_sleep_wakes_it
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   static std::atomic<int> answered_behind{0};
   answered_behind = 0;
-  knit::detail::set_ring_hook([](knit::detail::ring_point p, knit::detail::region_header&,
-                                 knit::detail::lane_words& lane) {
-    if (p != knit::detail::ring_point::host_read_answers || answered_behind != 0) return;
-    const std::uint64_t seq = knit::detail::load(lane.request_seq);
-    if (within_5s([&] {
-          return knit::detail::load(lane.answer_seq, std::memory_order_acquire) == seq;
-        })) {
-      ++answered_behind;
-    }
-  });
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header&, knit::detail::lane_words& lane) {
+        if (p != knit::detail::ring_point::host_read_answers || answered_behind != 0) return;
+        const std::uint64_t seq = knit::detail::load(lane.request_seq);
+        if (within_5s([&] {
+              return knit::detail::load(lane.answer_seq, std::memory_order_acquire) == seq;
+            })) {
+          ++answered_behind;
+        }
+      });
   int done = 0;
   std::string out;
   ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "20", [&](knit::result<std::string> r) {
@@ -275,15 +275,16 @@ TEST_F(process_host_ring, thread_calls_beside_process_calls_wake_the_host) {
     const int want = done + 2;
     int value = 0;
     std::string echoed;
-    ASSERT_FALSE(pool.submit([](int x) { return x + 1; }, round, [&](knit::result<int> r) {
-      value = r.ok() ? r.value() : -1;
-      ++done;
-    }));
-    ASSERT_FALSE(knit::submit_process(pool, "echo", std::to_string(round),
-                                      [&](knit::result<std::string> r) {
-                                        echoed = r.ok() ? r.value() : knit::failure_message(r);
-                                        ++done;
-                                      }));
+    ASSERT_FALSE(pool.submit([](int x) { return x + 1; }, round,
+                             [&](knit::result<int> r) {
+                               value = r.ok() ? r.value() : -1;
+                               ++done;
+                             }));
+    ASSERT_FALSE(
+        knit::submit_process(pool, "echo", std::to_string(round), [&](knit::result<std::string> r) {
+          echoed = r.ok() ? r.value() : knit::failure_message(r);
+          ++done;
+        }));
     ASSERT_TRUE(wait_woken(pool, done, want)) << "round " << round;
     EXPECT_EQ(value, round + 1);
     EXPECT_EQ(echoed, std::to_string(round));

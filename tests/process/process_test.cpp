@@ -103,20 +103,19 @@ TEST_P(process_crash_test, fails_its_own_call_and_the_rest_succeed) {
 
 INSTANTIATE_TEST_SUITE_P(
     each_way, process_crash_test,
-    testing::Values(crash_case{"segv", "", "killed by signal 11 (SIGSEGV)"},
-                    crash_case{"abort", "", "killed by signal 6 (SIGABRT)"},
-                    crash_case{"exit3", "", "exited with code 3"},
-                    crash_case{"stack_overflow", "", "killed by signal 11 (SIGSEGV)"},
-                    // The scribble (every header word 0xff) may be seen before the death: a
-                    // host spinning for the answer sees answer_seq move and finds the words
-                    // broken; a host asleep in poll wakes to the death. Either fails the call.
-                    crash_case{"scribble_crash", "", "killed by signal 11 (SIGSEGV)",
-                               "broke the protocol (answer_seq 18446744073709551615", true},
-                    crash_case{"scribble_answer", "seq", "broke the protocol (answer_seq",
-                               nullptr, true},
-                    crash_case{"scribble_answer", "status", "answer_status 99 out of range",
-                               nullptr, true},
-                    crash_case{"scribble_answer", "bytes", "over the arena", nullptr, true}),
+    testing::Values(
+        crash_case{"segv", "", "killed by signal 11 (SIGSEGV)"},
+        crash_case{"abort", "", "killed by signal 6 (SIGABRT)"},
+        crash_case{"exit3", "", "exited with code 3"},
+        crash_case{"stack_overflow", "", "killed by signal 11 (SIGSEGV)"},
+        // The scribble (every header word 0xff) may be seen before the death: a
+        // host spinning for the answer sees answer_seq move and finds the words
+        // broken; a host asleep in poll wakes to the death. Either fails the call.
+        crash_case{"scribble_crash", "", "killed by signal 11 (SIGSEGV)",
+                   "broke the protocol (answer_seq 18446744073709551615", true},
+        crash_case{"scribble_answer", "seq", "broke the protocol (answer_seq", nullptr, true},
+        crash_case{"scribble_answer", "status", "answer_status 99 out of range", nullptr, true},
+        crash_case{"scribble_answer", "bytes", "over the arena", nullptr, true}),
     [](const testing::TestParamInfo<crash_case>& info) {
       return std::string(info.param.task) + (info.param.bytes[0] ? "_" : "") + info.param.bytes;
     });

@@ -367,6 +367,18 @@ TEST(process_isolation, a_host_ring_setting_it_does_not_know_stops_the_server) {
       << bad.stderr_text();
 }
 
+// KNIT_PROCESS_LANES takes 1 .. 32; anything else: exit 2 naming it, before listening.
+TEST(process_isolation, a_lane_count_out_of_range_stops_the_server) {
+  for (const char* value : {"0", "33", "4x", "-1", "99999999999999999999"}) {
+    server_process bad(process_env({{"KNIT_PROCESS_LANES", value}}));
+    EXPECT_EQ(bad.wait_exit(), 2) << value;
+    EXPECT_NE(bad.stderr_text().find(std::string("KNIT_PROCESS_LANES must be 1 .. 32, not '") +
+                                     value + "'"),
+              std::string::npos)
+        << bad.stderr_text();
+  }
+}
+
 // A worker process that cannot start: the server exits 1 before it listens, with one line
 // naming the cause, and leaves no child behind.
 TEST(process_isolation, a_worker_that_cannot_start_stops_the_server_before_it_listens) {
