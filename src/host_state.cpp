@@ -217,6 +217,11 @@ std::size_t host_state::drain_steps(bool reset_doorbell) {
     // readable, and the reset reads it only then (no EAGAIN read per drain).
     const std::vector<call_base*>& finished = ring_->step();
     if (reset_doorbell) bell_.reset(ring_->bell_rang());
+    // Its stuck kills are this host's declarations, as its stuck scan's (check_stuck).
+    if (const std::uint64_t seen = counters_.ring_calls_stuck.get(); ring_->calls_stuck() > seen) {
+      counters_.calls_stuck.add(ring_->calls_stuck() - seen);
+      counters_.ring_calls_stuck.add(ring_->calls_stuck() - seen);
+    }
     for (call_base* c : finished) complete_quietly(c);
   } else if (reset_doorbell) {
     bell_.reset();

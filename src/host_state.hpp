@@ -129,6 +129,9 @@ class host_state {
 
   // Any thread: this host's counters (single-writer relaxed atomics).
   host_stats stats() const noexcept;
+  // Calls the host ring declared stuck (in stats().calls_stuck too): no seat was retired
+  // for them, so the pool adds them to its retirements. Any thread.
+  std::uint64_t ring_calls_stuck() const noexcept { return counters_.ring_calls_stuck.get(); }
 
   // Workers: the ring into seat `w`, and the hand-back of a finished or skipped record.
   job_ring<call_base*>& ring(unsigned w) noexcept { return *rings_[w]; }

@@ -142,6 +142,7 @@ pool_stats pool_impl::stats() const {
     s.calls_cancelled += one.calls_cancelled;
     s.calls_timed_out += one.calls_timed_out;
     s.calls_failed += one.calls_failed;
+    s.calls_stuck += host_states_[h]->ring_calls_stuck();
     s.host_wakes += one.host_wakes;
     s.completion_batches += one.completion_batches;
     if (list && host_in_use_[h]) s.hosts.push_back(one);

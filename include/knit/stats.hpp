@@ -58,7 +58,8 @@ struct KNIT_API pool_stats {
   std::uint64_t host_wakes = 0;        ///< FUTEX_WAKE syscalls issued by the host.
   std::uint64_t completion_batches = 0;  ///< drain() rounds that found at least one result.
   /// Running calls given up on (stuck_after or shutdown's deadline), from any host: counted
-  /// when that host retires their worker.
+  /// when that host retires their worker, or (a process call on the host ring) kills its
+  /// child for its stuck limit.
   std::uint64_t calls_stuck = 0;
   std::uint64_t workers_replaced = 0;  ///< Retired workers whose seat got a fresh thread.
   std::uint64_t retired_running =

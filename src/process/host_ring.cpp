@@ -537,6 +537,7 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
   at_ring_point(ring_point::host_killing_child, h, lane);
   // A kill, not a crash: counted before the reap (whoever sees it gone sees it counted).
   counters().killed.fetch_add(1, std::memory_order_relaxed);
+  if (stuck) ++calls_stuck_;
   const std::uint64_t killed_seq = oldest.seq;
   std::string message =
       who(s, task) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");

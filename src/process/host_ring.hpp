@@ -133,6 +133,9 @@ class process_host_ring {
   std::size_t give_up();
   // Calls this ring holds (queued or running).
   std::size_t held() const noexcept { return queue_.size() + in_children_; }
+  // Running calls whose child this ring killed for their stuck limit, ever (the host's
+  // calls_stuck counts them, as its stuck scan counts a worker thread's).
+  std::uint64_t calls_stuck() const noexcept { return calls_stuck_; }
 
  private:
   using steady = std::chrono::steady_clock;
@@ -193,6 +196,7 @@ class process_host_ring {
   std::vector<call_base*> handed_;    // what the last step returned
   std::vector<epoll_event> events_;
   bool bell_rang_ = true;
+  std::uint64_t calls_stuck_ = 0;
 };
 
 }  // namespace knit::detail

@@ -223,6 +223,10 @@ TEST_F(process_host_ring, a_running_call_past_its_limit_kills_and_replaces_its_c
   EXPECT_EQ(r.error(), knit::errc::stuck) << knit::failure_message(r);
   EXPECT_NE(knit::failure_message(r).find("killed by signal 9"), std::string::npos)
       << knit::failure_message(r);
+  // Declared stuck by this host, as its stuck scan declares a worker thread's call; no
+  // worker thread was retired for it.
+  EXPECT_EQ(pool.stats().calls_stuck, 1u);
+  EXPECT_EQ(pool.stats().workers_replaced, 0u);
   // The replacement up before the next call, whose deadline must find it running, not
   // waiting for a start (a slow start under a sanitizer outlasts 100 ms).
   ASSERT_TRUE(run_one(pool, "pid", "").ok());
@@ -230,6 +234,7 @@ TEST_F(process_host_ring, a_running_call_past_its_limit_kills_and_replaces_its_c
   deadline.timeout = 100ms;
   r = run_one(pool, "sleep_pid", "10000", deadline);
   EXPECT_EQ(r.error(), knit::errc::timed_out);
+  EXPECT_EQ(pool.stats().calls_stuck, 1u);  // a deadline's kill is no stuck call
   const std::string next = run_one(pool, "pid", "").value();
   EXPECT_NE(next, first);
   const auto after = knit::current_process_stats();
