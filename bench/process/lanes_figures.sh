@@ -10,25 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH=${1:-build/bin/knit-bench}
 OUT=${2:-bench/results/process-lanes}
-BIN=build/bin
 mkdir -p "$OUT"
 machine() { echo "# $1 $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
 {
   echo "# $(git rev-parse --short HEAD) ($(git status --porcelain | wc -l) files changed)"
   machine before
 } >"$OUT/machine.txt"
-plan=$(mktemp)
-python3 - "${WINDOW_S:-8}" "${REPS:-3}" >"$plan" <<'PY'
-import json, sys
-plan = json.load(open("bench/process/lanes_plan.json"))
-plan["window_s"], plan["repeat"] = int(sys.argv[1]), int(sys.argv[2])
-print(json.dumps(plan))
-PY
-rm -rf "$OUT/server"
-"$BENCH" run --plan "$plan" --server "$BIN/knit-server" --load "$BIN/knit-load" \
-  --server-cpus 0 --gen-cpus 1 --foreign-retries 0 --no-charts --out "$OUT/server" \
-  >"$OUT/server-run.log" 2>&1 || { tail -20 "$OUT/server-run.log" >&2; exit 1; }
-rm -f "$plan"
+BENCH=$BENCH bench/process/server_plan.sh bench/process/lanes_plan.json "$OUT" \
+  "${WINDOW_S:-}" "${REPS:-}"
 machine after >>"$OUT/machine.txt"
 python3 - "$OUT/server/rows.jsonl" >"$OUT/summary.txt" <<'PY'
 import json, statistics, sys

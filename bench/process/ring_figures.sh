@@ -16,7 +16,9 @@
 #
 #   bench/process/ring_figures.sh [PEER_DIR] [OUT]
 # Environment: PARTS=hop,bench,server (default all); REPS (3); CALLS (5000, hop);
-# ITER (5000, knit-process-bench); WINDOW_S (the plan's window, 8; the issue asks 30).
+# ITER (5000, knit-process-bench); WINDOW_S (the plan's window, 8; the issue asks 30); the
+# server part drives this build's knit-bench (bench/process/server_plan.sh), the peer is
+# only in the hop and bench parts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PEER=${1:-/work/peer-574c365}
@@ -74,18 +76,7 @@ fi
 
 if part server; then
   machine "server before" >>"$OUT/machine.txt"
-  plan=$(mktemp)
-  python3 - "$WINDOW_S" >"$plan" <<'PY'
-import json, sys
-plan = json.load(open("bench/process/ring_plan.json"))
-plan["window_s"] = int(sys.argv[1])
-print(json.dumps(plan))
-PY
-  rm -rf "$OUT/server"
-  "$PEER/knit-bench" run --plan "$plan" --server "$BIN/knit-server" --load "$BIN/knit-load" \
-    --server-cpus 0 --gen-cpus 1 --foreign-retries 0 --no-charts --out "$OUT/server" \
-    >"$OUT/server-run.log" 2>&1 || { tail -20 "$OUT/server-run.log" >&2; exit 1; }
-  rm -f "$plan"
+  bench/process/server_plan.sh bench/process/ring_plan.json "$OUT" "$WINDOW_S" "$REPS"
   python3 - "$OUT/server/rows.jsonl" >"$OUT/server-summary.txt" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
