@@ -1,8 +1,10 @@
 // knit-process-recovery: how fast a pool of process workers recovers when a child is killed
 // under load, and which calls the death fails (docs/process-workers.md).
 //
-// A pool of 2 worker threads (so 2 children). C client threads, each an attached host
-// (knit::pool_host), submit process calls back to back, one at a time: task "pid_after"
+// A pool of 2 worker threads: 2 children on the proxy path (KNIT_PROCESS_HOST_RING=0), 2 per
+// client on the host ring (the default: each host calls children of its own). C client
+// threads, each an attached host (knit::pool_host), submit process calls back to back, one
+// at a time: task "pid_after"
 // spins ~task-us of CPU in the child, then answers the child's pid, so a client knows which
 // child answered. A killer thread does K kills: each picks a live child (a child of this
 // process named knit-worker-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs
@@ -60,8 +62,8 @@ struct settings {
   long gap_ms = 20;
   bool library_crash_loop = false;
   // Each kill lands on an idle child: the clients hold off, the kill waits until no call is
-  // in flight, and they go on once the replacement is up (children_live back to 2), so the
-  // first call on the replacement shows whether a call after a recovery pays a spawn.
+  // in flight, and they go on once the replacement is up (children_live back to what it was), so
+  // the first call on the replacement shows whether a call after a recovery pays a spawn.
   bool idle_kills = false;
 };
 
@@ -287,7 +289,8 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
       std::lock_guard lock(obs.m);
       arrivals_before = obs.arrivals.size();
     }
-    const std::uint64_t started_before = knit::current_process_stats().children_started;
+    const knit::process_stats before_kill = knit::current_process_stats();
+    const std::uint64_t started_before = before_kill.children_started;
     const auto killed_at = clock_type::now();
     ::kill(*pid, SIGKILL);
     clock_type::time_point replaced_at, first_submitted;
@@ -297,7 +300,9 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
       const auto until = clock_type::now() + std::chrono::seconds(30);
       for (;;) {
         const knit::process_stats st = knit::current_process_stats();
-        if (st.children_started > started_before && st.children_live == 2) break;
+        if (st.children_started > started_before && st.children_live == before_kill.children_live) {
+          break;
+        }
         if (clock_type::now() > until) {
           std::fprintf(stderr, "knit-process-recovery: kill %d: no replacement started\n", i);
           return false;
