@@ -52,7 +52,8 @@ void host_state::attach() noexcept {
   bell_.reset();  // a previous host at this index may have left it signalled
   if (!ring_) {
     try {
-      ring_ = process_host_ring::make_if_enabled(bell_.fd(), shared_.seat_count);
+      ring_ = process_host_ring::make_if_enabled(bell_.fd(), shared_.seat_count,
+                                                 counters_.ring_calls_stuck);
     } catch (...) {  // no epoll fd: process calls take the worker threads, as without it
     }
     if (ring_) ring_fd_ = ring_->fd();
@@ -217,11 +218,6 @@ std::size_t host_state::drain_steps(bool reset_doorbell) {
     // readable, and the reset reads it only then (no EAGAIN read per drain).
     const std::vector<call_base*>& finished = ring_->step();
     if (reset_doorbell) bell_.reset(ring_->bell_rang());
-    // Its stuck kills are this host's declarations, as its stuck scan's (check_stuck).
-    if (const std::uint64_t seen = counters_.ring_calls_stuck.get(); ring_->calls_stuck() > seen) {
-      counters_.calls_stuck.add(ring_->calls_stuck() - seen);
-      counters_.ring_calls_stuck.add(ring_->calls_stuck() - seen);
-    }
     for (call_base* c : finished) complete_quietly(c);
   } else if (reset_doorbell) {
     bell_.reset();

@@ -29,9 +29,6 @@ struct single_writer_counter {
   void bump() noexcept {
     value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  void add(std::uint64_t n) noexcept {
-    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
   std::uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
 };
 
@@ -40,8 +37,9 @@ struct single_writer_counter {
 struct host_counters {
   single_writer_counter calls_submitted, calls_completed, calls_rejected, calls_backlogged,
       calls_cancelled, calls_timed_out, calls_failed, calls_stuck, host_wakes, completion_batches;
-  // The part of calls_stuck that the host ring declared (its child killed, no worker seat
-  // retired): pool::stats adds it to the retirements it counts as the pool's calls_stuck.
+  // Running calls the host ring declared stuck (their child killed, no worker seat retired),
+  // bumped by the ring itself: host_stats::calls_stuck is both counts, and pool::stats adds
+  // this one to the retirements it counts as the pool's calls_stuck.
   single_writer_counter ring_calls_stuck;
 
   host_stats snapshot(unsigned index) const noexcept {
@@ -54,7 +52,7 @@ struct host_counters {
     s.calls_cancelled = calls_cancelled.get();
     s.calls_timed_out = calls_timed_out.get();
     s.calls_failed = calls_failed.get();
-    s.calls_stuck = calls_stuck.get();
+    s.calls_stuck = calls_stuck.get() + ring_calls_stuck.get();
     s.host_wakes = host_wakes.get();
     s.completion_batches = completion_batches.get();
     return s;

@@ -18,6 +18,7 @@
 
 #include "call_state.hpp"
 #include "invariant.hpp"
+#include "pool_shared.hpp"
 #include "process/answer_check.hpp"
 #include "process/counters.hpp"
 #include "process/sandbox.hpp"
@@ -81,21 +82,23 @@ std::string run_process_job(process_job& job) {
 
 void set_ring_hook(ring_hook f) noexcept { hook.store(f, std::memory_order_relaxed); }
 
-std::unique_ptr<process_host_ring> process_host_ring::make_if_enabled(int bell_fd,
-                                                                      unsigned children) {
+std::unique_ptr<process_host_ring> process_host_ring::make_if_enabled(
+    int bell_fd, unsigned children, single_writer_counter& calls_stuck) {
   process_options options = current_process_options();
   // A program with no process task registered makes no process call: its hosts keep the
   // doorbell itself as their completion_fd.
   if (task_registry::instance().count() == 0 || !ring_wanted(options)) return nullptr;
-  return std::make_unique<process_host_ring>(bell_fd, children, std::move(options));
+  return std::make_unique<process_host_ring>(bell_fd, children, std::move(options), calls_stuck);
 }
 
-process_host_ring::process_host_ring(int bell_fd, unsigned children, process_options options)
+process_host_ring::process_host_ring(int bell_fd, unsigned children, process_options options,
+                                     single_writer_counter& calls_stuck)
     : options_(std::move(options)),
       children_(children),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       starts_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      seats_() {
+      seats_(),
+      calls_stuck_(calls_stuck) {
   if (!epoll_ || !starts_) {
     throw std::system_error(errno, std::generic_category(), "knit: host ring");
   }
@@ -537,7 +540,7 @@ void process_host_ring::check_seat(seat& s, steady::time_point now, bool clock_r
   at_ring_point(ring_point::host_killing_child, h, lane);
   // A kill, not a crash: counted before the reap (whoever sees it gone sees it counted).
   counters().killed.fetch_add(1, std::memory_order_relaxed);
-  if (stuck) ++calls_stuck_;
+  if (stuck) calls_stuck_.bump();
   const std::uint64_t killed_seq = oldest.seq;
   std::string message =
       who(s, task) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");

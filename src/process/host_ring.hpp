@@ -87,6 +87,8 @@
 
 namespace knit::detail {
 
+struct single_writer_counter;  // pool_shared.hpp
+
 // The job submit_process offered on this thread, taken (and the offer withdrawn).
 std::shared_ptr<process_job> take_offered_process_job() noexcept;
 
@@ -106,9 +108,12 @@ class process_host_ring {
   // Null unless process_options::host_ring (KNIT_PROCESS_HOST_RING=0|1 decides instead)
   // and some process task is registered. `bell_fd`: the
   // host's own doorbell eventfd; `children`: how many children this host calls (the
-  // pool's worker threads).
-  static std::unique_ptr<process_host_ring> make_if_enabled(int bell_fd, unsigned children);
-  process_host_ring(int bell_fd, unsigned children, process_options options);
+  // pool's worker threads); `calls_stuck`: the host's counter of the running calls whose
+  // child this ring kills for their stuck limit (bumped on the host's thread).
+  static std::unique_ptr<process_host_ring> make_if_enabled(int bell_fd, unsigned children,
+                                                            single_writer_counter& calls_stuck);
+  process_host_ring(int bell_fd, unsigned children, process_options options,
+                    single_writer_counter& calls_stuck);
   ~process_host_ring();
   process_host_ring(const process_host_ring&) = delete;
   process_host_ring& operator=(const process_host_ring&) = delete;
@@ -133,9 +138,6 @@ class process_host_ring {
   std::size_t give_up();
   // Calls this ring holds (queued or running).
   std::size_t held() const noexcept { return queue_.size() + in_children_; }
-  // Running calls whose child this ring killed for their stuck limit, ever (the host's
-  // calls_stuck counts them, as its stuck scan counts a worker thread's).
-  std::uint64_t calls_stuck() const noexcept { return calls_stuck_; }
 
  private:
   using steady = std::chrono::steady_clock;
@@ -196,7 +198,7 @@ class process_host_ring {
   std::vector<call_base*> handed_;    // what the last step returned
   std::vector<epoll_event> events_;
   bool bell_rang_ = true;
-  std::uint64_t calls_stuck_ = 0;
+  single_writer_counter& calls_stuck_;
 };
 
 }  // namespace knit::detail
