@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 PLAN OUT [WINDOW_S] [REPS]" >&2; exit 2; }
 PLAN_FILE=$1
+[ -r "$PLAN_FILE" ] || { echo "$0: cannot read the plan $PLAN_FILE" >&2; exit 2; }
 OUT=$2
 BIN=build/bin
 BENCH=${BENCH:-$BIN/knit-bench}
