@@ -65,12 +65,15 @@ struct settings {
   // in flight, and they go on once the replacement is up (children_live back to what it was), so
   // the first call on the replacement shows whether a call after a recovery pays a spawn.
   bool idle_kills = false;
+  // process_options::spare_child: each worker keeps a spare child up, which replaces the
+  // killed one with no spawn on the way to the next answer.
+  bool spare = false;
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
-               "[--gap-ms G] [--library-crash-loop] [--idle-kills]\n"
+               "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare]\n"
                "  A pool of 2 process workers under C client threads (default 4) calling a\n"
                "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
                "  100, 1..999) of a live child by SIGKILL, G ms apart (default 20); prints the\n"
@@ -79,7 +82,9 @@ void usage(std::FILE* to) {
                "  10 s), which the default turns off (crash_loop_crashes = 1000).\n"
                "  --idle-kills: the clients pause for each kill (no call in flight) and go on\n"
                "  once the replacement is up: recovery is then kill -> replacement up, and\n"
-               "  the first call on the replacement's latency says whether it paid a spawn.\n");
+               "  the first call on the replacement's latency says whether it paid a spawn.\n"
+               "  --spare: process_options::spare_child (a spare child per worker, up and\n"
+               "  idle, takes over from the killed one; a new spare follows).\n");
 }
 
 std::optional<long> number(const char* text, long low, long high) {
@@ -103,6 +108,10 @@ int parse(int argc, char** argv, settings& s) {
     }
     if (a == "--idle-kills") {
       s.idle_kills = true;
+      continue;
+    }
+    if (a == "--spare") {
+      s.spare = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : "";
@@ -363,6 +372,7 @@ int main(int argc, char** argv) {
   const std::size_t fds_start = knit_test::open_fd_count();
   knit::process_options popts;
   if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
+  popts.spare_child = s.spare;
   knit::set_process_options(popts);
 
   observations obs;

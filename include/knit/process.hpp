@@ -108,6 +108,13 @@ struct KNIT_API process_options {
   /// environment variable KNIT_PROCESS_HOST_RING, when set, decides instead: 1 on, 0 off;
   /// any other value is ignored, with one line on stderr saying so.
   bool host_ring = true;
+  /// A spare child per worker: once a worker's child is taken for calls, one more is
+  /// started off the request path and kept handshaken and idle, so a crash or a kill is
+  /// replaced by a child that is already up (no spawn between the death and the next
+  /// answer), and a new spare is started at once (after the crash-loop backoff). It costs
+  /// one idle process per worker (its memory; no CPU while idle), counted in children_live.
+  /// Off by default.
+  bool spare_child = false;
 
   /// @throws config_error naming the first bad field.
   void validate() const;

@@ -65,6 +65,17 @@ knit::process_options heavy_process_options() {
       throw knit::config_error("KNIT_PROCESS_HOST_RING must be 0 or 1, not '" + text + "'");
     }
   }
+  // A spare worker process per worker, up and idle, that replaces a crashed or killed one
+  // without a spawn on the way to the next answer (process_options::spare_child):
+  // KNIT_WORKER_SPARE=0|1, default 0 (it costs one idle process per worker).
+  if (const char* spare = std::getenv("KNIT_WORKER_SPARE")) {
+    const std::string text = spare;
+    if (text == "1") {
+      options.spare_child = true;
+    } else if (text != "0" && !text.empty()) {
+      throw knit::config_error("KNIT_WORKER_SPARE must be 0 or 1, not '" + text + "'");
+    }
+  }
   // How many calls a host may have in one worker process at once (process_options::lanes):
   // KNIT_PROCESS_LANES=1..32, default 32. Why so deep: on a CPU the event loop shares with
   // its worker process, the child is given CPU only while it has calls, and it gets new

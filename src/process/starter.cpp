@@ -291,6 +291,13 @@ child_process worker_box::take_locked() {
   if (ready_) {
     child_process c = std::move(*ready_);
     ready_.reset();
+    // The spare (process_options::spare_child): the next child is started now, so the one
+    // taken is replaced, when it ends, by a child already up. At the crash loop's time: a
+    // spare taken after a crash is that crash's replacement, and the one after it a
+    // respawn, which a degraded worker's backoff holds back.
+    if (options_.spare_child && !abandoned_ && !scheduled_ && !failed_) {
+      schedule_locked(crash_loop_.respawn_at(crash_loop::clock::now()));
+    }
     return c;
   }
   if (abandoned_) throw process_error(errc::worker_start_failed, "knit: process worker stopped");

@@ -14,7 +14,9 @@
 // One worker_box per process worker (per pool worker thread's channel, or per worker started
 // ahead by process_workers), shared by its channel and the starter, its state under its
 // mutex. The channel owns the child it holds; the box holds a child only between the
-// starter's start and the channel's take():
+// starter's start and the channel's take(), which with process_options::spare_child starts
+// the next one at once: the box then holds a spare, handshaken, while the channel's child
+// lives, and the channel's next take() after a death returns it without a wait.
 //
 //   channel                         starter
 //   replace(id): first sighting of  on the pidfd of child `id` readable: replace(id).
@@ -65,7 +67,8 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   // worker with no child: the first call, or the call after a failed start).
   void want_child();
   // Waits for the scheduled start: the child, or the error of a start that failed (a failed
-  // start counts as a crash in the crash loop, as a crashed child does).
+  // start counts as a crash in the crash loop, as a crashed child does). With spare_child,
+  // a child taken schedules the next (the spare) at the crash loop's respawn time.
   child_process take();
   // take() without the wait, for a host ring (host_ring.hpp), which must not block: the
   // child or the failure (thrown as take() throws it) when the box holds one, else nullopt

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -356,6 +357,75 @@ TEST(process_isolation, the_sandbox_is_off_only_when_asked) {
   server_process bad(process_env({{"KNIT_WORKER_SANDBOX", "loose"}}));
   EXPECT_EQ(bad.wait_exit(), 2);
   EXPECT_NE(bad.stderr_text().find("KNIT_WORKER_SANDBOX"), std::string::npos) << bad.stderr_text();
+}
+
+// KNIT_WORKER_SPARE=1: after the first heavy request a spare worker process is up beside the
+// one taken; a crash mid-call fails that call with 500, the spare (alive before the crash)
+// takes the next, and a new spare follows. A value it does not know: exit 2 naming it.
+TEST(process_isolation, a_spare_worker_process_takes_over_from_a_crashed_one) {
+  server_process server(process_env(
+      {{"KNIT_THREADS", "1"}, {"KNIT_WORKER_SPARE", "1"}, {"KNIT_SSR_COST_US", "5000000"}}));
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  {
+    connection c(server.port());
+    ASSERT_TRUE(c.request("POST", "/jwt", kJwtBody));  // the worker takes its child
+  }
+  std::vector<pid_t> kids;
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while ((kids = worker_children(server.pid())).size() != 2 &&
+         std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(kids.size(), 2U) << "no spare beside the worker process";
+  std::vector<std::uint64_t> ticks;
+  for (pid_t kid : kids) {
+    const auto p = read_proc(kid);
+    ASSERT_TRUE(p);
+    ticks.push_back(p->cpu_ticks);
+  }
+  std::optional<http_response> crashed;
+  std::thread slow([&] {
+    connection c(server.port(), 120s);
+    crashed = c.request("POST", "/ssr", kSsrBody);
+  });
+  // The one inside the 5 s task is the taken child; the other is the spare.
+  pid_t busy = 0;
+  const auto busy_limit = std::chrono::steady_clock::now() + 60s;
+  while (busy == 0 && std::chrono::steady_clock::now() < busy_limit) {
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      const auto p = read_proc(kids[i]);
+      if (p && p->cpu_ticks >= ticks[i] + 5) busy = kids[i];
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_NE(busy, 0) << "neither worker process ran the task";
+  const pid_t spare = busy == kids[0] ? kids[1] : kids[0];
+  ::kill(busy, SIGKILL);
+  slow.join();
+  ASSERT_TRUE(crashed);
+  EXPECT_EQ(crashed->status, 500);
+  {
+    connection c(server.port());
+    const auto again = c.request("POST", "/jwt", kJwtBody);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 200);
+  }
+  while ((kids = worker_children(server.pid())).size() != 2 &&
+         std::chrono::steady_clock::now() < limit + 20s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(kids.size(), 2U) << "no new spare";
+  EXPECT_TRUE(std::find(kids.begin(), kids.end(), spare) != kids.end())
+      << "the spare is gone: the call after the crash did not take it";
+  EXPECT_TRUE(std::find(kids.begin(), kids.end(), busy) == kids.end());
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+  for (pid_t kid : kids) EXPECT_TRUE(ends(kid, server.pid()));
+
+  server_process bad(process_env({{"KNIT_WORKER_SPARE", "yes"}}));
+  EXPECT_EQ(bad.wait_exit(), 2);
+  EXPECT_NE(bad.stderr_text().find("KNIT_WORKER_SPARE must be 0 or 1, not 'yes'"),
+            std::string::npos)
+      << bad.stderr_text();
 }
 
 // KNIT_PROCESS_HOST_RING takes 0 or 1; anything else: exit 2 naming it, before listening.
