@@ -30,8 +30,8 @@
 // KNIT_PROCESS_HOST_RING=0|1 (default 1: each loop calls its worker processes through their
 // shared mappings; 0: through a pool worker thread each) KNIT_PROCESS_LANES=1..32 (default
 // 32: the calls a loop may have in one worker process at once) KNIT_WORKER_SPARE=0|1
-// (default 0; 1: a spare worker process per worker, idle, replaces a crashed one without a
-// spawn).
+// (default 1: a spare worker process per worker, idle, replaces a crashed one without a
+// spawn; 0: none).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients

@@ -1,16 +1,22 @@
 // knit-process-recovery: how fast a pool of process workers recovers when a child is killed
 // under load, and which calls the death fails (docs/process-workers.md).
 //
-// A pool of 2 worker threads: 2 children on the proxy path (KNIT_PROCESS_HOST_RING=0), 2 per
-// client on the host ring (the default: each host calls children of its own). C client
-// threads, each an attached host (knit::pool_host), submit process calls back to back, one
-// at a time: task "pid_after"
+// A pool of T worker threads (--threads; default 2 on the proxy path, 1 on the host ring):
+// T children on the proxy path (KNIT_PROCESS_HOST_RING=0), T per client on the host ring
+// (the default: each host calls children of its own). C client threads, each an attached
+// host (knit::pool_host), submit process calls back to back, one at a time: task "pid_after"
 // spins ~task-us of CPU in the child, then answers the child's pid, so a client knows which
-// child answered. A killer thread does K kills: each picks a live child (a child of this
-// process named knit-worker-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs
-// it, and waits for the first call to succeed on a pid never seen before (its replacement:
-// every other child has answered before the kill). Recovery = that call's completion (its
-// handler running on its client thread) minus the kill. Then a gap, and the next kill.
+// child answered. A killer thread waits until every child has answered (T, or C x T on the
+// ring), then does K kills: each picks a live child (a child of this process named
+// knit-worker-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs it, and waits
+// for the first call to succeed on a pid never seen before: its replacement, or with
+// --spare the spare that takes over (the line "alive at the kill" tells them apart).
+// Recovery = that call's completion (its handler running on its client thread) minus the
+// kill. Then a gap, and the next kill.
+// Why one child per client on the ring: a client calls one at a time, so with T > 1 children
+// its calls go to a live one and a killed one's replacement is never needed (it waits in its
+// box): the first new pid to answer would then be a child up long before the kill, and
+// the figure no recovery at all (refused: exit 2).
 // Calls that failed between a kill and the next one are that kill's.
 //
 // Prints: the run's length, the cores it used and the foreign load (other processes' CPU over
@@ -68,13 +74,21 @@ struct settings {
   // process_options::spare_child: each worker keeps a spare child up, which replaces the
   // killed one with no spawn on the way to the next answer.
   bool spare = false;
+  // Each child sleeps this long before worker_main (its handshake): a slower spawn, as on a
+  // machine where starting a process costs more (0 = as fast as this machine spawns).
+  long slow_start_ms = 0;
+  bool per_kill = false;  // one line per kill
+  unsigned threads = 0;   // pool worker threads; 0: 1 on the host ring, 2 on the proxy path
+  bool host_ring = true;  // resolved from the options and KNIT_PROCESS_HOST_RING
+  unsigned children = 0;  // the children calls go to: threads, or clients x threads (ring)
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
-               "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare]\n"
-               "  A pool of 2 process workers under C client threads (default 4) calling a\n"
+               "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare] [--slow-start-ms S] [--per-kill] [--threads T]\n"
+               "  A pool of T process workers (default 2; 1 on the host ring, which refuses more)\n"
+               "  under C client threads (default 4) calling a\n"
                "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
                "  100, 1..999) of a live child by SIGKILL, G ms apart (default 20); prints the\n"
                "  recovery (kill -> first answer from the replacement) and the failed calls\n"
@@ -84,7 +98,10 @@ void usage(std::FILE* to) {
                "  once the replacement is up: recovery is then kill -> replacement up, and\n"
                "  the first call on the replacement's latency says whether it paid a spawn.\n"
                "  --spare: process_options::spare_child (a spare child per worker, up and\n"
-               "  idle, takes over from the killed one; a new spare follows).\n");
+               "  idle, takes over from the killed one; a new spare follows).\n"
+               "  --slow-start-ms S: each child sleeps S ms (0..1000) before its handshake,\n"
+               "  standing in for a machine whose process start is slower.\n"
+               "  --per-kill: a line per kill (its pid, recovery, the pid that answered).\n");
 }
 
 std::optional<long> number(const char* text, long low, long high) {
@@ -110,6 +127,10 @@ int parse(int argc, char** argv, settings& s) {
       s.idle_kills = true;
       continue;
     }
+    if (a == "--per-kill") {
+      s.per_kill = true;
+      continue;
+    }
     if (a == "--spare") {
       s.spare = true;
       continue;
@@ -124,6 +145,10 @@ int parse(int argc, char** argv, settings& s) {
       s.task_us = *n;
     } else if (a == "--gap-ms" && (n = number(v, 0, 10'000))) {
       s.gap_ms = *n;
+    } else if (a == "--threads" && (n = number(v, 1, 8))) {
+      s.threads = static_cast<unsigned>(*n);
+    } else if (a == "--slow-start-ms" && (n = number(v, 0, 1000))) {
+      s.slow_start_ms = *n;
     } else {
       std::fprintf(stderr, "knit-process-recovery: bad option or value: %s %s\n", a.data(), v);
       usage(stderr);
@@ -249,6 +274,9 @@ struct kill_record {
   // killed child's worker thread).
   double first_latency_ms;
   double first_submitted_ms;
+  int killed_pid;
+  int answered_pid;       // the first pid never seen before to answer after the kill
+  bool answered_was_up;   // it was alive at the kill (a spare, or a child not yet seen)
 };
 
 // A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
@@ -267,10 +295,12 @@ std::optional<int> pick_child(observations& obs, std::mt19937& rng) {
 bool killer(const settings& s, observations& obs, std::vector<kill_record>& out) {
   std::mt19937 rng(16);
   {
-    // Both children answer before the first kill, so any new pid is a replacement.
+    // Every child answers before the first kill, so a new pid is a replacement (or a spare).
     std::unique_lock lock(obs.m);
-    if (!obs.cv.wait_for(lock, std::chrono::seconds(30), [&] { return obs.seen.size() >= 2; })) {
-      std::fprintf(stderr, "knit-process-recovery: the two children never both answered\n");
+    if (!obs.cv.wait_for(lock, std::chrono::seconds(30),
+                         [&] { return obs.seen.size() >= s.children; })) {
+      std::fprintf(stderr, "knit-process-recovery: the %u children never all answered\n",
+                   s.children);
       return false;
     }
   }
@@ -298,11 +328,18 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
       std::lock_guard lock(obs.m);
       arrivals_before = obs.arrivals.size();
     }
+    // The workers alive at the kill: the first new pid to answer is told apart as one that
+    // was up already (a spare; or, before every child has answered, one not seen yet).
+    std::set<int> alive_at_kill;
+    for (const knit_test::child_info& c : knit_test::children_of_this_process()) {
+      if (c.state != 'Z') alive_at_kill.insert(c.pid);
+    }
     const knit::process_stats before_kill = knit::current_process_stats();
     const std::uint64_t started_before = before_kill.children_started;
     const auto killed_at = clock_type::now();
     ::kill(*pid, SIGKILL);
     clock_type::time_point replaced_at, first_submitted;
+    int answered = 0;
     double up_ms = 0;
     if (s.idle_kills) {
       // Up: started (handshaken) and the killed one reaped, with no call made.
@@ -333,12 +370,14 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
       }
       replaced_at = obs.arrivals[arrivals_before].at;
       first_submitted = obs.arrivals[arrivals_before].submitted;
+      answered = obs.arrivals[arrivals_before].pid;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(s.gap_ms));
     using ms = std::chrono::duration<double, std::milli>;
     out.push_back({s.idle_kills ? up_ms : ms(replaced_at - killed_at).count(),
                    obs.failed() - failed_before, ms(replaced_at - first_submitted).count(),
-                   ms(first_submitted - killed_at).count()});
+                   ms(first_submitted - killed_at).count(), *pid, answered,
+                   alive_at_kill.contains(answered)});
   }
   return true;
 }
@@ -360,9 +399,19 @@ int main(int argc, char** argv) {
     }
     return std::to_string(::getpid());
   });
+  // --slow-start-ms reaches the children through the environment they inherit.
+  // --slow-start-ms reaches the children through the environment they inherit (the
+  // marker is the argv knit starts a child with).
+  const char* slow_ms = std::getenv("KNIT_RECOVERY_SLOW_START_MS");
+  if (slow_ms && argc > 1 && std::string_view(argv[1]) == "--knit-process-worker") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(slow_ms)));
+  }
   if (knit::worker_main(argc, argv)) return 0;
   settings s;
   if (const int rc = parse(argc, argv, s)) return rc < 0 ? 0 : rc;
+  if (s.slow_start_ms > 0) {
+    ::setenv("KNIT_RECOVERY_SLOW_START_MS", std::to_string(s.slow_start_ms).c_str(), 1);
+  }
 
   const std::string load_start = load_average();
   const cpu_ticks ticks_start = read_ticks();
@@ -374,6 +423,20 @@ int main(int argc, char** argv) {
   if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
   popts.spare_child = s.spare;
   knit::set_process_options(popts);
+  if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING")) {
+    if (std::string_view(ring) == "0") s.host_ring = false;
+    if (std::string_view(ring) == "1") s.host_ring = true;
+  }
+  if (s.threads == 0) s.threads = s.host_ring ? 1 : 2;
+  if (s.host_ring && s.threads > 1) {
+    std::fprintf(stderr,
+                 "knit-process-recovery: --threads %u on the host ring: each client would call "
+                 "%u children of its own one call at a time, so a killed child's replacement "
+                 "is never needed and no recovery is measured; use --threads 1\n",
+                 s.threads, s.threads);
+    return 2;
+  }
+  s.children = s.host_ring ? s.clients * s.threads : s.threads;
 
   observations obs;
   std::vector<kill_record> kills;
@@ -382,7 +445,7 @@ int main(int argc, char** argv) {
   const auto t0 = clock_type::now();
   {
     knit::pool_options options;
-    options.threads = 2;
+    options.threads = s.threads;
     knit::pool pool(options);
     const std::string task_us = std::to_string(s.task_us);
     std::vector<std::thread> clients;
@@ -441,16 +504,31 @@ int main(int argc, char** argv) {
   std::sort(obs.latencies_ms.begin(), obs.latencies_ms.end());
 
   std::printf(
-      "knit-process-recovery: 2 process workers, %u clients, task %ld us, gap %ld ms, "
-      "crash loop %s%s\n",
-      s.clients, s.task_us, s.gap_ms, s.idle_kills ? "idle kills (kill -> replacement up); " : "",
-      s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)");
+      "knit-process-recovery: %u pool worker thread(s), %u clients, task %ld us, gap %ld ms, "
+      "crash loop %s%s; %s; child start slowed by %ld ms; %s\n",
+      s.threads, s.clients, s.task_us, s.gap_ms, s.idle_kills ? "idle kills (kill -> replacement up); " : "",
+      s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)",
+      s.spare ? "spare child per worker" : "no spare", s.slow_start_ms,
+      s.host_ring ? "host ring" : "proxy path");
   std::printf(
       "%.1f s; cores busy: %.2f this run, %.2f foreign (of %ld); load average at start "
       "%s, at end %s\n",
       seconds, own_cores, foreign_cores, ::sysconf(_SC_NPROCESSORS_ONLN), load_start.c_str(),
       load_average().c_str());
   std::printf("kills: %zu of %d\n", kills.size(), s.kills);
+  if (s.per_kill) {
+    for (std::size_t i = 0; i < kills.size(); ++i) {
+      const kill_record& k = kills[i];
+      std::printf("kill %zu: pid %d, recovery %.2f ms, answered by pid %d (%s at the kill)\n", i,
+                  k.killed_pid, k.recovery_ms, k.answered_pid,
+                  k.answered_was_up ? "alive" : "not alive");
+    }
+  }
+  const auto answered_up = std::count_if(kills.begin(), kills.end(),
+                                         [](const kill_record& k) { return k.answered_was_up; });
+  std::printf("first new pid to answer after a kill was alive at the kill: %td of %zu kills%s\n",
+              answered_up, kills.size(),
+              s.spare ? " (the spare)" : " (a child not yet seen: not a replacement)");
   if (!recovery.empty()) {
     std::printf("recovery ms: median %.2f  p90 %.2f  max %.2f  (min %.2f)\n",
                 nearest_rank(recovery, 0.5), nearest_rank(recovery, 0.9), recovery.back(),
