@@ -86,7 +86,8 @@ struct settings {
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
-               "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare] [--slow-start-ms S] [--per-kill] [--threads T]\n"
+               "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare] [--slow-start-ms S] "
+               "[--per-kill] [--threads T]\n"
                "  A pool of T process workers (default 2; 1 on the host ring, which refuses more)\n"
                "  under C client threads (default 4) calling a\n"
                "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
@@ -275,8 +276,8 @@ struct kill_record {
   double first_latency_ms;
   double first_submitted_ms;
   int killed_pid;
-  int answered_pid;       // the first pid never seen before to answer after the kill
-  bool answered_was_up;   // it was alive at the kill (a spare, or a child not yet seen)
+  int answered_pid;      // the first pid never seen before to answer after the kill
+  bool answered_was_up;  // it was alive at the kill (a spare, or a child not yet seen)
 };
 
 // A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
@@ -506,7 +507,8 @@ int main(int argc, char** argv) {
   std::printf(
       "knit-process-recovery: %u pool worker thread(s), %u clients, task %ld us, gap %ld ms, "
       "crash loop %s%s; %s; child start slowed by %ld ms; %s\n",
-      s.threads, s.clients, s.task_us, s.gap_ms, s.idle_kills ? "idle kills (kill -> replacement up); " : "",
+      s.threads, s.clients, s.task_us, s.gap_ms,
+      s.idle_kills ? "idle kills (kill -> replacement up); " : "",
       s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)",
       s.spare ? "spare child per worker" : "no spare", s.slow_start_ms,
       s.host_ring ? "host ring" : "proxy path");

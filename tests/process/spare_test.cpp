@@ -120,8 +120,7 @@ TEST_F(process_spare_test, a_crash_is_replaced_by_the_spare_that_was_already_up)
   EXPECT_EQ(std::stoi(next.value()), spare) << "the call after the crash took a new child";
   ASSERT_TRUE(within_10s([&] {
     const std::set<int> now = live_workers();
-    return now.size() == 2 && now.contains(spare) && !now.contains(pid) &&
-           children(true) == now;
+    return now.size() == 2 && now.contains(spare) && !now.contains(pid) && children(true) == now;
   })) << "no new spare, or the crashed child left a zombie";
   EXPECT_EQ(since(&knit::process_stats::crashes), 1u);
   EXPECT_EQ(since(&knit::process_stats::children_started), 3u);
@@ -158,8 +157,7 @@ TEST_F(process_spare_test, a_killed_spare_is_reaped_and_started_again) {
   ASSERT_EQ(::kill(spare, SIGKILL), 0);
   ASSERT_TRUE(within_10s([&] {
     const std::set<int> now = live_workers();
-    return now.size() == 2 && now.contains(pid) && !now.contains(spare) &&
-           children(true) == now;
+    return now.size() == 2 && now.contains(pid) && !now.contains(spare) && children(true) == now;
   })) << "the killed spare was not reaped and started again";
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
