@@ -96,7 +96,8 @@ void usage(std::FILE* to) {
                "  per kill. --library-crash-loop: keep the crash-loop backoff (5 crashes in\n"
                "  10 s), which the default turns off (crash_loop_crashes = 1000).\n"
                "  --idle-kills: the clients pause for each kill (no call in flight) and go on\n"
-               "  once the replacement is up: recovery is then kill -> replacement up, and\n"
+               "  once the replacement is up: recovery is then kill -> replacement up (with\n"
+               "  --spare, already up: kill -> the killed one reaped), and\n"
                "  the first call on the replacement's latency says whether it paid a spawn.\n"
                "  --spare: process_options::spare_child (a spare child per worker, up and\n"
                "  idle, takes over from the killed one; a new spare follows).\n"
@@ -347,7 +348,11 @@ bool killer(const settings& s, observations& obs, std::vector<kill_record>& out)
       const auto until = clock_type::now() + std::chrono::seconds(30);
       for (;;) {
         const knit::process_stats st = knit::current_process_stats();
-        if (st.children_started > started_before && st.children_live == before_kill.children_live) {
+        // With a spare the replacement is up before the kill (the spare, taken by the next
+        // call): up once the killed one is reaped (gone from /proc).
+        if (s.spare ? knit_test::process_state(*pid) == 0
+                    : st.children_started > started_before &&
+                          st.children_live == before_kill.children_live) {
           break;
         }
         if (clock_type::now() > until) {
