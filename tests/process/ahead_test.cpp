@@ -22,6 +22,7 @@ using knit_test::children_of_this_process;
 using knit_test::process_call;
 using knit_test::run_calls;
 using knit_test::run_one;
+using knit_test::within_10s;
 
 // The children of this process (with zombies when `zombies`) not in `except`.
 std::set<int> children(const std::set<int>& except, bool zombies) {
@@ -30,17 +31,6 @@ std::set<int> children(const std::set<int>& except, bool zombies) {
     if ((zombies || c.state != 'Z') && !except.contains(c.pid)) pids.insert(c.pid);
   }
   return pids;
-}
-
-// Waits (10 s at most) for `done()`; no call is made meanwhile.
-template <class Done>
-bool within_10s(Done done) {
-  const auto limit = std::chrono::steady_clock::now() + 10s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > limit) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
 }
 
 class process_ahead_test : public testing::Test {

@@ -12,12 +12,24 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "knit/pool.hpp"
 #include "knit/process.hpp"
 
 namespace knit_test {
+
+// Waits (10 s at most, polling every 2 ms) for `done()`; no call is made meanwhile.
+template <class Done>
+bool within_10s(Done done) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
 
 // Pool options with `n` worker threads, the rest default.
 inline knit::pool_options threads(unsigned n) {

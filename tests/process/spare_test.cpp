@@ -20,17 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 using knit_test::children_of_this_process;
 using knit_test::run_one;
-
-// Waits (10 s at most) for `done()`; no call is made meanwhile.
-template <class Done>
-bool within_10s(Done done) {
-  const auto limit = std::chrono::steady_clock::now() + 10s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > limit) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
+using knit_test::within_10s;
 
 class process_spare_test : public testing::Test {
  protected:
@@ -60,6 +50,11 @@ class process_spare_test : public testing::Test {
       if (knit_test::process_comm(pid).starts_with("knit-worker-")) pids.insert(pid);
     }
     return pids;
+  }
+  // Two live workers, `kept` among them and `gone` not, and no zombie.
+  bool two_live_with(int kept, int gone) const {
+    const std::set<int> now = live_workers();
+    return now.size() == 2 && now.contains(kept) && !now.contains(gone) && children(true) == now;
   }
   std::uint64_t since(std::uint64_t knit::process_stats::*field) const {
     return knit::current_process_stats().*field - base_.*field;
@@ -118,10 +113,8 @@ TEST_F(process_spare_test, a_crash_is_replaced_by_the_spare_that_was_already_up)
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), spare) << "the call after the crash took a new child";
-  ASSERT_TRUE(within_10s([&] {
-    const std::set<int> now = live_workers();
-    return now.size() == 2 && now.contains(spare) && !now.contains(pid) && children(true) == now;
-  })) << "no new spare, or the crashed child left a zombie";
+  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid); }))
+      << "no new spare, or the crashed child left a zombie";
   EXPECT_EQ(since(&knit::process_stats::crashes), 1u);
   EXPECT_EQ(since(&knit::process_stats::children_started), 3u);
   EXPECT_EQ(since(&knit::process_stats::respawned), 1u);
@@ -141,10 +134,8 @@ TEST_F(process_spare_test, a_killed_child_is_replaced_by_the_spare) {
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), spare);
-  ASSERT_TRUE(within_10s([&] {
-    const std::set<int> now = live_workers();
-    return now.size() == 2 && now.contains(spare) && children(true) == now;
-  })) << "no new spare, or the killed child left a zombie";
+  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid); }))
+      << "no new spare, or the killed child left a zombie";
 }
 
 // The spare itself killed while it idles: reaped and started again; the calls never see it.
@@ -155,10 +146,8 @@ TEST_F(process_spare_test, a_killed_spare_is_reaped_and_started_again) {
   const int pid = first_call_and_spare(pool, spare);
   ASSERT_NE(spare, 0);
   ASSERT_EQ(::kill(spare, SIGKILL), 0);
-  ASSERT_TRUE(within_10s([&] {
-    const std::set<int> now = live_workers();
-    return now.size() == 2 && now.contains(pid) && !now.contains(spare) && children(true) == now;
-  })) << "the killed spare was not reaped and started again";
+  ASSERT_TRUE(within_10s([&] { return two_live_with(pid, spare); }))
+      << "the killed spare was not reaped and started again";
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), pid);
