@@ -88,6 +88,20 @@ bool ends(pid_t pid, pid_t parent) {
   return false;
 }
 
+// True once `pid` is reaped (gone from /proc, not a zombie) or no longer `parent`'s child;
+// false after 20 s. knit-server's starter reaps a worker process the moment it dies, and
+// only a reaped one is one every event loop knows to be dead (a zombie may still be sent a
+// call, which then fails with it).
+bool reaped(pid_t pid, pid_t parent) {
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < limit) {
+    const auto p = read_proc(pid);
+    if (!p || p->ppid != parent) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
 // Waits until `pid` has spent `ticks` more clock ticks of CPU than `from`: it is running a
 // task (an idle worker process sleeps in poll and spends none). False after 60 s.
 bool burns_cpu(pid_t pid, std::uint64_t from, std::uint64_t ticks) {
@@ -256,8 +270,8 @@ TEST(process_isolation, a_stuck_call_gets_504_and_its_worker_process_is_killed) 
 }
 
 // knit's default crash loop: 5 crashes of one worker's processes within 10 s. Each round
-// kills the idle worker process; the next call notices the death (no call fails: none was
-// running) and starts a replacement.
+// kills the idle worker process and waits for its reap; the next call then finds it dead
+// (no call fails: none was running) and takes the replacement.
 TEST(process_isolation, readyz_says_degraded_while_the_workers_crash_loop) {
   server_process server(process_env({{"KNIT_THREADS", "1"}}));
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
@@ -269,7 +283,7 @@ TEST(process_isolation, readyz_says_degraded_while_the_workers_crash_loop) {
     const pid_t worker = the_only_child(server.pid());
     ASSERT_NE(worker, 0) << round;
     ::kill(worker, SIGKILL);
-    ASSERT_TRUE(ends(worker, server.pid())) << round;
+    ASSERT_TRUE(reaped(worker, server.pid())) << round;
   }
   const auto sixth = c.request("POST", "/jwt", kJwtBody);  // sees the 5th crash, backs off
   ASSERT_TRUE(sixth);
