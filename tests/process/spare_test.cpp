@@ -56,6 +56,9 @@ class process_spare_test : public testing::Test {
     const std::set<int> now = live_workers();
     return now.size() == 2 && now.contains(kept) && !now.contains(gone) && children(true) == now;
   }
+  // Children that finished their handshake in this test: a child is in /proc (named
+  // knit-worker-N) before it has, so a wait for a new one waits for this count too.
+  std::uint64_t started() const { return since(&knit::process_stats::children_started); }
   std::uint64_t since(std::uint64_t knit::process_stats::*field) const {
     return knit::current_process_stats().*field - base_.*field;
   }
@@ -67,7 +70,7 @@ class process_spare_test : public testing::Test {
     if (!first.ok()) return 0;
     const int pid = std::stoi(first.value());
     EXPECT_TRUE(within_10s([&] {
-      return live_workers().size() == 2 && children(true) == live_workers();
+      return live_workers().size() == 2 && children(true) == live_workers() && started() == 2;
     })) << "no spare beside the worker's child";
     spare = 0;
     for (int p : live_workers()) {
@@ -113,7 +116,7 @@ TEST_F(process_spare_test, a_crash_is_replaced_by_the_spare_that_was_already_up)
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), spare) << "the call after the crash took a new child";
-  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid); }))
+  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid) && started() == 3; }))
       << "no new spare, or the crashed child left a zombie";
   EXPECT_EQ(since(&knit::process_stats::crashes), 1u);
   EXPECT_EQ(since(&knit::process_stats::children_started), 3u);
@@ -134,7 +137,7 @@ TEST_F(process_spare_test, a_killed_child_is_replaced_by_the_spare) {
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
   EXPECT_EQ(std::stoi(next.value()), spare);
-  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid); }))
+  ASSERT_TRUE(within_10s([&] { return two_live_with(spare, pid) && started() == 3; }))
       << "no new spare, or the killed child left a zombie";
 }
 
@@ -146,7 +149,7 @@ TEST_F(process_spare_test, a_killed_spare_is_reaped_and_started_again) {
   const int pid = first_call_and_spare(pool, spare);
   ASSERT_NE(spare, 0);
   ASSERT_EQ(::kill(spare, SIGKILL), 0);
-  ASSERT_TRUE(within_10s([&] { return two_live_with(pid, spare); }))
+  ASSERT_TRUE(within_10s([&] { return two_live_with(pid, spare) && started() == 3; }))
       << "the killed spare was not reaped and started again";
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
@@ -174,7 +177,7 @@ TEST_F(process_spare_test, a_crash_loop_still_backs_off) {
   auto on_spare = run_one(pool, "pid", "");
   ASSERT_TRUE(on_spare.ok()) << knit::failure_message(on_spare);
   EXPECT_EQ(std::stoi(on_spare.value()), spare);
-  ASSERT_TRUE(within_10s([&] { return live_workers().size() == 2; }));
+  ASSERT_TRUE(within_10s([&] { return live_workers().size() == 2 && started() == 3; }));
   auto second = run_one(pool, "segv", "");
   ASSERT_EQ(second.error(), knit::errc::worker_crashed);
   EXPECT_NE(knit::failure_message(second).find("crash loop"), std::string::npos)
