@@ -36,6 +36,25 @@ void test_hook_worker_start(int argc, char** argv) {
   if (const char* code = std::getenv("KNIT_TEST_WORKER_EXIT")) ::_exit(std::atoi(code));
 }
 
+namespace {
+
+// An on/off environment variable: "1" sets `value`, "0" clears it, unset or empty leaves
+// it; anything else is a config_error naming the variable and the value.
+void read_switch(const char* name, bool& value) {
+  const char* set = std::getenv(name);
+  if (!set || !*set) return;
+  const std::string text = set;
+  if (text == "1") {
+    value = true;
+  } else if (text == "0") {
+    value = false;
+  } else {
+    throw knit::config_error(std::string(name) + " must be 0 or 1, not '" + text + "'");
+  }
+}
+
+}  // namespace
+
 knit::process_options heavy_process_options() {
   knit::process_options options;
   // /ssr writes the name twice (title, h1) and the bio once, each byte escaped to at most 6
@@ -55,16 +74,7 @@ knit::process_options heavy_process_options() {
   }
   // The host <-> child ring (on by default): KNIT_PROCESS_HOST_RING=0|1. The library reads
   // the same variable; the server refuses any other value here, at start-up.
-  if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING")) {
-    const std::string text = ring;
-    if (text == "1") {
-      options.host_ring = true;
-    } else if (text == "0") {
-      options.host_ring = false;
-    } else if (!text.empty()) {
-      throw knit::config_error("KNIT_PROCESS_HOST_RING must be 0 or 1, not '" + text + "'");
-    }
-  }
+  read_switch("KNIT_PROCESS_HOST_RING", options.host_ring);
   // A spare worker process per worker, up and idle, that replaces a crashed or killed one
   // without a spawn on the way to the next answer (process_options::spare_child):
   // KNIT_WORKER_SPARE=0|1, default 1. Measured (bench/results/process-recovery-spare): kill
@@ -73,14 +83,7 @@ knit::process_options heavy_process_options() {
   // worker that has taken its child, about 2 MiB of memory of its own (PSS; RSS 6.6 MiB,
   // the rest the binary's pages it shares), no CPU.
   options.spare_child = true;
-  if (const char* spare = std::getenv("KNIT_WORKER_SPARE")) {
-    const std::string text = spare;
-    if (text == "0") {
-      options.spare_child = false;
-    } else if (text != "1" && !text.empty()) {
-      throw knit::config_error("KNIT_WORKER_SPARE must be 0 or 1, not '" + text + "'");
-    }
-  }
+  read_switch("KNIT_WORKER_SPARE", options.spare_child);
   // How many calls a host may have in one worker process at once (process_options::lanes):
   // KNIT_PROCESS_LANES=1..32, default 32. Why so deep: on a CPU the event loop shares with
   // its worker process, the child is given CPU only while it has calls, and it gets new
