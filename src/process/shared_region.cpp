@@ -2,6 +2,7 @@
 // checked before anything is trusted). The layout and protocol: shared_region.hpp.
 #include "process/shared_region.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,10 +42,16 @@ shared_region create_region(std::size_t arena_bytes, unsigned lanes, std::uint64
   const std::size_t bytes = region_bytes(arena_bytes, lanes);
   // The name shows in /proc/PID/maps ("/memfd:knit-worker (deleted)"): what the leak test
   // counts.
-  unique_fd fd(::memfd_create("knit-worker", MFD_CLOEXEC));
+  unique_fd fd(::memfd_create("knit-worker", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) throw std::system_error(errno, std::generic_category(), "knit: memfd_create");
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
     throw std::system_error(errno, std::generic_category(), "knit: ftruncate of the memfd");
+  }
+  // Its size fixed for good: a child that shrank it (through its fd, or one it opens again
+  // from /proc) would make the host's next read of its mapping a SIGBUS, the host's death.
+  // F_SEAL_SEAL: no one takes that back. Not F_SEAL_WRITE: both sides write the mapping.
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    throw std::system_error(errno, std::generic_category(), "knit: sealing the memfd");
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) {

@@ -6,7 +6,8 @@
 //     memfd    the region: a header page, then for each lane its request arena and its answer
 //              arena, each arena_bytes rounded up to a page. memfd_create: no name outlives
 //              a crash. Pages are the kernel's only once written (tmpfs), so a lane the host
-//              never uses costs address space, not memory.
+//              never uses costs address space, not memory. Sealed once sized (F_SEAL_SHRINK,
+//              GROW, SEAL): no child can shrink it under the host's mapping (a SIGBUS).
 //     request  eventfd, host -> child: "look at the next lane's request_seq" (rung only if
 //              child_sleeping).
 //     answer   eventfd, child -> host: "look at ready / answer_seq" (only if host_sleeping).
@@ -112,7 +113,9 @@ struct region_header {
   std::uint64_t spin_ns;
   // The sandbox (version 3), written by the host before the spawn: sandbox 1 = strict,
   // memory_limit in bytes (0: none), open_files. sandbox_syscall: written by the child's
-  // SIGSYS handler, the number of the system call its filter refused, just before it exits.
+  // SIGSYS handler just before it exits, the system call its filter refused: high 32 bits
+  // the ABI (sandbox_abi: 0 native, 1 i386, 2 x32; 0xffffffff another), low 32 its number
+  // + 1 (0: none written). Only a name: the host judges the death by waitid (judge_death).
   std::uint32_t sandbox;
   std::uint32_t open_files;
   std::uint64_t memory_limit;

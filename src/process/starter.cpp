@@ -366,10 +366,16 @@ std::string reap(child_end& end, int pidfd) {
   end.how = r == 0 ? describe_exit(info)
                    : std::string("ended (its status was not available: ") + std::strerror(errno) +
                          "; reaped elsewhere?)";
+  end.exit = r == 0 ? exit_of(info) : child_exit{};
   end.reaped = true;
   if (end.live_counted) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
   end.live_counted = false;
   return end.how;
+}
+
+child_exit how_it_ended(child_end& end) {
+  std::lock_guard lock(end.mutex);
+  return end.exit;
 }
 
 void count_crash_once(child_end& end) {
