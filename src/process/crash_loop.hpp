@@ -3,7 +3,8 @@
 // a degraded worker's next respawn waits backoff_initial * 2^(crashes in window - K), at
 // most backoff_max, counted from the last crash. Without it a task that kills every child
 // would keep a CPU busy spawning; with it a crash loop costs one spawn per backoff.
-// Degraded ends by itself once fewer than K crashes remain in the window.
+// Degraded ends by itself once fewer than K crashes remain in the window: clears_at() says
+// when, and the starter re-evaluates a degraded worker then, calls or no calls.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,14 @@ class crash_loop {
   }
 
   bool degraded(clock::time_point now) { return crashes_in_window(now) >= k_; }
+
+  // When degraded ends if no crash comes first: once the K-th newest crash leaves the
+  // window. `now` when not degraded.
+  clock::time_point clears_at(clock::time_point now) {
+    const std::size_t n = crashes_in_window(now);
+    if (k_ == 0 || n < k_) return now;
+    return times_[n - k_] + window_;
+  }
 
   // When the next child may start: now (or earlier) unless degraded.
   clock::time_point respawn_at(clock::time_point now) {

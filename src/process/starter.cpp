@@ -55,6 +55,16 @@ class starter {
     nudge();
   }
 
+  // Queues box->recheck_degraded() at `at`. Called with the box's mutex held (lock order:
+  // box, then starter). Weak: a box ended meanwhile needs none.
+  void schedule_recheck(std::weak_ptr<worker_box> box, steady::time_point at) {
+    {
+      std::lock_guard lock(mutex_);
+      rechecks_.emplace(at, std::move(box));
+    }
+    nudge();
+  }
+
   // Watches a dup of `c`'s pidfd; its end becomes box->replace(id).
   void watch(const child_process& c, const std::shared_ptr<worker_box>& box) {
     const int fd = ::fcntl(c.pidfd.get(), F_DUPFD_CLOEXEC, 0);
@@ -111,8 +121,13 @@ class starter {
           fds.push_back({w.fd, POLLIN, 0});
           ids.push_back(w.id);
         }
-        if (!starts_.empty()) {
-          const auto wait = starts_.begin()->first - steady::now();
+        std::optional<steady::time_point> next;
+        if (!starts_.empty()) next = starts_.begin()->first;
+        if (!rechecks_.empty() && (!next || rechecks_.begin()->first < *next)) {
+          next = rechecks_.begin()->first;
+        }
+        if (next) {
+          const auto wait = *next - steady::now();
           timeout_ms =
               wait <= steady::duration::zero()
                   ? 0
@@ -148,6 +163,19 @@ class starter {
         reap(*w.end, w.fd);
         ::close(w.fd);
         if (auto box = w.box.lock()) box->replace(w.id, /*crash=*/true);
+      }
+      // Degraded re-evaluations that are due (out of the starter's lock: each takes its box's).
+      std::vector<std::weak_ptr<worker_box>> due;
+      {
+        std::lock_guard lock(mutex_);
+        const auto now = steady::now();
+        while (!rechecks_.empty() && rechecks_.begin()->first <= now) {
+          due.push_back(std::move(rechecks_.begin()->second));
+          rechecks_.erase(rechecks_.begin());
+        }
+      }
+      for (const auto& weak : due) {
+        if (auto box = weak.lock()) box->recheck_degraded();
       }
       // Starts that are due, one at a time (each is bounded by its start_timeout).
       for (;;) {
@@ -207,6 +235,7 @@ class starter {
 
   std::mutex mutex_;
   std::multimap<steady::time_point, std::shared_ptr<worker_box>> starts_;
+  std::multimap<steady::time_point, std::weak_ptr<worker_box>> rechecks_;
   std::vector<watch_entry> watches_;
   std::atomic<std::uint64_t> next_id_{1};
   int nudge_fd_;
@@ -225,13 +254,28 @@ void worker_box::schedule_locked(crash_loop::clock::time_point at) {
 }
 
 void worker_box::set_degraded_locked(bool degraded) {
-  if (degraded == degraded_) return;
-  if (degraded) {
-    counters().degraded_workers.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+  if (degraded != degraded_) {
+    if (degraded) {
+      counters().degraded_workers.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters().degraded_workers.fetch_sub(1, std::memory_order_relaxed);
+    }
+    degraded_ = degraded;
   }
-  degraded_ = degraded;
+  // One re-evaluation queued while degraded: a new crash only moves the end later, so one
+  // due early finds the worker still degraded and queues the next.
+  if (degraded_ && !abandoned_ && !recheck_scheduled_) {
+    recheck_scheduled_ = true;
+    starter::instance().schedule_recheck(weak_from_this(),
+                                         crash_loop_.clears_at(crash_loop::clock::now()));
+  }
+}
+
+void worker_box::recheck_degraded() {
+  std::lock_guard lock(mutex_);
+  recheck_scheduled_ = false;
+  if (abandoned_) return;
+  set_degraded_locked(crash_loop_.degraded(crash_loop::clock::now()));
 }
 
 bool worker_box::replace(std::uint64_t id, bool crash) {

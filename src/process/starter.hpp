@@ -26,6 +26,12 @@
 //   take(): waits for the started child or the failure.
 //   abandon(): no more starts; waits out a start under way, ends a child not taken.
 //
+// Degraded (crash_loop.hpp) ends by itself: while a box is degraded the starter holds one
+// re-evaluation of it, due when the crash loop's window would hold fewer than K crashes
+// (crash_loop::clears_at); it clears the flag then, or schedules the next. Without it a worker
+// whose children crashed while idle would stay degraded (and /readyz "degraded: workers
+// crash-looping") until its next crash or call, which may never come.
+//
 // A start is never scheduled twice for one ending: `handled_id` is the id of the last child
 // whose end was acted on, set by whichever side saw it first (both do, for a crash during a
 // call). A kill by the channel itself (a deadline, a stuck limit, the memory limit) is
@@ -91,7 +97,11 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
  private:
   friend class starter;
   void schedule_locked(crash_loop::clock::time_point at);
+  // Sets degraded_ (and the degraded_workers count); while degraded, keeps a re-evaluation
+  // scheduled with the starter (recheck_degraded).
   void set_degraded_locked(bool degraded);
+  // The starter's re-evaluation, when due: degraded_ from the crash loop now.
+  void recheck_degraded();
   // take()'s tail, with ready_, failed_ or abandoned_ set; under the mutex.
   child_process take_locked();
 
@@ -103,8 +113,9 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   crash_loop crash_loop_;
   bool degraded_ = false;
   bool abandoned_ = false;
-  bool scheduled_ = false;  // a start is queued with the starter or under way
-  bool starting_ = false;   // the starter is spawning or handshaking now
+  bool scheduled_ = false;          // a start is queued with the starter or under way
+  bool starting_ = false;           // the starter is spawning or handshaking now
+  bool recheck_scheduled_ = false;  // a recheck_degraded is queued with the starter
   std::uint64_t handled_id_ = 0;
   std::optional<child_process> ready_;
   int listener_ = -1;  // under mutex_: set_listener
