@@ -52,6 +52,12 @@ bool parse(const char* s, T& out) {
 }
 
 
+// Whether the alive pipe is at EOF (or failing) now: every copy of its write end is closed.
+bool host_gone(int alive_fd) {
+  pollfd p{alive_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 // Closes every fd above stderr but `keep`: the child must not hold a listening socket, or
 // another child's pipe end, that the host opened without CLOEXEC.
 void close_other_fds(std::array<int, 4> keep) {
@@ -132,9 +138,13 @@ void serve_one(const shared_region& region, unsigned k, const task_registry& reg
     die(exit_bad_args, "bad worker arguments");
   }
   // A belt: PDEATHSIG follows the thread that spawned us, not the process, and a host that
-  // died before this line is caught by the getppid check. The alive pipe is the guarantee.
+  // died before this line is caught by the checks below. The alive pipe is the guarantee.
+  // In a PID namespace of its own (a strict child, namespaces.hpp) the child is pid 1 and
+  // its parent has no pid there (getppid() is 0): the alive pipe alone tells.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != host) ::_exit(exit_host_gone);
+  const bool own_pid_namespace = ::getpid() == 1;
+  if (!own_pid_namespace && ::getppid() != host) ::_exit(exit_host_gone);
+  if (host_gone(alive_fd)) ::_exit(exit_host_gone);
   close_other_fds({memfd, request_fd, answer_fd, alive_fd});
 
   char name[16];

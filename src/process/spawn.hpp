@@ -1,9 +1,24 @@
-// Spawning one process worker: the region, the eventfds and the host-alive pipe, then
-// posix_spawn of the worker executable (never fork(): the host has threads, and a forked
-// child of a threaded process may call only async-signal-safe functions until exec).
-// The child's argv (worker_main reads it; the fds are the host's numbers, dup2'd onto
-// themselves by posix_spawn so exactly these lose CLOEXEC in the child):
-//   exe --knit-process-worker NUMBER HOST_PID MEMFD REQUEST_FD ANSWER_FD ALIVE_FD ARENA_BYTES
+// Spawning one process worker: the region, the bells, the host-alive pipe and the output
+// pipe, then the child itself, never with fork() (the host has threads, and a forked child of
+// a threaded process may call only async-signal-safe functions until exec).
+//   strict sandbox: in new user, PID, mount and network namespaces (namespaces.hpp: clone
+//     with CLONE_VM | CLONE_VFORK, as posix_spawn does, plus the namespace flags), falling
+//     back to posix_spawn, remembered process-wide, where the kernel or a service manager
+//     refuses them (current_confinement says why). The host makes itself undumpable first.
+//   otherwise: posix_spawn.
+// What the child gets, and nothing else of the host's (every other fd is CLOEXEC or closed
+// by the child, close_other_fds in child_loop.cpp):
+//   fd 0       /dev/null, read-only
+//   fd 1, 2    the write end of a pipe of its own, whose read end only the host holds: the
+//              forwarder (child_output.hpp) copies it to the host's stderr, line by line,
+//              bounded. Never the host's stdio: a task could otherwise change the open
+//              file the host writes to (O_NONBLOCK, O_ASYNC with F_SETOWN aimed at the
+//              host), or fill it under the host.
+//   the protocol's fds (shared_region.hpp), with the host's numbers, CLOEXEC cleared:
+//     exe --knit-process-worker NUMBER HOST_PID MEMFD REQUEST_FD ANSWER_FD ALIVE_FD ARENA_BYTES
+//   REQUEST_FD is the read end of the request pipe (the host keeps the write end), ANSWER_FD
+//   the answer eventfd, ALIVE_FD the read end of the alive pipe. HOST_PID is the host's pid
+//   in its own PID namespace (the child, in a new one, cannot see it there).
 #pragma once
 
 #include <sys/types.h>
@@ -31,11 +46,26 @@ struct child_process {
   // Its end, shared with the starter's watch (child_end.hpp): who reaps it, and how it ended.
   std::shared_ptr<child_end> end = std::make_shared<child_end>();
   unique_fd pidfd;    // readable once the child has ended; waitid(P_PIDFD) reaps it
-  unique_fd request;  // host -> child eventfd
-  unique_fd answer;   // child -> host eventfd
+  unique_fd request;  // host -> child: the request pipe's write end (O_NONBLOCK), the host's only
+  unique_fd answer;   // child -> host eventfd (the host never reads or writes it on a call)
   unique_fd alive;    // the pipe's write end: closing it (or the host's death) ends the child
   shared_region region;
 };
+
+// How the host confines its strict children, for the server's banner and the docs.
+struct confinement {
+  // Strict children start in new user, PID, mount and network namespaces. False until a
+  // strict child was spawned, and for good once the kernel refused them (why_not says why).
+  bool namespaces = false;
+  std::string why_not;  // "" while namespaces are used or not yet tried
+  // The host made itself undumpable before its first strict child (PR_SET_DUMPABLE 0):
+  // /proc/<host>/mem and environ then need CAP_SYS_PTRACE over the host's user namespace.
+  bool host_undumpable = false;
+  // "" when strict children get a /proc of their own PID namespace, else why not (a /proc
+  // partly covered, as in some containers: the host's pids are then visible, not readable).
+  std::string private_proc_not;
+};
+confinement current_confinement();
 
 // Spawns knit-worker-`number` with a mapping of `lanes` lanes (shared_region.hpp), whose
 // waits spin for spin_ns (slot_bell.hpp). Throws process_error(worker_start_failed).
