@@ -243,29 +243,41 @@ TEST(spawn_hardening, a_flood_of_child_output_is_bounded_and_the_host_answers_me
 
 // The request bell: a task writes 0xfffffffffffffffe into every fd that could be it, sets
 // child_sleeping and sleeps 10 s without draining anything. The host's next ring (a call
-// queued in the child's second lane) must not block: both calls end by their 2 s deadline
-// (the task's child killed, the call behind it sent to the replacement), a new call is
-// answered, all well before the task would have woken.
+// sent into the child's second lane once the task is at it) must not block: both calls end
+// by their 2 s deadline (the task's child killed, the call behind it sent to the
+// replacement), and a new call is answered, all well before the task would have woken.
 TEST(spawn_hardening, a_task_cannot_make_the_request_bell_block_the_host) {
   knit::set_process_options(strict_options());
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
-  std::vector<process_call> calls{{"hostile_bell", "10000", std::nullopt},
-                                  {"echo", "behind", std::nullopt}};
   knit::call_options deadline;
   deadline.timeout = 2s;
+  std::optional<knit::result<std::string>> hostile;
+  std::optional<knit::result<std::string>> behind;
+  auto pump_until = [&](auto done, steady::time_point until) {
+    while (!done() && steady::now() < until) {
+      pollfd fd{pool.completion_fd(), POLLIN, 0};
+      ::poll(&fd, 1, 10);
+      pool.drain();
+    }
+  };
   const auto t0 = steady::now();
-  ASSERT_TRUE(run_calls(pool, calls, deadline));
+  ASSERT_FALSE(knit::submit_process(
+      pool, "hostile_bell", "10000", [&](knit::result<std::string> r) { hostile.emplace(r); },
+      deadline));
+  pump_until([] { return false; }, t0 + 300ms);  // the task has set its traps by now
+  ASSERT_FALSE(knit::submit_process(
+      pool, "echo", "behind", [&](knit::result<std::string> r) { behind.emplace(r); }, deadline));
+  pump_until([&] { return hostile && behind; }, t0 + 30s);
+  ASSERT_TRUE(hostile && behind) << "the host is stuck";
   auto after = run_one(pool, "echo", "after");
   const auto took = steady::now() - t0;
   ASSERT_TRUE(after.ok()) << knit::failure_message(after);
   EXPECT_LT(took, 6s) << "the host waited for the task (its ring blocked)";
-  ASSERT_FALSE(calls[0].result->ok());
-  EXPECT_EQ(calls[0].result->error(), knit::errc::timed_out)
-      << knit::failure_message(*calls[0].result);
-  if (!calls[1].result->ok()) {
-    EXPECT_EQ(calls[1].result->error(), knit::errc::timed_out)
-        << knit::failure_message(*calls[1].result);
+  ASSERT_FALSE(hostile->ok());
+  EXPECT_EQ(hostile->error(), knit::errc::timed_out) << knit::failure_message(*hostile);
+  if (!behind->ok()) {
+    EXPECT_EQ(behind->error(), knit::errc::timed_out) << knit::failure_message(*behind);
   }
 }
 
