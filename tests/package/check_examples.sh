@@ -45,5 +45,7 @@ for pc in knit knit-shared; do
 done
 ! needs_libknit "$work/poll_loop_knit" || fail "knit.pc links libknit.so"
 needs_libknit "$work/poll_loop_knit-shared" || fail "knit-shared.pc does not link libknit.so"
+# knit attacked from inside its sandboxed children, built against the same install.
+"$source_dir/tests/hostile/run_installed.sh" "$prefix" "$work/hostile"
 echo "check_examples: examples built and run against $prefix (CMake static and shared," \
      "pkg-config knit and knit-shared)"
