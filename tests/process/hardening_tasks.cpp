@@ -164,13 +164,13 @@ std::string resize_region() {
   return "found " + std::to_string(found) + ": " + r;
 }
 
-// The capability sets of this process, as /proc/self/status shows them: "CapInh=... CapPrm=
-// ... CapEff=... CapBnd=... CapAmb=...".
+// The uids and capability sets of this process, as /proc/self/status shows them: "Uid=0 0 0 0
+// CapInh=... CapPrm=... CapEff=... CapBnd=... CapAmb=...".
 std::string capabilities() {
   std::ifstream status("/proc/self/status");
   std::string r;
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("Cap", 0) != 0) continue;
+    if (line.rfind("Cap", 0) != 0 && line.rfind("Uid:", 0) != 0) continue;
     const auto colon = line.find(':');
     const auto value = line.find_first_not_of(" \t", colon + 1);
     if (!r.empty()) r += ' ';
