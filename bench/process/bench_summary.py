@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Medians over ring_figures.sh's bench.txt: each knit-process-bench row's p50 and host CPU
-per call for the peer (proxy), this build's proxy and this build's ring."""
+per call for this build and, when ring_figures.sh was given one, the peer build."""
 import re, statistics, sys
 rows, who = {}, None
 for line in open(sys.argv[1]):
@@ -11,7 +11,7 @@ for line in open(sys.argv[1]):
     m = re.match(r"(process .*?|thread .*?)\s{2,}(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
     if m and who:
         rows.setdefault((m[1].strip(), m[2]), {}).setdefault(who, []).append((float(m[3]), float(m[6])))
-names = ["peer", "this build, proxy", "this build, ring"]
+names = ["this build", "peer"]
 print(f"{'row':48} {'bytes':>6}  " + "  ".join(f"{n[:17]:>17}" for n in names) + "   (p50 us / host cpu us, medians)")
 for (row, b), d in rows.items():
     cells = []

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# knit-server's saturating heavy throughput on the host ring by lane depth
+# knit-server's saturating heavy throughput with process workers by lane depth
 # (bench/process/lanes_plan.json) against thread workers, interleaved repetitions in one run.
 # Writes OUT (default bench/results/process-lanes): server/ (knit-bench's rows and report),
 # summary.txt (heavy rps per depth, ring / thread per repetition), machine.txt.

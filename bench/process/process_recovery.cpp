@@ -1,22 +1,21 @@
 // knit-process-recovery: how fast a pool of process workers recovers when a child is killed
 // under load, and which calls the death fails (docs/process-workers.md).
 //
-// A pool of T worker threads (--threads; default 2 on the proxy path, 1 on the host ring):
-// T children on the proxy path (KNIT_PROCESS_HOST_RING=0), T per client on the host ring
-// (the default: each host calls children of its own). C client threads, each an attached
-// host (knit::pool_host), submit process calls back to back, one at a time: task "pid_after"
-// spins ~task-us of CPU in the child, then answers the child's pid, so a client knows which
-// child answered. A killer thread waits until every child has answered (T, or C x T on the
-// ring), then does K kills: each picks a live child (a child of this process named
-// knit-worker-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs it, and waits
-// for the first call to succeed on a pid never seen before: its replacement, or with
-// --spare the spare that takes over (the line "alive at the kill" tells them apart).
-// Recovery = that call's completion (its handler running on its client thread) minus the
-// kill. Then a gap, and the next kill.
-// Why one child per client on the ring: a client calls one at a time, so with T > 1 children
-// its calls go to a live one and a killed one's replacement is never needed (it waits in its
-// box): the first new pid to answer would then be a child up long before the kill, and
-// the figure no recovery at all (refused: exit 2).
+// A pool of T worker threads (--threads, default and only 1, below) with its process options
+// in pool_options::process. C client threads, each an attached host (knit::pool_host) and so
+// the caller of T children of its own through its ring, submit process calls back to back,
+// one at a time: task "pid_after" spins ~task-us of CPU in the child, then answers the
+// child's pid, so a client knows which child answered. A killer thread waits until every
+// child has answered (C x T), then does K kills: each picks a live child (a child of this
+// process named knit-proc-N in /proc/PID/comm, not a zombie, that has answered), SIGKILLs
+// it, and waits for the first call to succeed on a pid never seen before: its replacement,
+// or with --spare the spare that takes over (the line "alive at the kill" tells them
+// apart). Recovery = that call's completion (its handler running on its client thread) minus
+// the kill. Then a gap, and the next kill.
+// Why one child per client (T = 1): a client calls one at a time, so with T > 1 children its
+// calls go to a live one and a killed one's replacement is never needed (it waits in its
+// box): the first new pid to answer would then be a child up long before the kill, and the
+// figure no recovery at all (refused: exit 2).
 // Calls that failed between a kill and the next one are that kill's.
 //
 // Prints: the run's length, the cores it used and the foreign load (other processes' CPU over
@@ -78,9 +77,8 @@ struct settings {
   // machine where starting a process costs more (0 = as fast as this machine spawns).
   long slow_start_ms = 0;
   bool per_kill = false;  // one line per kill
-  unsigned threads = 0;   // pool worker threads; 0: 1 on the host ring, 2 on the proxy path
-  bool host_ring = true;  // resolved from the options and KNIT_PROCESS_HOST_RING
-  unsigned children = 0;  // the children calls go to: threads, or clients x threads (ring)
+  unsigned threads = 1;   // pool worker threads: the children each client calls
+  unsigned children = 0;  // the children calls go to: clients x threads
 };
 
 void usage(std::FILE* to) {
@@ -88,8 +86,9 @@ void usage(std::FILE* to) {
                "usage: knit-process-recovery [--kills K] [--clients C] [--task-us U] "
                "[--gap-ms G] [--library-crash-loop] [--idle-kills] [--spare] [--slow-start-ms S] "
                "[--per-kill] [--threads T]\n"
-               "  A pool of T process workers (default 2; 1 on the host ring, which refuses more)\n"
-               "  under C client threads (default 4) calling a\n"
+               "  A pool under C client threads (default 4), each a host calling T children of\n"
+               "  its own (T = --threads, the pool's worker threads: only 1, since with more a\n"
+               "  client's calls go to a live child and no recovery is measured), calling a\n"
                "  task that spins U us (default 1000) and answers its pid; K kills (default\n"
                "  100, 1..999) of a live child by SIGKILL, G ms apart (default 20); prints the\n"
                "  recovery (kill -> first answer from the replacement) and the failed calls\n"
@@ -272,8 +271,8 @@ struct kill_record {
   double recovery_ms;
   std::uint64_t failed;
   // The first call the replacement answered: its own latency (submit -> handler), and when
-  // it was submitted, counted from the kill (negative: before the kill, queued on the
-  // killed child's worker thread).
+  // it was submitted, counted from the kill (negative: before the kill, sent to the killed
+  // child and sent again to its replacement: calls_resent).
   double first_latency_ms;
   double first_submitted_ms;
   int killed_pid;
@@ -281,11 +280,11 @@ struct kill_record {
   bool answered_was_up;  // it was alive at the kill (a spare, or a child not yet seen)
 };
 
-// A live child that has answered: named knit-worker-N, not a zombie, its pid seen.
+// A live child that has answered: named knit-proc-N, not a zombie, its pid seen.
 std::optional<int> pick_child(observations& obs, std::mt19937& rng) {
   std::vector<int> live;
   for (const knit_test::child_info& c : knit_test::children_of_this_process()) {
-    if (c.state == 'Z' || knit_test::process_comm(c.pid).rfind("knit-worker-", 0) != 0) continue;
+    if (c.state == 'Z' || knit_test::process_comm(c.pid).rfind("knit-proc-", 0) != 0) continue;
     std::lock_guard lock(obs.m);
     if (obs.seen.count(c.pid)) live.push_back(c.pid);
   }
@@ -394,6 +393,24 @@ double nearest_rank(const std::vector<double>& sorted, double p) {
   return sorted[rank - 1];
 }
 
+// The open fds, once they hold still: the starter ends a pool's children (and those of a
+// process_workers) on its own thread after the destructor returns, so their fds close a
+// moment later (with --spare, 4 still open straight after the pool in 1 of 3 runs). Counted
+// once no child of this process is left and the count is the same 50 ms apart; at most 2 s.
+std::size_t settled_fd_count() {
+  const auto until = clock_type::now() + std::chrono::seconds(2);
+  std::size_t count = knit_test::open_fd_count();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::size_t again = knit_test::open_fd_count();
+    if ((again == count && knit_test::children_of_this_process().empty()) ||
+        clock_type::now() > until) {
+      return again;
+    }
+    count = again;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -405,7 +422,6 @@ int main(int argc, char** argv) {
     }
     return std::to_string(::getpid());
   });
-  // --slow-start-ms reaches the children through the environment they inherit.
   // --slow-start-ms reaches the children through the environment they inherit (the
   // marker is the argv knit starts a child with).
   const char* slow_ms = std::getenv("KNIT_RECOVERY_SLOW_START_MS");
@@ -421,28 +437,24 @@ int main(int argc, char** argv) {
 
   const std::string load_start = load_average();
   const cpu_ticks ticks_start = read_ticks();
-  // The starter's eventfd lives as long as the process (src/process/starter.cpp): one worker
-  // started and ended first, so it is in the count at the start as at the end.
-  { knit::process_workers warm(1); }
-  const std::size_t fds_start = knit_test::open_fd_count();
-  knit::process_options popts;
-  if (!s.library_crash_loop) popts.crash_loop_crashes = 1000;
-  popts.spare_child = s.spare;
-  knit::set_process_options(popts);
-  if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING")) {
-    if (std::string_view(ring) == "0") s.host_ring = false;
-    if (std::string_view(ring) == "1") s.host_ring = true;
-  }
-  if (s.threads == 0) s.threads = s.host_ring ? 1 : 2;
-  if (s.host_ring && s.threads > 1) {
+  if (s.threads > 1) {
     std::fprintf(stderr,
-                 "knit-process-recovery: --threads %u on the host ring: each client would call "
-                 "%u children of its own one call at a time, so a killed child's replacement "
-                 "is never needed and no recovery is measured; use --threads 1\n",
+                 "knit-process-recovery: --threads %u: each client would call %u children of "
+                 "its own one call at a time, so a killed child's replacement is never needed "
+                 "and no recovery is measured; use --threads 1\n",
                  s.threads, s.threads);
     return 2;
   }
-  s.children = s.host_ring ? s.clients * s.threads : s.threads;
+  s.children = s.clients * s.threads;
+  // The starter's eventfd lives as long as the process (src/process/starter.cpp): one worker
+  // started and ended first, so it is in the count at the start as at the end.
+  {
+    knit::pool_options warm_options;
+    warm_options.threads = 1;
+    knit::pool warm_pool(warm_options);
+    knit::process_workers warm(warm_pool);
+  }
+  const std::size_t fds_start = settled_fd_count();
 
   observations obs;
   std::vector<kill_record> kills;
@@ -452,6 +464,8 @@ int main(int argc, char** argv) {
   {
     knit::pool_options options;
     options.threads = s.threads;
+    if (!s.library_crash_loop) options.process.crash_loop_crashes = 1000;
+    options.process.spare_child = s.spare;
     knit::pool pool(options);
     const std::string task_us = std::to_string(s.task_us);
     std::vector<std::thread> clients;
@@ -491,7 +505,7 @@ int main(int argc, char** argv) {
   const double own_cores = static_cast<double>(ticks_end.own - ticks_start.own) / tick_hz / seconds;
   const knit::process_stats st = knit::current_process_stats();
   const std::size_t children_after = knit_test::children_of_this_process().size();
-  const std::size_t fds_end = knit_test::open_fd_count();
+  const std::size_t fds_end = settled_fd_count();
 
   std::vector<double> recovery, first_latency, first_submitted;
   std::uint64_t failed_total = 0, failed_max = 0;
@@ -511,12 +525,11 @@ int main(int argc, char** argv) {
 
   std::printf(
       "knit-process-recovery: %u pool worker thread(s), %u clients, task %ld us, gap %ld ms, "
-      "crash loop %s%s; %s; child start slowed by %ld ms; %s\n",
+      "crash loop %s%s; %s; child start slowed by %ld ms\n",
       s.threads, s.clients, s.task_us, s.gap_ms,
       s.idle_kills ? "idle kills (kill -> replacement up); " : "",
       s.library_crash_loop ? "library defaults (5 in 10 s, backoff)" : "off (1000)",
-      s.spare ? "spare child per worker" : "no spare", s.slow_start_ms,
-      s.host_ring ? "host ring" : "proxy path");
+      s.spare ? "spare child per worker" : "no spare", s.slow_start_ms);
   std::printf(
       "%.1f s; cores busy: %.2f this run, %.2f foreign (of %ld); load average at start "
       "%s, at end %s\n",
@@ -563,12 +576,15 @@ int main(int argc, char** argv) {
               obs.other_example.empty() ? "" : "; first: ", obs.other_example.c_str());
   std::printf(
       "process_stats: children_started %llu  children_live %llu  crashes %llu  "
-      "degraded_workers %llu  calls %llu\n",
+      "degraded_workers %llu  calls %llu  calls_resent %llu  calls_moved %llu  "
+      "protocol_kills %llu\n",
       static_cast<unsigned long long>(st.children_started),
       static_cast<unsigned long long>(st.children_live),
       static_cast<unsigned long long>(st.crashes),
       static_cast<unsigned long long>(st.degraded_workers),
-      static_cast<unsigned long long>(st.calls));
+      static_cast<unsigned long long>(st.calls), static_cast<unsigned long long>(st.calls_resent),
+      static_cast<unsigned long long>(st.calls_moved),
+      static_cast<unsigned long long>(st.protocol_kills));
   const bool clean = zombies_running == 0 && children_after == 0 && fds_end == fds_start;
   std::printf(
       "checks: zombies while running %zu, children after the pool %zu, fds %zu at start "

@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
-# The host <-> child ring's figures (process_options::host_ring, the default) against the
-# proxy path (KNIT_PROCESS_HOST_RING=0: a pool worker thread forwarding each call) and a
-# thread worker, this build and a peer build's proxy path interleaved in one run: read the
-# ratios.
+# The process workers' figures (the ring: each host calls its children through shared
+# memory, no worker thread between) against a thread worker, and optionally a peer build,
+# interleaved in one run: read the ratios.
 # Writes into OUT (default bench/results/process-ring):
-#   hop.txt           knit-process-hop pool | ring | direct | thread (+ the peer's pool), one
+#   hop.txt           knit-process-hop ring | thread (+ the peer's ring, given PEER_DIR), one
 #                     call at a time, 0 B and 64 KiB, spin 0 and 20 us, REPS rounds interleaved
 #   hop-strace-*.txt  system calls per call (strace -f -c, spin 0, 2,000 calls)
-#   bench.txt         knit-process-bench (round trip, burst, 64 KiB): proxy, ring, the peer's
+#   bench.txt         knit-process-bench (round trip, burst, 64 KiB): this build (+ the peer's)
 #   server/           knit-bench of bench/process/ring_plan.json (knit-server pooled, one
-#                     worker: thread, process proxy, process ring, ring without sandbox;
-#                     saturating and fixed rate; server on CPU 0, knit-load on CPU 1),
-#                     summarised in server-summary.txt
+#                     worker: thread, process, process without sandbox; saturating and fixed
+#                     rate; server on CPU 0, knit-load on CPU 1), summarised in
+#                     server-summary.txt
 #   machine.txt       load average before and after each part
 #
 #   bench/process/ring_figures.sh [PEER_DIR] [OUT]
-# Environment: PARTS=hop,bench,server (default all); REPS (3); CALLS (5000, hop);
-# ITER (5000, knit-process-bench); WINDOW_S (the plan's window, 8; the issue asks 30); the
-# server part drives this build's knit-bench (bench/process/server_plan.sh), the peer is
-# only in the hop and bench parts.
+#     PEER_DIR: a directory with a peer build's knit-process-hop (with the ring mode) and
+#     knit-process-bench; "" (the default) runs this build alone.
+# Environment: BIN (this build's binaries, build/bin; also the server part's, through
+# server_plan.sh); PARTS=hop,bench,server (default all); REPS (3); CALLS (5000, hop); ITER
+# (5000, knit-process-bench); WINDOW_S (the plan's window, 8; the issue asks 30); the server
+# part drives this build's knit-bench (bench/process/server_plan.sh), the peer is only in
+# the hop and bench parts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PEER=${1:-/work/peer-574c365}
+PEER=${1:-}
 OUT=${2:-bench/results/process-ring}
-BIN=build/bin
+BIN=${BIN:-build/bin}
 PARTS=${PARTS:-hop,bench,server}
 REPS=${REPS:-3}
 CALLS=${CALLS:-5000}
@@ -32,8 +34,8 @@ WINDOW_S=${WINDOW_S:-8}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 mkdir -p "$OUT"
 machine() { echo "# $1 $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
-echo "# $(git rev-parse --short HEAD) ($(git status --porcelain | wc -l) files changed), peer $PEER" \
-  >>"$OUT/machine.txt"
+echo "# $(git rev-parse --short HEAD) ($(git status --porcelain | wc -l) files changed)," \
+  "peer ${PEER:-none}" >>"$OUT/machine.txt"
 
 if part hop; then
   {
@@ -41,8 +43,10 @@ if part hop; then
     for rep in $(seq "$REPS"); do
       for spin in 0 20; do
         for bytes in 0 65536; do
-          "$PEER/knit-process-hop" pool "$CALLS" $bytes $spin | sed 's/^pool  /peer-pool/'
-          for mode in pool ring direct thread; do
+          if [ -n "$PEER" ]; then
+            "$PEER/knit-process-hop" ring "$CALLS" $bytes $spin | sed 's/^ring  /peer-ring/'
+          fi
+          for mode in ring thread; do
             "$BIN/knit-process-hop" $mode "$CALLS" $bytes $spin
           done
         done
@@ -51,7 +55,7 @@ if part hop; then
     machine "hop after"
   } >"$OUT/hop.txt" 2>&1
   if command -v strace >/dev/null; then
-    for mode in pool ring direct; do
+    for mode in ring thread; do
       strace -f -c -o "$OUT/hop-strace-$mode.txt" "$BIN/knit-process-hop" $mode 2000 0 0 \
         >"$OUT/hop-strace-$mode.out" 2>&1 || true
     done
@@ -63,12 +67,12 @@ if part bench; then
   {
     machine "bench before"
     for rep in $(seq "$REPS"); do
-      echo "## rep $rep: peer (proxy)"
-      "$PEER/knit-process-bench" "$ITER"
-      echo "## rep $rep: this build, proxy"
-      KNIT_PROCESS_HOST_RING=0 "$BIN/knit-process-bench" "$ITER"
-      echo "## rep $rep: this build, ring (KNIT_PROCESS_HOST_RING=1)"
-      KNIT_PROCESS_HOST_RING=1 "$BIN/knit-process-bench" "$ITER"
+      if [ -n "$PEER" ]; then
+        echo "## rep $rep: peer"
+        "$PEER/knit-process-bench" "$ITER"
+      fi
+      echo "## rep $rep: this build"
+      "$BIN/knit-process-bench" "$ITER"
     done
     machine "bench after"
   } >"$OUT/bench.txt" 2>&1
@@ -95,12 +99,9 @@ def ratio(a, b, f):
 print()
 for label, a, b, f in [
     ("saturating heavy rps, ring / thread", ("ring-t1", "sat"), ("thread-t1", "sat"), heavy),
-    ("saturating heavy rps, proxy / thread", ("proxy-t1", "sat"), ("thread-t1", "sat"), heavy),
     ("saturating heavy rps per server core, ring / thread", ("ring-t1", "sat"),
      ("thread-t1", "sat"), lambda r: heavy(r) / r["cores"]),
     ("fixed-rate CPU-us/req, ring / thread", ("ring-t1", "rate"), ("thread-t1", "rate"),
-     lambda r: r["cpu_us_per_req"]),
-    ("fixed-rate CPU-us/req, proxy / thread", ("proxy-t1", "rate"), ("thread-t1", "rate"),
      lambda r: r["cpu_us_per_req"]),
     ("fixed-rate CPU-us/req, ring sandbox strict / off", ("ring-t1", "rate"),
      ("ring-nosandbox-t1", "rate"), lambda r: r["cpu_us_per_req"]),

@@ -8,12 +8,13 @@
 #     defaults: 100 kills 2000 ms apart, 1000 requests/s on each of /ssr and /jwt (+ 100/s
 #     /ping), build/bin/knit-server build/bin/knit-load
 #
-# Server (2 pool workers, so 2 worker processes; KNIT_COST_PROFILE=bun) pinned to CPU 0,
-# knit-load to CPU 1. A kill every GAP_MS of a random live worker process, from 2 s after
-# the load starts; the load runs 2 s past the last kill. The crash-loop policy stays knit's
-# (5 crashes of one worker within 10 s make its respawns back off): 2 s apart over two
-# workers stays under it; a short gap trips it, and the backoff's queue then shows as 503s
-# from admission control (the server shedding load while /readyz says degraded).
+# Server (2 pool workers, so its loop calls 2 worker processes, each with a spare up:
+# KNIT_WORKER_SPARE, on by default, and a kill may land on a spare; KNIT_COST_PROFILE=bun)
+# pinned to CPU 0, knit-load to CPU 1. A kill every GAP_MS of a random live worker process, from
+# 2 s after the load starts; the load runs 2 s past the last kill. The crash-loop policy stays
+# knit's (5 crashes of one worker within 10 s make its respawns back off): 2 s apart over two
+# workers stays under it; a short gap trips it, and the backoff's queue then shows as 503s from
+# admission control (the server shedding load while /readyz says degraded).
 set -u
 cd "$(dirname "$0")/../.."
 KILLS=${1:-100}
@@ -42,7 +43,7 @@ LOAD_PID=$!
 sleep 2
 done_kills=0
 while [ "$done_kills" -lt "$KILLS" ]; do
-  # The server's live children are its worker processes (knit-worker-N).
+  # The server's live children are its worker processes (knit-proc-N).
   victim=$(ps -o pid=,stat= --ppid "$SERVER_PID" | awk '$2 !~ /^Z/ {print $1}' | shuf -n 1)
   if [ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null; then done_kills=$((done_kills + 1)); fi
   sleep "$(awk -v ms="$GAP_MS" 'BEGIN {printf "%.3f", ms / 1000}')"

@@ -5,14 +5,15 @@
 # rows and report) and OUT/server-run.log; on a failure prints the log's tail, exits 1.
 #
 #   bench/process/server_plan.sh PLAN OUT [WINDOW_S] [REPS]
-# Environment: BENCH (the knit-bench to drive it, default build/bin/knit-bench).
+# Environment: BIN (the knit-server and knit-load, default build/bin); BENCH (the knit-bench
+# to drive it, default $BIN/knit-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 PLAN OUT [WINDOW_S] [REPS]" >&2; exit 2; }
 PLAN_FILE=$1
 [ -r "$PLAN_FILE" ] || { echo "$0: cannot read the plan $PLAN_FILE" >&2; exit 2; }
 OUT=$2
-BIN=build/bin
+BIN=${BIN:-build/bin}
 BENCH=${BENCH:-$BIN/knit-bench}
 plan=$(mktemp)
 trap 'rm -f "$plan"' EXIT

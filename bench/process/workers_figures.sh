@@ -8,20 +8,21 @@
 #   round-trip-*.txt knit-process-bench 20000, this build and the peer's, alternating x3
 #   recovery-*.txt   knit-process-recovery: kills under load (this build, the peer's), and
 #                    idle kills (this build: the first call on a replacement that is up)
-#   hop.txt, hop-strace-*.txt  knit-process-hop: CPU, sleeps and system calls per call, hop by hop
+#   hop.txt, hop-strace-*.txt  knit-process-hop: CPU, sleeps and system calls per call, hop
+#                    by hop (ring and thread)
 #   machine.txt      CPUs, core layout, load average before and after
 #
 #   bench/process/workers_figures.sh [PEER_DIR] [OUT]
 #     PEER_DIR: a directory with the peer's knit-process-bench and knit-process-recovery,
 #     and the knit-bench that drives the server with this build's knit-load (default
 #     /work/peer-58ff45c; the harness is the same in both builds).
-# Takes about 7 minutes on 2 CPUs. PARTS=server,round-trip,recovery,hop (the default: all)
-# runs only the parts named.
+# Takes about 7 minutes on 2 CPUs. BIN: this build's binaries (default build/bin).
+# PARTS=server,round-trip,recovery,hop (the default: all) runs only the parts named.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PEER=${1:-/work/peer-58ff45c}
 OUT=${2:-bench/results/process-workers}
-BIN=build/bin
+BIN=${BIN:-build/bin}
 PARTS=${PARTS:-server,round-trip,recovery,hop}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 for b in "$BIN/knit-server" "$BIN/knit-load" "$BIN/knit-process-bench" "$BIN/knit-process-recovery" \
@@ -98,20 +99,20 @@ done
 { machine "$BIN/knit-process-recovery --idle-kills"; "$BIN/knit-process-recovery" --kills 100 --idle-kills; } \
   >"$OUT/recovery-idle-kills-this.txt" 2>&1 || true
 fi
-# 4. The proxy hop: one call at a time through the pool worker thread (pool), from the
-# calling thread straight to the child (direct), and a thread task (thread); spin 0 (every
-# wait a sleep) and the default 20 µs; then the system calls per call under strace -f -c.
+# 4. The hop: one call at a time from the calling thread to the child through its ring
+# (ring) against a thread task (thread); spin 0 (every wait a sleep) and the default 20 µs;
+# then the system calls per call under strace -f -c.
 if part hop; then
 {
   machine knit-process-hop
   for spin in 0 20; do
     for bytes in 0 65536; do
-      for mode in pool direct thread; do "$BIN/knit-process-hop" $mode 10000 $bytes $spin; done
+      for mode in ring thread; do "$BIN/knit-process-hop" $mode 10000 $bytes $spin; done
     done
   done
 } >"$OUT/hop.txt" 2>&1
 if command -v strace >/dev/null; then
-  for mode in pool direct thread; do
+  for mode in ring thread; do
     strace -f -c -o "$OUT/hop-strace-$mode.txt" "$BIN/knit-process-hop" $mode 2000 0 0 \
       >"$OUT/hop-strace-$mode.out" 2>&1 || true
   done
