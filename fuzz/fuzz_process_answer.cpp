@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         "verdict differs from the protocol", words);
 
   // What process_channel::call does next. The child's names, as who() writes them.
-  const std::string who = "knit: process task 'fuzz' (pid 4242, knit-worker-1)";
+  const std::string who = "knit: process task 'fuzz' (pid 4242, knit-proc-1)";
   if (v.kind == answer_kind::broken) {
     check(!v.why.empty(), "broken without a reason", words);
     const char* word = w.seq != expected_seq ? "answer_seq "

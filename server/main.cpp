@@ -23,12 +23,11 @@
 // 10000: the most a stop may take, from the end of the drain delay; 0 = no bound)
 // KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins)
 // KNIT_ISOLATION=thread|process (pooled mode: process runs /ssr and /jwt in worker processes,
-// children named knit-worker-N; a task that crashes gets 500 and the server lives on;
+// children named knit-proc-N; a task that crashes gets 500 and the server lives on;
 // docs/process-workers.md). KNIT_WORKER_SANDBOX=strict|off (default strict: each worker
 // process runs under a seccomp filter and resource limits) KNIT_WORKER_MEMORY_MB (default
 // 1024: the address space a worker process's tasks may add; 0 = no limit)
-// KNIT_PROCESS_HOST_RING=0|1 (default 1: each loop calls its worker processes through their
-// shared mappings; 0: through a pool worker thread each) KNIT_PROCESS_LANES=1..32 (default
+// KNIT_PROCESS_LANES=1..32 (default
 // 32: the calls a loop may have in one worker process at once) KNIT_WORKER_SPARE=0|1
 // (default 1: a spare worker process per worker, idle, replaces a crashed one without a
 // spawn; 0: none).
@@ -166,8 +165,7 @@ int main(int argc, char** argv) {
     // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
     if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
     // Every worker process is started before the server listens (step 2).
-    if (cfg.worker_isolation == isolation::process)
-      knit::set_process_options(heavy_process_options());
+    if (cfg.worker_isolation == isolation::process) pool_options.process = heavy_process_options();
   } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
     std::cerr << "knit-server: " << e.what() << '\n';
     return kExitConfig;

@@ -18,7 +18,7 @@
 #include "invariant.hpp"
 #include "knit/detail/fault_injection.hpp"
 #include "pool_impl.hpp"
-#include "process/host_ring.hpp"
+#include "process/process_ring.hpp"
 #include "stuck_scan.hpp"
 
 namespace knit::detail {
@@ -51,10 +51,14 @@ void host_state::attach() noexcept {
   accepting_ = true;
   bell_.reset();  // a previous host at this index may have left it signalled
   if (!ring_) {
+    ring_failure_.clear();
     try {
-      ring_ = process_host_ring::make_if_enabled(bell_.fd(), shared_.seat_count,
-                                                 counters_.ring_calls_stuck);
-    } catch (...) {  // no epoll fd: process calls take the worker threads, as without it
+      ring_ = process_ring::make_if_tasks(bell_.fd(), shared_.seat_count, shared_.options,
+                                          counters_.ring_calls_stuck);
+    } catch (const std::exception& e) {  // no epoll fd: this host's process calls fail, saying why
+      ring_failure_ = e.what();
+    } catch (...) {
+      ring_failure_ = "unknown error";
     }
     if (ring_) ring_fd_ = ring_->fd();
   }
@@ -81,18 +85,39 @@ call_id host_state::enqueue(call_base* c, const call_options& options) {
   const auto stuck =
       options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
   c->stuck_after_ns = to_ns(stuck);
-  // A process call submit_process offered goes to the host ring, never to a worker's ring.
-  // Without a ring nothing is taken: submit_process withdraws its offer itself, so a thread
-  // call pays no thread-local access here.
-  std::shared_ptr<process_job> job = ring_ ? take_offered_process_job() : nullptr;
-  const placed_call placed = place_call(calls_, deadlines_, job ? no_backlog_ : backlog_, c,
-                                        options.timeout, [this, &job](call_base* call) {
-                                          if (!job) return dispatch(call);
-                                          ring_->accept(call, std::move(job));
+  const placed_call placed = place_call(calls_, deadlines_, backlog_, c, options.timeout,
+                                        [this](call_base* call) { return dispatch(call); });
+  if (placed.backlogged) counters_.calls_backlogged.bump();
+  return publish(placed, c);
+}
+
+// A process call: to this host's ring of worker processes, never to a worker thread's ring
+// nor the backlog (the ring queues what no child can take yet).
+call_id host_state::enqueue_process(call_base* c, const call_options& options,
+                                    const std::shared_ptr<process_job>& job) {
+  if (!ring_ && !ring_failure_.empty()) {
+    throw std::system_error(
+        std::make_error_code(std::errc::resource_unavailable_try_again),
+        "knit::submit_process: this host has no process ring: " + ring_failure_);
+  }
+  if (!ring_) {
+    throw std::logic_error(
+        "knit::submit_process: this pool was built before any process task was registered "
+        "(register every task, then call knit::worker_main, then build the pool)");
+  }
+  const auto stuck =
+      options.stuck_after.count() > 0 ? options.stuck_after : shared_.options.stuck_after;
+  c->stuck_after_ns = to_ns(stuck);
+  const placed_call placed = place_call(calls_, deadlines_, no_backlog_, c, options.timeout,
+                                        [this, &job](call_base* call) {
+                                          ring_->accept(call, job);
                                           ++out_;
                                           return true;
                                         });
-  if (placed.backlogged) counters_.calls_backlogged.bump();
+  return publish(placed, c);
+}
+
+call_id host_state::publish(const placed_call& placed, call_base* c) {
   calls_.commit(placed.slot, c);
   ++pending_;
   shared_.publish_pending(index_, pending_);

@@ -64,6 +64,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -81,7 +82,9 @@
 namespace knit::detail {
 
 class pool_impl;
-class process_host_ring;  // process/host_ring.hpp
+class process_ring;  // process/process_ring.hpp
+struct process_job;  // knit/process.hpp
+struct placed_call;  // call_placement_steps.hpp
 
 class host_state {
  public:
@@ -114,6 +117,8 @@ class host_state {
   void* allocate(std::size_t size, std::size_t align, std::uint32_t& block);
   void free_memory(void* p, std::uint32_t block) noexcept { allocator_.free(p, block); }
   call_id enqueue(call_base* c, const call_options& options);
+  call_id enqueue_process(call_base* c, const call_options& options,
+                          const std::shared_ptr<process_job>& job);
   bool cancel(call_id id);
   std::size_t drain(bool reset_doorbell);
   shutdown_report give_up();
@@ -123,7 +128,7 @@ class host_state {
   std::chrono::nanoseconds call_time_estimate() const noexcept {
     return std::chrono::nanoseconds(call_ns_estimate_);
   }
-  // The host ring's epoll fd (over bell_) when process_options::host_ring is on.
+  // The process ring's epoll fd (over bell_) when process tasks are registered.
   int completion_fd() const noexcept { return ring_fd_ >= 0 ? ring_fd_ : bell_.fd(); }
   unsigned index() const noexcept { return index_; }
 
@@ -155,6 +160,7 @@ class host_state {
   };
 
   std::size_t drain_steps(bool reset_doorbell);
+  call_id publish(const placed_call& placed, call_base* c);
   void settle(std::optional<std::chrono::steady_clock::time_point> own_deadline,
               shutdown_report& report);
   std::optional<std::chrono::steady_clock::time_point> pool_deadline() const noexcept;
@@ -203,8 +209,10 @@ class host_state {
   // Written by host h only (relaxed load + store); read by pool::stats on any thread.
   host_counters counters_;
 
-  // The host <-> child ring (process/host_ring.hpp): null unless process_options::host_ring.
-  std::unique_ptr<process_host_ring> ring_;
+  // This host's ring of worker processes (process/process_ring.hpp): null when no process
+  // task was registered when the host attached.
+  std::unique_ptr<process_ring> ring_;
+  std::string ring_failure_;  // why attach could not make ring_ (its process calls throw it)
   int ring_fd_ = -1;
   std::deque<call_base*> no_backlog_;  // always empty: a process call never waits in backlog_
 };

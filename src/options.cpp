@@ -90,6 +90,7 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* what) {
 }
 
 void pool_options::validate() const {
+  process.validate();
   if (threads < 1 || threads > 1024) {
     throw config_error("threads=" + std::to_string(threads) + ": expected 1 to 1024 workers");
   }

@@ -171,6 +171,12 @@ call_id pool::enqueue(detail::host_state* host, detail::call_base* c, const call
   return host->enqueue(c, options);
 }
 
+call_id pool::enqueue_process(detail::host_state* host, detail::call_base* c,
+                              const call_options& options,
+                              const std::shared_ptr<detail::process_job>& job) {
+  return host->enqueue_process(c, options, job);
+}
+
 bool pool::cancel(call_id id) { return impl_->host_for("cancel").cancel(id); }
 std::size_t pool::drain() { return impl_->host_for("drain").drain(true); }
 std::size_t pool::poll() { return impl_->host_for("drain").drain(false); }

@@ -135,6 +135,9 @@ class call final : public call_base {
 
   void destroy() noexcept override { this->~call(); }
 
+  // The function it runs (pool::submit reads a process call's job from it).
+  const Fn& function() const noexcept { return fn_; }
+
  private:
   Fn fn_;
   Arg arg_;

@@ -10,6 +10,7 @@
 
 #include "knit/error.hpp"
 #include "knit/export.hpp"
+#include "knit/process_options.hpp"
 
 namespace knit {
 
@@ -108,6 +109,10 @@ struct KNIT_API pool_options {
   /// Scheduling class each worker thread puts itself in when it starts (sched_class).
   /// KNIT_WORKER_SCHED=other|batch|idle.
   sched_class worker_sched = sched_class::other;
+
+  /// The pool's worker processes (knit/process.hpp): as many children as `threads`, called
+  /// by each host through shared memory. Used only by process calls (submit_process).
+  process_options process;
 
   // Either setting is applied by each worker, replacements included. The pool's
   // constructor waits for its workers to apply them and throws std::system_error naming the

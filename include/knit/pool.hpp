@@ -47,6 +47,8 @@ struct KNIT_API shutdown_report {
 namespace detail {
 class pool_impl;
 class host_state;
+struct process_job;      // knit/process.hpp
+struct process_call_fn;  // knit/process.hpp: a process call's function
 }  // namespace detail
 
 class pool_host;
@@ -144,8 +146,13 @@ class KNIT_API pool {
     c->block_size = block;
     call_id assigned;
     try {
-      // Strong guarantee: on a throw nothing is counted or queued.
-      assigned = enqueue(host, c, options);
+      // Strong guarantee: on a throw nothing is counted or queued. A process call's record
+      // goes to the host's ring of worker processes (knit/process.hpp), never to a thread.
+      if constexpr (std::is_same_v<std::decay_t<Fn>, detail::process_call_fn>) {
+        assigned = enqueue_process(host, c, options, c->function().job);
+      } else {
+        assigned = enqueue(host, c, options);
+      }
     } catch (...) {
       c->destroy();
       free_call_memory(host, memory, block);
@@ -217,6 +224,9 @@ class KNIT_API pool {
                       std::uint32_t& block);
   void free_call_memory(detail::host_state* host, void* memory, std::uint32_t block) noexcept;
   call_id enqueue(detail::host_state* host, detail::call_base* c, const call_options& options);
+  call_id enqueue_process(detail::host_state* host, detail::call_base* c,
+                          const call_options& options,
+                          const std::shared_ptr<detail::process_job>& job);
 
   std::unique_ptr<detail::pool_impl> impl_;
 };

@@ -62,7 +62,7 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
                    " us, else on knit workers) pool: " + pool->describe());
   } else if (pool && cfg.worker_isolation == isolation::process) {
     out.write_line(
-        "mode: pooled, isolation process (/ssr and /jwt in worker processes knit-worker-N, one "
+        "mode: pooled, isolation process (/ssr and /jwt in worker processes knit-proc-N, one "
         "per knit worker; a crash fails its own call) pool: " +
         pool->describe());
   } else if (pool) {

@@ -72,9 +72,13 @@ knit::process_options heavy_process_options() {
   } else {
     throw knit::config_error("KNIT_WORKER_SANDBOX must be strict or off, not '" + mode + "'");
   }
-  // The host <-> child ring (on by default): KNIT_PROCESS_HOST_RING=0|1. The library reads
-  // the same variable; the server refuses any other value here, at start-up.
-  read_switch("KNIT_PROCESS_HOST_RING", options.host_ring);
+  // Removed with the second process path: a setting for it is refused, not ignored, so a
+  // configuration written for it says so at start-up.
+  if (std::getenv("KNIT_PROCESS_HOST_RING")) {
+    throw knit::config_error(
+        "KNIT_PROCESS_HOST_RING was removed: every loop calls its worker processes through "
+        "their shared mappings (the only process path); unset it");
+  }
   // A spare worker process per worker, up and idle, that replaces a crashed or killed one
   // without a spawn on the way to the next answer (process_options::spare_child):
   // KNIT_WORKER_SPARE=0|1, default 1. Measured (bench/results/process-recovery-spare): kill
@@ -91,7 +95,8 @@ knit::process_options heavy_process_options() {
   // takes from the whole queue. Measured (bench/results/process-lanes): saturating heavy
   // throughput on one CPU rose from 0.43x thread mode's at 1 lane to 0.97x at 32. What it
   // costs: a slow call holds up to 31 others behind it in its child, which the queue-wait
-  // deadline (KNIT_MAX_QUEUE_WAIT_MS) still gives up on (a call behind is still queued);
+  // deadline (KNIT_MAX_QUEUE_WAIT_MS) still gives up on (a call behind is still queued), and
+  // which the ring moves to an idle worker process;
   // and address space, 32 x 2 arenas per child (memory only for the pages calls write).
   options.lanes = 32;
   if (const char* lanes = std::getenv("KNIT_PROCESS_LANES")) {

@@ -1,7 +1,7 @@
 // KNIT_ISOLATION=process: /ssr and /jwt in worker processes. The server registers one process
 // task, the heavy call (heavy_wire.hpp's bytes in, bytes out), first thing in main, in the
 // host and in every worker (the same binary re-executed by knit in worker mode, whose
-// /proc/PID/comm is knit-worker-N); a worker process serves in knit::worker_main and never
+// /proc/PID/comm is knit-proc-N); a worker process serves in knit::worker_main and never
 // returns to the server's main.
 //
 // What a client gets when a process call fails is heavy_outcome's table (heavy_outcome.hpp):

@@ -5,12 +5,14 @@
 // What it guards: a child may have written anything into any of these words, and into the
 // answer arena (a wild write, a task that scribbles over its own slot, a child built from
 // other code). Whatever they hold, the host never reads past the arena and never fails in
-// any other way than failing this one call: answer_seq other than the request's, a status
-// out of range, or answer_bytes over the arena for a status whose bytes are copied, mean
-// the child broke the protocol (the caller kills it). Invariant (KNIT_ASSERT): a verdict
+// any other way than failing this one call: an answer_seq other than the call's nonce is no
+// answer (answers_call: the ring waits on); for the call's own answer, a status out of
+// range or answer_bytes over the arena for a status whose bytes are copied mean the child
+// broke the protocol (the caller kills it). check_answer still refuses a foreign seq, for a
+// caller that did not ask answers_call first. Invariant (KNIT_ASSERT): a verdict
 // that lets the host copy n bytes has n <= arena_bytes.
 //
-// Kept apart from process_channel (the mechanism: eventfds, pidfd, respawn) so that these
+// Kept apart from process_ring (the mechanism: eventfds, pidfd, respawn) so that these
 // checks can be tested on every verdict and fuzzed without a child (fuzz_process_answer).
 #pragma once
 
@@ -36,13 +38,19 @@ inline answer_words read_answer_words(lane_words& lane) noexcept {
   return {seq, load(lane.answer_status), load(lane.answer_bytes)};
 }
 
+// Whether `w` answers the call whose nonce is `expected_seq` (process_ring.hpp): any other
+// answer_seq is no answer yet, whatever the other words hold (stale, or forged ahead).
+inline bool answers_call(const answer_words& w, std::uint64_t expected_seq) noexcept {
+  return w.seq == expected_seq;
+}
+
 enum class answer_kind {
   ok,             // `bytes` of answer in the arena
   task_threw,     // `bytes` of the exception's what() in the arena
   too_large,      // the answer did not fit: `bytes` is the size it needed (any value)
   bad_request,    // the child refused the request
   out_of_memory,  // the task went over the memory limit: replace the child
-  cancelled,      // not run, as the host asked (cancel_seq)
+  cancelled,      // not run: the host took it back first (claim)
   broken,         // the child broke the protocol: `why` says how; kill it
 };
 
@@ -61,8 +69,8 @@ struct answer_verdict {
 };
 
 // Checks `w` against the request's sequence and the arena (arena_bytes: the size the host
-// mapped, process_options::arena_bytes). `cancel_asked`: whether the host set this call's
-// cancel_seq; a `cancelled` answer to a call it did not is a broken protocol.
+// mapped, process_options::arena_bytes). `cancel_asked`: whether the host's claim on this
+// call landed; a `cancelled` answer to a call it did not is a broken protocol.
 answer_verdict check_answer(const answer_words& w, std::uint64_t expected_seq,
                             std::size_t arena_bytes, bool cancel_asked = false);
 

@@ -1,5 +1,5 @@
-// The end of one child process, shared by its owner (the channel of its worker thread, or
-// the worker_box that holds it until a channel takes it) and the starter's watch of its
+// The end of one child process, shared by its owner (the ring that calls it, or
+// the worker_box that holds it until a ring takes it) and the starter's watch of its
 // pidfd (starter.hpp). Whichever of the two sees the child end first reaps it, at once:
 //
 //   owner                                   starter (its dup of the pidfd readable)

@@ -1,6 +1,6 @@
 // worker_main: the child's side of the protocol in shared_region.hpp. Parses the argv that
 // spawn_child wrote, ties its life to the host (PDEATHSIG as a belt, the alive pipe as the
-// guarantee), closes every fd it was not given, names itself knit-worker-N, does the
+// guarantee), closes every fd it was not given, names itself knit-proc-N, does the
 // handshake, then serves its lanes in turn, one call at a time, until the host goes away.
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -70,6 +71,19 @@ void close_other_fds(std::array<int, 4> keep) {
   ::close_range(from, ~0U, 0);
 }
 
+// The child's claim on the call `seq` in `lane` (lane_words::claim): true when it may run it,
+// false when the host took it back first.
+bool claim_call(lane_words& lane, std::uint64_t seq) {
+  std::uint64_t seen = load(lane.claim, std::memory_order_acquire);
+  for (;;) {
+    if (seen == seq) return false;  // the host's claim landed first
+    if (std::atomic_ref<std::uint64_t>(lane.claim)
+            .compare_exchange_weak(seen, ~seq, std::memory_order_acq_rel)) {
+      return true;
+    }
+  }
+}
+
 // Serves request `seq` of lane `k` (its request_seq, already loaded with acquire).
 void serve_one(const shared_region& region, unsigned k, const task_registry& registry,
                int answer_fd, std::uint64_t seq) {
@@ -84,8 +98,8 @@ void serve_one(const shared_region& region, unsigned k, const task_registry& reg
   const std::size_t arena = region.arena_bytes();
   answer_status status = answer_status::ok;
   std::uint64_t answer_bytes = 0;
-  if (load(lane.cancel_seq) == seq) {
-    status = answer_status::cancelled;  // given up while it waited: not run
+  if (!claim_call(lane, seq)) {
+    status = answer_status::cancelled;  // taken back by the host while it waited: not run
   } else if (index >= registry.count() || bytes > arena) {
     status = answer_status::bad_request;
   } else {
@@ -148,7 +162,7 @@ void serve_one(const shared_region& region, unsigned k, const task_registry& reg
   close_other_fds({memfd, request_fd, answer_fd, alive_fd});
 
   char name[16];
-  std::snprintf(name, sizeof name, "knit-worker-%u", number);
+  std::snprintf(name, sizeof name, "knit-proc-%u", number);
   ::prctl(PR_SET_NAME, name);
 
   task_registry& registry = task_registry::instance();

@@ -40,9 +40,9 @@ shared_region create_region(std::size_t arena_bytes, unsigned lanes, std::uint64
                             const region_sandbox& sandbox, unique_fd& memfd) {
   KNIT_ASSERT(lanes >= 1 && lanes <= region_max_lanes);  // process_options::validate
   const std::size_t bytes = region_bytes(arena_bytes, lanes);
-  // The name shows in /proc/PID/maps ("/memfd:knit-worker (deleted)"): what the leak test
+  // The name shows in /proc/PID/maps ("/memfd:knit-proc (deleted)"): what the leak test
   // counts.
-  unique_fd fd(::memfd_create("knit-worker", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  unique_fd fd(::memfd_create("knit-proc", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) throw std::system_error(errno, std::generic_category(), "knit: memfd_create");
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
     throw std::system_error(errno, std::generic_category(), "knit: ftruncate of the memfd");

@@ -1,22 +1,26 @@
 // The memory a host shares with one child process, and the protocol over it.
 //
-// Protocol, version 4 (one host <-> one child; up to `lanes` calls in the child at once):
-//   Resources, all created by the host with CLOEXEC, the child's copies passed by posix_spawn
-//   (dup2 onto the same numbers, which clears CLOEXEC on exactly those) and named in argv:
+// Protocol, version 5 (one host <-> one child; up to `lanes` calls in the child at once):
+//   Resources, all created by the host with CLOEXEC, the child's copies passed at its spawn
+//   (spawn.hpp: onto numbers above stdio, named in argv; every other fd closed):
 //     memfd    the region: a header page, then for each lane its request arena and its answer
 //              arena, each arena_bytes rounded up to a page. memfd_create: no name outlives
 //              a crash. Pages are the kernel's only once written (tmpfs), so a lane the host
 //              never uses costs address space, not memory. Sealed once sized (F_SEAL_SHRINK,
 //              GROW, SEAL): no child can shrink it under the host's mapping (a SIGBUS).
-//     request  eventfd, host -> child: "look at the next lane's request_seq" (rung only if
-//              child_sleeping).
-//     answer   eventfd, child -> host: "look at ready / answer_seq" (only if host_sleeping).
+//     request  a pipe, host -> child: "look at the next lane's request_seq" (rung only if
+//              child_sleeping). The write end is the host's alone, non-blocking, and the host
+//              keeps a read end too (never read): a ring never blocks, never meets EPIPE.
+//     answer   eventfd, child -> host: "look at ready / answer_seq". The host never reads or
+//              writes it: it only counts its edges (process_ring.hpp, the wake budget).
 //     alive    the read end of a pipe whose write end only the host holds (CLOEXEC, so no
 //              other child inherits it): EOF means the host is gone and the child _exits.
+//     output   the child's fds 1 and 2: a pipe of its own, forwarded by the host
+//              (child_output.hpp); fd 0 is /dev/null. Never the host's stdio.
 //   Wakes (slot_bell.hpp): each side publishes its seq with a release store and rings the
-//     other's eventfd only when the other's `sleeping` word says it sleeps (a Dekker pair of
-//     seq_cst fences: no lost wake-up); a waiter first spins for spin_ns when it may run on
-//     more than one CPU. A wake means "look again", never "there is news".
+//     other only when the other's `sleeping` word says it sleeps (a Dekker pair of seq_cst
+//     fences: no lost wake-up); a waiter first spins for spin_ns when it may run on more
+//     than one CPU. A wake means "look again", never "there is news".
 //   Start: the host fills magic, version, arena_bytes, lanes, spin_ns, the sandbox words and
 //     spawns. The child maps the memfd, checks them, writes registry_count and
 //     registry_hash, installs its sandbox when asked (sandbox.hpp; a child that cannot
@@ -29,22 +33,22 @@
 //     in the child), and the child serves the lanes in turn, so it starts call k + 1 the
 //     moment it has answered call k, without waiting for the host.
 //   Call (lane i): the host copies the request into lane i's request arena, writes its
-//     task_index, request_bytes and then request_seq (a new seq, release), and rings
-//     `request`. The child sees lane i's request_seq move from the value it last served
-//     there (acquire), checks task_index < its count and request_bytes <= arena, runs the task
-//     on a view of the request arena, writes the answer (or the exception's message, or the
-//     size it needed) into lane i's answer arena, then answer_status and answer_bytes, then
-//     answer_seq = request_seq (release), and rings `answer`. A call whose cancel_seq the
-//     host set to its seq before the child looked is answered `cancelled`, not run.
-//   The host waits for the oldest call's answer_seq to move from the last answer it took in
-//     that lane, or for the pidfd: the pidfd first = the child died (waitid reads the signal
-//     or exit code and reaps it). It reads each lane word once (atomic_ref) and checks it:
-//     answer_seq == that call's seq (any other new value is a broken protocol), status in
-//     range, answer_bytes <= arena. Anything else means the child broke the protocol: it is
-//     killed, reaped and the call fails, never the host.
+//     task_index, request_bytes and then request_seq = the call's nonce (call_nonce.hpp,
+//     release), and rings `request`. The child sees lane i's request_seq move from the value
+//     it last served there (acquire), claims the call (claim: CAS to ~seq; a lost CAS means
+//     the host took it back: answered `cancelled`, not run), checks task_index < its count
+//     and request_bytes <= arena, runs the task on a view of the request arena, writes the
+//     answer (or the exception's message, or the size it needed) into lane i's answer arena,
+//     then answer_status and answer_bytes, then answer_seq = request_seq (release), and rings
+//     `answer`.
+//   The host reads each lane word once (atomic_ref). An answer_seq other than the call's
+//     nonce is no answer yet (stale, or written ahead by a task that guessed): never taken.
+//     The call's own answer is checked: status in range, answer_bytes <= arena; anything
+//     else is a broken protocol: the child is killed, reaped and the call fails, never the
+//     host.
 //   After a child's death its mapping is final: every answer in it was written before the
-//     death. A call behind the oldest unanswered one was never started (the child serves in
-//     turn and answers before it moves on), so it can go to another child.
+//     death, and its claims say which calls it began. A call it had not begun can go to
+//     another child (process_ring.hpp: at most once).
 #pragma once
 
 #include <atomic>
@@ -57,7 +61,7 @@
 namespace knit::detail {
 
 inline constexpr std::uint32_t region_magic = 0x6b6e6974;  // "knit"
-inline constexpr std::uint32_t region_version = 4;
+inline constexpr std::uint32_t region_version = 5;
 // Lanes a mapping may have (process_options::lanes): the calls one host may have in one
 // child at once.
 inline constexpr unsigned region_max_lanes = 32;
@@ -69,7 +73,7 @@ enum class answer_status : std::uint32_t {
   too_large = 3,      // the answer did not fit: answer_bytes is the size it needed
   bad_request = 4,    // the child found task_index or request_bytes out of range
   out_of_memory = 5,  // the task's allocation failed under the memory limit (bad_alloc)
-  cancelled = 6,      // not run: the host gave it up before (cancel_seq); version 4
+  cancelled = 6,      // not run: the host took it back first (claim); version 4
 };
 inline constexpr std::uint32_t answer_status_max = 6;
 
@@ -87,11 +91,11 @@ struct alignas(64) lane_words {
   std::uint32_t answer_status;
   std::uint32_t reserved1;
   std::uint64_t answer_bytes;
-  // Written by the host, read by the child once it has seen request_seq move, before it
-  // runs the call: this seq was given up while it waited behind another call, so the
-  // child answers it `cancelled` without running it. Advisory: a child that read it
-  // before the host wrote it runs the call, and the host drops the answer.
-  std::uint64_t cancel_seq;
+  // Who decided the call now in this lane, by CAS from any other value (version 5): the
+  // child writes ~request_seq as it starts the call, the host writes request_seq to take
+  // it back (a cancel, or a move to another child) before the child starts it. Whichever
+  // lands first decides: a call taken back is answered `cancelled` without being run.
+  std::uint64_t claim;
 };
 
 struct region_header {

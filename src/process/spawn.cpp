@@ -164,7 +164,8 @@ child_process spawn_child(const std::string& executable, unsigned number, std::s
     end_unborn(pid);
     fail("knit: cannot forward the output of knit-proc-" + std::to_string(number), ENOMEM);
   }
-  return c;  // memfd, the pipes' child ends and devnull close here: the child has its own
+  c.request_reader = std::move(request_read);  // never read: no EPIPE (spawn.hpp)
+  return c;  // memfd, the other pipes' child ends and devnull close here: the child has its own
 }
 
 }  // namespace knit::detail

@@ -47,8 +47,13 @@ struct child_process {
   std::shared_ptr<child_end> end = std::make_shared<child_end>();
   unique_fd pidfd;    // readable once the child has ended; waitid(P_PIDFD) reaps it
   unique_fd request;  // host -> child: the request pipe's write end (O_NONBLOCK), the host's only
-  unique_fd answer;   // child -> host eventfd (the host never reads or writes it on a call)
-  unique_fd alive;    // the pipe's write end: closing it (or the host's death) ends the child
+  // The request pipe's read end, kept open by the host and never read: the pipe always has
+  // a reader, so a ring after the child died (or closed its end on purpose) is a write that
+  // succeeds or answers EAGAIN, never EPIPE with the SIGPIPE that kills a host that does not
+  // ignore it.
+  unique_fd request_reader;
+  unique_fd answer;  // child -> host eventfd (the host never reads or writes it on a call)
+  unique_fd alive;   // the pipe's write end: closing it (or the host's death) ends the child
   shared_region region;
 };
 
@@ -67,7 +72,7 @@ struct confinement {
 };
 confinement current_confinement();
 
-// Spawns knit-worker-`number` with a mapping of `lanes` lanes (shared_region.hpp), whose
+// Spawns knit-proc-`number` with a mapping of `lanes` lanes (shared_region.hpp), whose
 // waits spin for spin_ns (slot_bell.hpp). Throws process_error(worker_start_failed).
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
                           unsigned lanes, std::uint64_t spin_ns, const region_sandbox& sandbox);

@@ -68,7 +68,7 @@ class starter {
   // Watches a dup of `c`'s pidfd; its end becomes box->replace(id).
   void watch(const child_process& c, const std::shared_ptr<worker_box>& box) {
     const int fd = ::fcntl(c.pidfd.get(), F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return;  // unwatched: its end is then seen by its channel alone
+    if (fd < 0) return;  // unwatched: its end is then seen by its ring alone
     {
       std::lock_guard lock(mutex_);
       watches_.push_back({fd, c.id, c.end, box});
@@ -284,7 +284,7 @@ bool worker_box::replace(std::uint64_t id, bool crash) {
   handled_id_ = id;
   const auto now = crash_loop::clock::now();
   if (ready_ && ready_->id == id) {
-    // A child started ahead that died before any thread took it: no channel will see it,
+    // A child started ahead that died before any ring took it: no ring will see it,
     // so it is reaped and counted here.
     count_crash_once(*ready_->end);
     end_child(*ready_, /*kill=*/false);
@@ -445,7 +445,7 @@ child_process start_child(unsigned number, const process_options& options) {
   child_process c =
       spawn_child(options.worker_executable, number, options.arena_bytes, options.lanes,
                   static_cast<std::uint64_t>(options.spin.count()), sandbox);
-  const std::string who = "knit: process worker knit-worker-" + std::to_string(number) + " (pid " +
+  const std::string who = "knit: process worker knit-proc-" + std::to_string(number) + " (pid " +
                           std::to_string(c.pid) + ", " + options.worker_executable + ")";
   region_header& header = c.region.header();
   const bell_end end =

@@ -11,14 +11,14 @@
 //     a dup of every live child's pidfd for that, so an idle child's death is seen too, and
 //     reaps the child at once (child_end.hpp): no zombie waits for its worker's next call.
 //
-// One worker_box per process worker (per pool worker thread's channel, or per worker started
-// ahead by process_workers), shared by its channel and the starter, its state under its
-// mutex. The channel owns the child it holds; the box holds a child only between the
-// starter's start and the channel's take(), which with process_options::spare_child starts
-// the next one at once: the box then holds a spare, handshaken, while the channel's child
-// lives, and the channel's next take() after a death returns it without a wait.
+// One worker_box per process worker (per child of a host's ring, or per worker started ahead
+// by process_workers), shared by its ring and the starter, its state under its mutex. The
+// ring owns the child it holds; the box holds a child only between the starter's start and
+// the ring's try_take(), which with process_options::spare_child starts the next one at
+// once: the box then holds a spare, handshaken, while the ring's child lives, and the
+// ring's next try_take() after a death returns it without a wait.
 //
-//   channel                         starter
+//   ring                            starter
 //   replace(id): first sighting of  on the pidfd of child `id` readable: replace(id).
 //     child id's end -> schedule a  at a scheduled time: start the child (spawn, handshake),
 //     start at the crash loop's       put it (or the failure) in the box, notify.
@@ -34,7 +34,7 @@
 //
 // A start is never scheduled twice for one ending: `handled_id` is the id of the last child
 // whose end was acted on, set by whichever side saw it first (both do, for a crash during a
-// call). A kill by the channel itself (a deadline, a stuck limit, the memory limit) is
+// call). A kill by the ring itself (a deadline, a stuck limit, the memory limit) is
 // announced before the SIGKILL (replace(id, /*crash=*/false)), so the starter's later
 // sighting is not taken for a crash.
 #pragma once
@@ -76,7 +76,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   // start counts as a crash in the crash loop, as a crashed child does). With spare_child,
   // a child taken schedules the next (the spare) at the crash loop's respawn time.
   child_process take();
-  // take() without the wait, for a host ring (host_ring.hpp), which must not block: the
+  // take() without the wait, for a host's ring (process_ring.hpp), which must not block: the
   // child or the failure (thrown as take() throws it) when the box holds one, else nullopt
   // with a start scheduled (when none was) whose end writes the listener.
   std::optional<child_process> try_take();
@@ -126,7 +126,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   std::optional<start_failure_record> failed_;
 };
 
-// Spawns knit-worker-`number` with `options` and waits for its handshake; on success the
+// Spawns knit-proc-`number` with `options` and waits for its handshake; on success the
 // child is counted (children_started, children_live, respawned), on failure it is killed and
 // reaped. Throws process_error(worker_start_failed) naming the cause.
 child_process start_child(unsigned number, const process_options& options);

@@ -190,11 +190,11 @@ post_ssr() {
   inside curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H 'content-type: application/json' \
     -d '{"name":"Ari","plan":"pro","bio":"boot test","projects":3}' http://127.0.0.1:3000/ssr
 }
-workers_of() { inside ps -o comm= --ppid "$1" | grep -c '^knit-worker' || true; }
+workers_of() { inside ps -o comm= --ppid "$1" | grep -c '^knit-proc' || true; }
 ssr=$(post_ssr)
 [ "$ssr" = 200 ] || fail "POST /ssr in process mode answered $ssr: $(inside journalctl -u knit-server -n 20 --no-pager)"
 workers=$(workers_of "$main")
-[ "$workers" -ge 1 ] || fail "no knit-worker process under the main process $main"
+[ "$workers" -ge 1 ] || fail "no knit-proc process under the main process $main"
 metric=$(inside curl -s --max-time 5 http://127.0.0.1:3000/metrics | sed -n 's/^knit_worker_processes //p')
 [ "${metric:-0}" -ge 1 ] || fail "/metrics: knit_worker_processes is '${metric}'"
 user=$(inside ps -o user= -p "$main")
@@ -231,8 +231,8 @@ for whom in all main; do
   done
   [ -n "$back" ] || fail "kill --kill-whom=$whom: not restarted ($(show ActiveState)/$(show SubState))"
   [ "$(show NRestarts)" -gt "$restarts" ] || fail "kill --kill-whom=$whom: NRestarts stayed $restarts"
-  # No worker of the killed process survives: every knit-worker is a child of the new one.
-  orphans=$(inside ps -eo ppid=,comm= | awk -v p="$back" '$2 ~ /^knit-worker/ && $1 != p' | wc -l)
+  # No worker of the killed process survives: every knit-proc is a child of the new one.
+  orphans=$(inside ps -eo ppid=,comm= | awk -v p="$back" '$2 ~ /^knit-proc/ && $1 != p' | wc -l)
   [ "$orphans" = 0 ] || fail "kill --kill-whom=$whom: $orphans worker process(es) not under the new main process"
   [ "$(post_ssr)" = 200 ] || fail "kill --kill-whom=$whom: POST /ssr after the restart"
   fresh=$(workers_of "$back")

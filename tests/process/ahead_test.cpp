@@ -38,17 +38,17 @@ class process_ahead_test : public testing::Test {
   void SetUp() override {
     knit::process_options options;
     options.crash_loop_crashes = 100;  // no backoff in these tests
-    knit::set_process_options(options);
+    knit_test::use_process_options(options);
     base_ = knit::current_process_stats();
     // A plain run of the binary runs every test in one process: a child left by an earlier
-    // test (the main thread's own, from run_process_task) is not this test's.
+    // test is not this test's.
     earlier_ = children(std::set<int>{}, true);
   }
-  // This test's live worker processes (knit-worker-N, not zombies).
+  // This test's live worker processes (knit-proc-N, not zombies).
   std::set<int> live_workers() const {
     std::set<int> pids;
     for (int pid : children(earlier_, false)) {
-      if (knit_test::process_comm(pid).starts_with("knit-worker-")) pids.insert(pid);
+      if (knit_test::process_comm(pid).starts_with("knit-proc-")) pids.insert(pid);
     }
     return pids;
   }
@@ -89,23 +89,25 @@ TEST_F(process_ahead_test, every_child_is_up_when_the_constructor_returns) {
 TEST_F(process_ahead_test, a_worker_that_cannot_start_fails_the_constructor_with_its_cause) {
   knit::process_options options;
   options.worker_executable = "/bin/true";  // exits 0 without calling worker_main
-  knit::set_process_options(options);
+  knit_test::use_process_options(options);
   try {
-    knit::process_workers workers(2);
+    knit::pool pool(knit_test::threads(2));
+    knit::process_workers workers(pool);
     FAIL() << "started workers that cannot start";
   } catch (const knit::process_error& e) {
     EXPECT_EQ(e.code(), knit::errc::worker_start_failed);
     const std::string what = e.what();
-    EXPECT_NE(what.find("knit-worker-"), std::string::npos) << what;
+    EXPECT_NE(what.find("knit-proc-"), std::string::npos) << what;
     EXPECT_NE(what.find("exited with code 0 before its handshake"), std::string::npos) << what;
   }
   EXPECT_TRUE(no_children());
   EXPECT_EQ(live(), 0u);
 }
 
-TEST_F(process_ahead_test, destroying_it_ends_the_children_no_thread_took) {
+TEST_F(process_ahead_test, destroying_it_ends_the_children_no_host_took) {
+  knit::pool pool(knit_test::threads(3));
   {
-    knit::process_workers workers(3);
+    knit::process_workers workers(pool);
     EXPECT_EQ(live_workers().size(), 3u);
   }
   EXPECT_TRUE(no_children());
@@ -141,9 +143,10 @@ TEST_F(process_ahead_test, a_killed_idle_child_is_reaped_and_replaced_without_a_
   EXPECT_EQ(crashes(), 1u) << "the next call counted the idle death again";
 }
 
-// A child started ahead that no thread took yet, killed: replaced too, and reaped.
-TEST_F(process_ahead_test, a_killed_child_no_thread_took_is_replaced_and_reaped) {
-  knit::process_workers workers(1);
+// A child started ahead that no host took yet, killed: replaced too, and reaped.
+TEST_F(process_ahead_test, a_killed_child_no_host_took_is_replaced_and_reaped) {
+  knit::pool pool(knit_test::threads(1));
+  knit::process_workers workers(pool);
   const std::set<int> before = live_workers();
   ASSERT_EQ(before.size(), 1u);
   ASSERT_EQ(::kill(*before.begin(), SIGKILL), 0);

@@ -28,17 +28,17 @@ constexpr auto kWindow = 1000ms;
 class crash_loop_clear_test : public testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    saved_ = knit::current_process_options();
+    saved_ = knit_test::test_process_options();
     knit::process_options options;
     options.crash_loop_crashes = kCrashes;
     options.crash_loop_window = kWindow;
     options.backoff_initial = 50ms;
     options.backoff_max = 50ms;
     options.spare_child = GetParam();
-    knit::set_process_options(options);
+    knit_test::use_process_options(options);
     base_ = knit::current_process_stats().degraded_workers;
   }
-  void TearDown() override { knit::set_process_options(saved_); }
+  void TearDown() override { knit_test::use_process_options(saved_); }
 
   std::uint64_t degraded() const { return knit::current_process_stats().degraded_workers - base_; }
 

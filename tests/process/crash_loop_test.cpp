@@ -49,7 +49,7 @@ TEST(crash_loop_test, a_worker_in_a_crash_loop_is_degraded_and_waits_to_respawn)
   options.crash_loop_window = 60s;
   options.backoff_initial = 200ms;
   options.backoff_max = 200ms;
-  knit::set_process_options(options);
+  knit_test::use_process_options(options);
   knit::pool pool(knit_test::threads(1));
   const auto degraded_before = knit::current_process_stats().degraded_workers;
   std::string last;

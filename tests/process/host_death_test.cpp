@@ -43,7 +43,7 @@ TEST(process_host_death_test, no_worker_outlives_a_killed_host_by_a_second) {
   }
   ASSERT_EQ(workers.size(), 2u);
   for (int pid : workers) {
-    EXPECT_EQ(knit_test::process_comm(pid).rfind("knit-worker-", 0), 0u) << pid;
+    EXPECT_EQ(knit_test::process_comm(pid).rfind("knit-proc-", 0), 0u) << pid;
   }
   ASSERT_EQ(::kill(host, SIGKILL), 0);
   int status = 0;

@@ -13,7 +13,7 @@ namespace {
 TEST(process_leak_test, hundred_crash_cycles_leak_no_fd_zombie_or_mapping) {
   knit::process_options options;
   options.crash_loop_crashes = 1000;  // the loop is on purpose: no backoff here
-  knit::set_process_options(options);
+  knit_test::use_process_options(options);
   knit::pool pool(knit_test::threads(1));
   // The baseline with the worker thread's child started (its fds and mapping counted in).
   ASSERT_TRUE(knit_test::run_one(pool, "echo", "warm").ok());
@@ -24,7 +24,7 @@ TEST(process_leak_test, hundred_crash_cycles_leak_no_fd_zombie_or_mapping) {
   for (int i = 0; i < 100; ++i) {
     const char* kind = kinds[i % 4];
     auto crash =
-        knit_test::run_one(pool, kind, kind == std::string("scribble_answer") ? "seq" : "");
+        knit_test::run_one(pool, kind, kind == std::string("scribble_answer") ? "status" : "");
     ASSERT_EQ(crash.error(), knit::errc::worker_crashed) << i << ": " << kind;
     auto good = knit_test::run_one(pool, "echo", std::to_string(i));
     ASSERT_TRUE(good.ok()) << i << ": " << knit::failure_message(good);

@@ -44,7 +44,7 @@ class process_limits : public testing::Test {
   void SetUp() override {
     knit::process_options options;
     options.crash_loop_crashes = 1;  // a kill counted as a crash would show as degraded
-    knit::set_process_options(options);
+    knit_test::use_process_options(options);
     base_ = knit::current_process_stats();
   }
   knit::process_stats delta() const {
@@ -111,52 +111,48 @@ TEST_F(process_limits, a_stuck_call_kills_its_child_whoever_declares_it_first) {
   EXPECT_EQ(d.crashes, 0U);
 }
 
-// On the calling thread: the stuck limit counts from the moment the child has the request;
-// the error names the task, the pid and how the child ended.
-TEST_F(process_limits, run_process_task_past_its_stuck_limit_throws_stuck_and_kills) {
-  const int pid = std::stoi(knit::run_process_task("pid", ""));
-  knit::process_call_limits limits;
-  limits.stuck_after = 100ms;
-  try {
-    knit::run_process_task("sleep_pid", kHang, limits);
-    FAIL() << "a hanging task returned";
-  } catch (const knit::process_error& e) {
-    EXPECT_EQ(e.code(), knit::errc::stuck);
-    const std::string what = e.what();
-    EXPECT_NE(what.find("'sleep_pid'"), std::string::npos) << what;
-    EXPECT_NE(what.find("pid " + std::to_string(pid)), std::string::npos) << what;
-    EXPECT_NE(what.find("stuck"), std::string::npos) << what;
-    EXPECT_NE(what.find("signal 9 (SIGKILL)"), std::string::npos) << what;
-  }
+// The stuck limit counts from the moment the child has the request; the error names the
+// task, the pid and how the child ended.
+TEST_F(process_limits, a_stuck_calls_error_names_the_task_the_pid_and_the_kill) {
+  knit::pool pool(knit_test::threads(1));
+  const int pid = std::stoi(run_one(pool, "pid", "").value());
+  knit::call_options options;
+  options.stuck_after = 100ms;
+  const auto r = run_one(pool, "sleep_pid", kHang, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), knit::errc::stuck);
+  const std::string what = knit::failure_message(r);
+  EXPECT_NE(what.find("'sleep_pid'"), std::string::npos) << what;
+  EXPECT_NE(what.find("pid " + std::to_string(pid)), std::string::npos) << what;
+  EXPECT_NE(what.find("stuck"), std::string::npos) << what;
+  EXPECT_NE(what.find("signal 9 (SIGKILL)"), std::string::npos) << what;
   EXPECT_EQ(process_state(pid), 0) << "killed and reaped before the call failed";
-  EXPECT_NE(std::stoi(knit::run_process_task("pid", "")), pid);
+  EXPECT_NE(std::stoi(run_one(pool, "pid", "").value()), pid);
   EXPECT_EQ(delta().killed, 1U);
   EXPECT_EQ(delta().respawned, 1U);
 }
 
-// A call whose deadline has passed when its worker takes it is not sent at all.
+// A call whose deadline has passed when its host would send it is not sent at all.
 TEST_F(process_limits, a_call_already_past_its_deadline_is_not_sent) {
-  knit::process_call_limits limits;
-  limits.deadline = std::chrono::steady_clock::now() - 1ms;
-  try {
-    knit::run_process_task("echo", "x", limits);
-    FAIL() << "a call past its deadline ran";
-  } catch (const knit::process_error& e) {
-    EXPECT_EQ(e.code(), knit::errc::timed_out);
-  }
-  EXPECT_EQ(delta().children_started, 0U) << "no child was started for it";
-  EXPECT_EQ(knit::current_process_stats().calls, base_.calls);
+  knit::pool pool(knit_test::threads(1));
+  knit::call_options options;
+  options.timeout = std::chrono::nanoseconds(1);
+  const auto r = run_one(pool, "echo", "x", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), knit::errc::timed_out);
+  EXPECT_EQ(knit::current_process_stats().calls, base_.calls) << "no call reached a child";
 }
 
 // Kills are not crashes: three in a row with a crash loop of one crash leave the worker
 // healthy and its respawns without backoff.
 TEST_F(process_limits, kills_do_not_make_a_crash_loop) {
-  knit::process_call_limits limits;
-  limits.stuck_after = 20ms;
+  knit::pool pool(knit_test::threads(1));
+  knit::call_options options;
+  options.stuck_after = 20ms;
   for (int i = 0; i < 3; ++i) {
-    EXPECT_THROW(knit::run_process_task("sleep_pid", kHang, limits), knit::process_error);
+    EXPECT_EQ(run_one(pool, "sleep_pid", kHang, options).error(), knit::errc::stuck);
   }
-  EXPECT_EQ(knit::run_process_task("echo", "fine"), "fine");
+  EXPECT_EQ(run_one(pool, "echo", "fine").value(), "fine");
   const knit::process_stats d = delta();
   EXPECT_EQ(d.killed, 3U);
   EXPECT_EQ(d.crashes, 0U);

@@ -31,10 +31,22 @@ bool within_10s(Done done) {
   return true;
 }
 
-// Pool options with `n` worker threads, the rest default.
+// The process options of the pools a test builds next with threads() (each pool has its
+// own: pool_options::process). Reset to the defaults before each test (process_test_main).
+inline knit::process_options& test_process_options() {
+  static knit::process_options options;
+  return options;
+}
+inline void use_process_options(const knit::process_options& options) {
+  options.validate();
+  test_process_options() = options;
+}
+
+// Pool options with `n` worker threads and the test's process options, the rest default.
 inline knit::pool_options threads(unsigned n) {
   knit::pool_options o;
   o.threads = n;
+  o.process = test_process_options();
   return o;
 }
 
@@ -105,7 +117,7 @@ inline std::size_t memfd_mappings() {
   std::ifstream maps("/proc/self/maps");
   std::size_t n = 0;
   for (std::string line; std::getline(maps, line);) {
-    if (line.find("/memfd:knit-worker") != std::string::npos) ++n;
+    if (line.find("/memfd:knit-proc") != std::string::npos) ++n;
   }
   return n;
 }

@@ -21,9 +21,12 @@ namespace {
 // "ready", then waits to be killed (host_death_test.cpp kills it with SIGKILL).
 int host_helper() {
   knit::pool pool(knit_test::threads(2));
+  // Both children up before the calls: each call then goes to an idle one of its own (a
+  // child still starting would leave the second call in the first child's lane).
+  knit::process_workers workers(pool);
   std::string pids[2];
   int done = 0;
-  // Two calls that overlap, so each worker thread starts its own child.
+  // Two calls that overlap, one in each child.
   for (std::string& out : pids) {
     auto ec = knit::submit_process(pool, "sleep_pid", "300", [&](knit::result<std::string> r) {
       out = r.ok() ? r.value() : "error: " + knit::failure_message(r);
@@ -64,5 +67,12 @@ int main(int argc, char** argv) {
   if (knit::worker_main(argc, argv)) return 0;
   if (argc == 2 && std::string_view(argv[1]) == "--host-helper") return host_helper();
   testing::InitGoogleTest(&argc, argv);
+  // Each test starts from the default process options (knit_test::use_process_options).
+  struct reset_options : testing::EmptyTestEventListener {
+    void OnTestStart(const testing::TestInfo&) override {
+      knit_test::test_process_options() = knit::process_options{};
+    }
+  };
+  testing::UnitTest::GetInstance()->listeners().Append(new reset_options);
   return RUN_ALL_TESTS();
 }

@@ -152,13 +152,13 @@ TEST(region_seals, the_memfd_cannot_change_size_nor_lose_its_seals) {
 
 class hardening_test : public testing::Test {
  protected:
-  void SetUp() override { saved_ = knit::current_process_options(); }
-  void TearDown() override { knit::set_process_options(saved_); }
+  void SetUp() override { saved_ = knit_test::test_process_options(); }
+  void TearDown() override { knit_test::use_process_options(saved_); }
   static void use(knit::process_sandbox sandbox) {
     knit::process_options options;
     options.sandbox = sandbox;
     options.crash_loop_crashes = 100;  // one bad call each: no backoff involved
-    knit::set_process_options(options);
+    knit_test::use_process_options(options);
   }
   // A call that must fail as a sandbox violation naming `named`; then the host still serves.
   static void expect_violation(knit::pool& pool, const std::string& task, const std::string& in,
@@ -235,7 +235,7 @@ TEST_F(hardening_test, an_x32_call_is_a_named_violation) {
 
 // End to end, the host's reading of a forged word: a crash. Enabled once the host's death
 // handling (host_ring.cpp check_seat, channel.cpp) decides with judge_death.
-TEST_F(hardening_test, DISABLED_a_forged_word_then_a_segfault_is_a_crash) {
+TEST_F(hardening_test, a_forged_word_then_a_segfault_is_a_crash) {
   use(knit::process_sandbox::strict);
   knit::pool pool(knit_test::threads(1));
   const knit::process_stats before = knit::current_process_stats();

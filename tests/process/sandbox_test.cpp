@@ -52,7 +52,7 @@ void PrintTo(const bad_case& c, std::ostream* os) { *os << c.task; }
 class sandbox_test : public testing::TestWithParam<bad_case> {
  protected:
   void SetUp() override {
-    knit::set_process_options(sandboxed());
+    knit_test::use_process_options(sandboxed());
     base_ = knit::current_process_stats();
   }
   knit::process_stats base_;
@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
 // What the sandbox lets a task do: threads, a read-only open, sleeping, memory under the
 // limit, throwing; and without it, the refused tasks run.
 TEST(sandbox_allows, threads_reads_sleeps_memory_and_exceptions) {
-  knit::set_process_options(sandboxed());
+  knit_test::use_process_options(sandboxed());
   const std::uint64_t started = knit::current_process_stats().children_started;
   knit::pool pool(knit_test::threads(1));
   auto thread = run_one(pool, "thread", "");
@@ -153,7 +153,7 @@ TEST(sandbox_allows, threads_reads_sleeps_memory_and_exceptions) {
 }
 
 TEST(sandbox_allows, everything_when_off) {
-  knit::set_process_options({});
+  knit_test::use_process_options({});
   knit::pool pool(knit_test::threads(1));
   auto connect = run_one(pool, "connect", "");
   ASSERT_TRUE(connect.ok()) << knit::failure_message(connect);

@@ -25,15 +25,15 @@ using knit_test::within_10s;
 class process_spare_test : public testing::Test {
  protected:
   void SetUp() override {
-    saved_ = knit::current_process_options();
+    saved_ = knit_test::test_process_options();
     knit::process_options options;
     options.crash_loop_crashes = 100;  // no backoff, unless a test sets its own
     options.spare_child = true;
-    knit::set_process_options(options);
+    knit_test::use_process_options(options);
     base_ = knit::current_process_stats();
     for (const auto& c : children_of_this_process()) earlier_.insert(c.pid);
   }
-  void TearDown() override { knit::set_process_options(saved_); }
+  void TearDown() override { knit_test::use_process_options(saved_); }
 
   // This test's children (zombies too when `zombies`).
   std::set<int> children(bool zombies) const {
@@ -43,11 +43,11 @@ class process_spare_test : public testing::Test {
     }
     return pids;
   }
-  // This test's live worker processes (knit-worker-N, not zombies).
+  // This test's live worker processes (knit-proc-N, not zombies).
   std::set<int> live_workers() const {
     std::set<int> pids;
     for (int pid : children(false)) {
-      if (knit_test::process_comm(pid).starts_with("knit-worker-")) pids.insert(pid);
+      if (knit_test::process_comm(pid).starts_with("knit-proc-")) pids.insert(pid);
     }
     return pids;
   }
@@ -57,7 +57,7 @@ class process_spare_test : public testing::Test {
     return now.size() == 2 && now.contains(kept) && !now.contains(gone) && children(true) == now;
   }
   // Children that finished their handshake in this test: a child is in /proc (named
-  // knit-worker-N) before it has, so a wait for a new one waits for this count too.
+  // knit-proc-N) before it has, so a wait for a new one waits for this count too.
   std::uint64_t started() const { return since(&knit::process_stats::children_started); }
   std::uint64_t since(std::uint64_t knit::process_stats::*field) const {
     return knit::current_process_stats().*field - base_.*field;
@@ -161,11 +161,11 @@ TEST_F(process_spare_test, a_killed_spare_is_reaped_and_started_again) {
 // The crash loop still holds: a worker whose children keep crashing is degraded, and its
 // spare's successor waits out the backoff like any respawn.
 TEST_F(process_spare_test, a_crash_loop_still_backs_off) {
-  knit::process_options options = knit::current_process_options();
+  knit::process_options options = knit_test::test_process_options();
   options.crash_loop_crashes = 2;
   options.backoff_initial = 60'000ms;  // far past the test: a respawn held back stays so
   options.backoff_max = 60'000ms;
-  knit::set_process_options(options);
+  knit_test::use_process_options(options);
   knit::pool pool(knit_test::threads(1));
   knit::process_workers workers(pool);
   int spare = 0;

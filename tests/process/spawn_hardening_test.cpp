@@ -133,7 +133,7 @@ ino_t inode_of(int fd) {
 // O_NONBLOCK) and writes a lot changes nothing the host holds, fails at most its own call,
 // and the host answers the next calls.
 TEST(spawn_hardening, a_task_cannot_turn_the_hosts_stderr_against_it) {
-  knit::set_process_options(strict_options());
+  knit_test::use_process_options(strict_options());
   stderr_capture capture;
   const int flags_before = ::fcntl(STDERR_FILENO, F_GETFL);
   knit::pool pool(knit_test::threads(1));
@@ -179,7 +179,7 @@ TEST(spawn_hardening, a_task_cannot_turn_the_hosts_stderr_against_it) {
 // (64 KiB a second, a line at a time, prefixed, "held back" said once) while the host
 // answers a call in its other child at once; the writer only fills its own pipe.
 TEST(spawn_hardening, a_flood_of_child_output_is_bounded_and_the_host_answers_meanwhile) {
-  knit::set_process_options({});
+  knit_test::use_process_options({});
   stderr_capture capture;
   std::optional<knit::pool> pool_holder(std::in_place, knit_test::threads(2));
   knit::pool& pool = *pool_holder;
@@ -247,7 +247,7 @@ TEST(spawn_hardening, a_flood_of_child_output_is_bounded_and_the_host_answers_me
 // by their 2 s deadline (the task's child killed, the call behind it sent to the
 // replacement), and a new call is answered, all well before the task would have woken.
 TEST(spawn_hardening, a_task_cannot_make_the_request_bell_block_the_host) {
-  knit::set_process_options(strict_options());
+  knit_test::use_process_options(strict_options());
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   knit::call_options deadline;
@@ -285,7 +285,7 @@ TEST(spawn_hardening, a_task_cannot_make_the_request_bell_block_the_host) {
 // undumpable and the child holds no capability over the host's user namespace; in its own
 // PID namespace with its own /proc the host is not even listed).
 TEST(spawn_hardening, a_strict_task_cannot_read_the_hosts_memory_or_environment) {
-  knit::set_process_options(strict_options());
+  knit_test::use_process_options(strict_options());
   knit::pool pool(knit_test::threads(1));
   auto r = run_one(pool, "hostile_proc", std::to_string(::getpid()));
   ASSERT_TRUE(r.ok()) << knit::failure_message(r);
@@ -304,7 +304,7 @@ TEST(spawn_hardening, a_strict_task_cannot_read_the_hosts_memory_or_environment)
 // handler is ignored: abort() still ends it by a signal (glibc's last resort, a fault), a
 // crash of its own call only.
 TEST(spawn_hardening, abort_in_a_strict_task_is_still_a_crash_by_a_signal) {
-  knit::set_process_options(strict_options());
+  knit_test::use_process_options(strict_options());
   knit::pool pool(knit_test::threads(1));
   auto crash = run_one(pool, "abort", "");
   ASSERT_FALSE(crash.ok());

@@ -15,6 +15,7 @@
 #include <cerrno>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -159,6 +160,49 @@ void register_test_tasks() {
     const std::uint64_t one = 1;
     if (::write(s.answer_fd, &one, sizeof one) != sizeof one) std::abort();
     for (;;) ::pause();
+  });
+  // Item 4 of the threat model (docs/process-workers.md): pre-writes a well-formed answer
+  // into the lane after its own, with the sequence the next call would have had were
+  // sequences counted (its own request_seq + 1), status ok and 6 bytes "forged", then answers
+  // its own call. The next call sent to this child must still get its own answer.
+  knit::register_process_task("forge_next", [](std::string_view in) -> std::string {
+    const knit::detail::child_slot s = knit::detail::current_child_slot();
+    knit::detail::region_header& h = *s.header;
+    const unsigned lanes = h.lanes;
+    const auto k = static_cast<unsigned>(s.lane - &h.lane[0]);
+    const unsigned n = (k + 1) % lanes;
+    const std::size_t pair = 2 * knit::detail::round_to_page(s.arena_bytes);
+    char* next_arena =
+        s.answer_arena + (static_cast<std::ptrdiff_t>(n) - k) * static_cast<std::ptrdiff_t>(pair);
+    std::memcpy(next_arena, "forged", 6);
+    knit::detail::lane_words& next = h.lane[n];
+    next.answer_status = 1;
+    next.answer_bytes = 6;
+    std::atomic_ref<std::uint64_t>(next.answer_seq)
+        .store(std::atomic_ref<std::uint64_t>(s.lane->request_seq).load() + 1,
+               std::memory_order_release);
+    // Input: ms to stay busy after the forgery, so the next call is queued behind it.
+    if (!in.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(std::string(in))));
+    return "ok";
+  });
+  // Item 3: leaves a thread behind that rings its host's answer eventfd without end.
+  knit::register_process_task("ring_spin", [](std::string_view) -> std::string {
+    const int fd = knit::detail::current_child_slot().answer_fd;
+    std::thread([fd] {
+      const std::uint64_t one = 1;
+      for (;;) (void)!::write(fd, &one, sizeof one);
+    }).detach();
+    return "ok";
+  });
+  // Leaves its child unable to begin another call: its answer eventfd at the counter's
+  // limit and blocking, so the child's next ring (after this very answer) blocks for good.
+  knit::register_process_task("jam_answer_bell", [](std::string_view) -> std::string {
+    const int fd = knit::detail::current_child_slot().answer_fd;
+    const std::uint64_t most = 0xfffffffffffffffe;
+    if (::write(fd, &most, sizeof most) != sizeof most) return "write failed";
+    if (::fcntl(fd, F_SETFL, 0) != 0) return "fcntl failed";
+    return "jammed";
   });
   register_sandbox_tasks();
 }

@@ -39,7 +39,7 @@ std::optional<machine_cpu_sample> machine_sample() {
 
 // How a server's CPU is counted: knit-server with thread workers is one process; an external
 // peer is a process tree (nginx: master and workers), and so is knit-server with
-// KNIT_ISOLATION=process (the server and its knit-worker-N children), summed over its
+// KNIT_ISOLATION=process (the server and its knit-proc-N children), summed over its
 // members. Counting only the server's own ticks would leave the workers' CPU out of its
 // CPU per request and put it in the foreign load instead.
 struct one_process_cpu {

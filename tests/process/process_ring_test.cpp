@@ -1,11 +1,12 @@
-// The host <-> child ring (src/process/host_ring.hpp, process_options::host_ring): calls go
-// from the host's thread to its children with no pool worker thread between; each window
-// of its protocol is forced with a hook (set_ring_hook) and named after what it guards.
+// The host <-> child ring (src/process/process_ring.hpp): calls go from the host's thread to
+// its children with no pool worker thread between; each window of its protocol is forced
+// with a hook (set_ring_hook) and named after what it guards.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -15,8 +16,8 @@
 
 #include "knit/pool.hpp"
 #include "knit/process.hpp"
-#include "process/host_ring.hpp"
 #include "process/process_helpers.hpp"
+#include "process/process_ring.hpp"
 #include "process/shared_region.hpp"
 
 namespace {
@@ -26,20 +27,11 @@ using knit_test::process_call;
 using knit_test::run_calls;
 using knit_test::run_one;
 
-// Turns the ring on for the pools a test builds (read when the pool attaches its host).
 class process_host_ring : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (const char* ring = std::getenv("KNIT_PROCESS_HOST_RING"); ring && *ring == '0') {
-      GTEST_SKIP() << "KNIT_PROCESS_HOST_RING=0: the proxy path's run of the suite";
-    }
-    knit::process_options o;
-    o.host_ring = true;
-    knit::set_process_options(o);
-  }
   void TearDown() override {
     knit::detail::set_ring_hook(nullptr);
-    knit::set_process_options({});
+    knit_test::use_process_options({});
   }
 };
 
@@ -174,9 +166,8 @@ TEST_F(process_host_ring, calls_queued_behind_a_crash_go_to_the_replacement) {
 // deadline, while it waits behind a busy child is never sent.
 TEST_F(process_host_ring, a_call_cancelled_or_past_its_deadline_while_queued_is_never_run) {
   knit::process_options o;
-  o.host_ring = true;
   o.lanes = 1;  // no lane behind the running call: both wait in the FIFO
-  knit::set_process_options(o);
+  knit_test::use_process_options(o);
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   const auto before = knit::current_process_stats();
@@ -412,14 +403,15 @@ TEST_F(process_host_ring, a_call_in_the_lane_behind_a_crash_runs_on_the_replacem
   EXPECT_NE(behind->value(), crashed);  // the replacement ran it
   const auto after = knit::current_process_stats();
   EXPECT_EQ(after.crashes - before.crashes, 1u);
-  EXPECT_EQ(after.calls - before.calls, 3u);  // segv, pid into the dead child's lane, pid again
+  EXPECT_EQ(after.calls - before.calls, 2u);                // segv, pid (each counted once)
+  EXPECT_EQ(after.calls_resent - before.calls_resent, 1u);  // pid, sent again once
 }
 
-// Guards the withdrawal (cancel_seq): a call cancelled while it waits in a lane behind a
-// running one is handed back at once, and the child, reaching it, answers it without
+// Guards the withdrawal (the host's claim): a call cancelled while it waits in a lane behind
+// a running one is handed back at once, and the child, reaching it, answers it without
 // running it. The running call is held at a gate the test opens only after the host's
-// step has seen the cancel. Without the cancel_seq store the child runs it (the answer
-// is dropped) and calls_withdrawn stays 0.
+// step has seen the cancel. Without the host's claim the child runs it (the answer is
+// dropped) and calls_withdrawn stays 0.
 TEST_F(process_host_ring, a_call_given_up_in_its_lane_is_answered_without_being_run) {
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
@@ -450,11 +442,11 @@ TEST_F(process_host_ring, a_call_given_up_in_its_lane_is_answered_without_being_
   EXPECT_EQ(run_one(pool, "echo", "after").value(), "after");  // the child lives on
 }
 
-// Guards the second look after a kill (check_seat: take_answers once the child is dead): the
+// Guards the second look after a kill (end_past_limit: take_answers once the child is dead): the
 // running call ran past its deadline, and the child answered it in the moment between the
-// host's read and its kill, then started the call behind. The answer is taken (the call is
-// not failed for nothing) and the call behind, which may have started, fails instead of
-// being sent again: never run twice.
+// host's read and its kill, then started the call behind (its claim says so). The answer is
+// taken (the call is not failed for nothing) and the call behind, which had started, fails
+// instead of being sent again: never run twice.
 TEST_F(process_host_ring, a_call_answered_just_before_its_kill_keeps_its_answer) {
   knit::pool pool(knit_test::threads(1));
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
@@ -480,11 +472,114 @@ TEST_F(process_host_ring, a_call_answered_just_before_its_kill_keeps_its_answer)
   ASSERT_TRUE(gated->ok()) << knit::failure_message(*gated);
   ASSERT_FALSE(behind->ok());
   EXPECT_EQ(behind->error(), knit::errc::worker_crashed);
-  EXPECT_NE(knit::failure_message(*behind).find("may have started"), std::string::npos)
+  EXPECT_NE(knit::failure_message(*behind).find("while it ran this call"), std::string::npos)
       << knit::failure_message(*behind);
   const auto after = knit::current_process_stats();
   EXPECT_EQ(after.calls - before.calls, 2u);  // the call behind was not sent again
   EXPECT_EQ(after.killed - before.killed, 1u);
+}
+
+// Guards the nonce (call_nonce.hpp): a task pre-writes a well-formed answer into the next
+// lane with the sequence the next call would have had were sequences counted; the next
+// call, sent into that lane, gets its own answer, never the forged one. With sequences
+// counted (the nonce replaced by ++seq once), the echo got "forged".
+TEST_F(process_host_ring, an_answer_forged_ahead_in_the_next_lane_is_never_taken) {
+  knit::pool pool(knit_test::threads(1));    // one child, lanes 2: the victim is behind
+  for (int round = 0; round < 4; ++round) {  // the forgery in either lane
+    slot forger, victim;
+    ASSERT_FALSE(knit::submit_process(pool, "forge_next", "50", keep(forger)));
+    ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "100", keep(victim)));
+    ASSERT_TRUE(drain_until(pool, [&] { return forger && victim; }));
+    ASSERT_TRUE(forger->ok()) << knit::failure_message(*forger);
+    ASSERT_TRUE(victim->ok()) << knit::failure_message(*victim);
+    EXPECT_NE(victim->value(), "forged") << round;
+    EXPECT_EQ(victim->value().find_first_not_of("0123456789"), std::string::npos)
+        << victim->value();
+  }
+}
+
+// Guards the wake budget (process_ring.hpp, spare_rings): a thread left behind rings the
+// host's answer eventfd without end. The host counts the edges against the answers and
+// kills the child as a broken protocol; the next call runs on its replacement. Without the
+// budget the host is woken hundreds of thousands of times a second and protocol_kills stays.
+TEST_F(process_host_ring, a_child_that_rings_without_answers_is_killed) {
+  knit::pool pool(knit_test::threads(1));
+  const auto before = knit::current_process_stats();
+  ASSERT_EQ(run_one(pool, "ring_spin", "").value(), "ok");
+  ASSERT_TRUE(knit_test::within_10s([&] {
+    pool.drain();
+    return knit::current_process_stats().protocol_kills > before.protocol_kills;
+  }));
+  EXPECT_EQ(run_one(pool, "echo", "after").value(), "after");
+}
+
+// Guards the moves (child_choice.hpp): calls queued behind a slow one in its child's lanes
+// are taken back (claim) and sent to the other child once it idles; each is answered long
+// before the slow call. Without move_waiting, those in the slow child's lanes waited the
+// slow call out (1.5 s).
+TEST_F(process_host_ring, calls_behind_a_slow_one_move_to_an_idle_child) {
+  knit::process_options o;
+  o.lanes = 4;
+  knit_test::use_process_options(o);
+  knit::pool pool(knit_test::threads(2));
+  knit::process_workers workers(pool);
+  ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
+  const auto before = knit::current_process_stats();
+  const auto start = std::chrono::steady_clock::now();
+  slot slow;
+  std::vector<slot> quick(6);
+  std::vector<std::chrono::steady_clock::duration> took(6);
+  ASSERT_FALSE(knit::submit_process(pool, "sleep_pid", "1500", keep(slow)));
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_FALSE(
+        knit::submit_process(pool, "echo", std::to_string(i), [&, i](knit::result<std::string> r) {
+          quick[static_cast<std::size_t>(i)].emplace(std::move(r));
+          took[static_cast<std::size_t>(i)] = std::chrono::steady_clock::now() - start;
+        }));
+  }
+  ASSERT_TRUE(drain_until(pool, [&] {
+    return std::all_of(quick.begin(), quick.end(), [](const slot& q) { return q.has_value(); });
+  }));
+  EXPECT_FALSE(slow.has_value()) << "a quick call waited the slow one out";
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(quick[static_cast<std::size_t>(i)]->ok());
+    EXPECT_EQ(quick[static_cast<std::size_t>(i)]->value(), std::to_string(i));
+    EXPECT_LT(took[static_cast<std::size_t>(i)], 1s) << i;
+  }
+  ASSERT_TRUE(drain_until(pool, [&] { return slow.has_value(); }));
+  EXPECT_TRUE(slow->ok());
+  const auto after = knit::current_process_stats();
+  EXPECT_EQ(after.calls - before.calls, 7u);  // a moved call is counted once
+}
+
+// Guards the hung-child check (process_options::begin_timeout, end_if_hung): a task leaves
+// its child blocked in its own answer bell, so the child never begins the next call sent to
+// it. Past begin_timeout the child is killed and the call, never begun, runs on another
+// child. Without the check the call waited for its stuck limit (10 s) and failed `stuck`.
+TEST_F(process_host_ring, a_call_sent_to_a_child_a_task_left_hung_runs_elsewhere) {
+  knit::process_options o;
+  o.begin_timeout = 300ms;
+  knit_test::use_process_options(o);
+  knit::pool pool(knit_test::threads(1));
+  const auto before = knit::current_process_stats();
+  knit::call_options jam_limit;
+  jam_limit.stuck_after = 200ms;  // its answer was written but never rung: the limit's step
+  auto jam = run_one(pool, "jam_answer_bell", "", jam_limit);  // takes it, or kills it
+  if (jam.ok()) {
+    EXPECT_EQ(jam.value(), "jammed");
+  }
+  knit::call_options victim_limit;
+  victim_limit.stuck_after = 10s;
+  const auto start = std::chrono::steady_clock::now();
+  auto victim = run_one(pool, "echo", "mine", victim_limit);
+  ASSERT_TRUE(victim.ok()) << knit::failure_message(victim);
+  EXPECT_EQ(victim.value(), "mine");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  const auto after = knit::current_process_stats();
+  if (jam.ok()) {
+    EXPECT_EQ(after.protocol_kills - before.protocol_kills, 1u);
+    EXPECT_EQ(after.calls_resent - before.calls_resent, 1u);
+  }
 }
 
 }  // namespace

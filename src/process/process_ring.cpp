@@ -1,0 +1,483 @@
+// process_ring: the host side of the host <-> child ring (protocol in process_ring.hpp):
+// accepting calls, sending them, taking answers, moving calls off slow children.
+#include "process/process_ring.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "call_state.hpp"
+#include "invariant.hpp"
+#include "pool_shared.hpp"
+#include "process/counters.hpp"
+#include "process/slot_bell.hpp"
+#include "process/standby.hpp"
+#include "process/task_registry.hpp"
+
+namespace knit::detail {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Writer: a test (set_ring_hook); partner: the ring's relaxed load at each point.
+std::atomic<ring_hook> hook{nullptr};
+
+constexpr std::uint64_t kStartsEvent = ~std::uint64_t{0};
+constexpr std::uint64_t kBellEvent = ~std::uint64_t{0} - 1;
+// A call not answered within this many times the ring's estimate of a call is slow: no call
+// is queued behind it (child_choice.hpp). Never under kSlowFloor.
+constexpr std::int64_t kSlowFactor = 4;
+constexpr std::int64_t kSlowFloorNs = 200'000;
+
+}  // namespace
+
+void at_ring_point(ring_point where, region_header& h, lane_words& lane) {
+  if (ring_hook f = hook.load(std::memory_order_relaxed)) f(where, h, lane);
+}
+
+void set_ring_hook(ring_hook f) noexcept { hook.store(f, std::memory_order_relaxed); }
+
+std::unique_ptr<process_ring> process_ring::make_if_tasks(int bell_fd, unsigned children,
+                                                          const pool_options& pool,
+                                                          single_writer_counter& calls_stuck) {
+  if (task_registry::instance().count() == 0) return nullptr;
+  return std::make_unique<process_ring>(bell_fd, children, pool, calls_stuck);
+}
+
+process_ring::process_ring(int bell_fd, unsigned children, const pool_options& pool,
+                           single_writer_counter& calls_stuck)
+    : options_(pool.process),
+      pool_key_(&pool),
+      children_(children),
+      epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+      starts_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      calls_stuck_(calls_stuck) {
+  if (!epoll_ || !starts_) {
+    throw std::system_error(errno, std::generic_category(), "knit: process ring");
+  }
+  epoll_event bell{};
+  bell.events = EPOLLIN;  // level: the host's drain resets it
+  bell.data.u64 = kBellEvent;
+  epoll_event starts{};
+  starts.events = EPOLLIN;  // level: step() resets it
+  starts.data.u64 = kStartsEvent;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, bell_fd, &bell) != 0 ||
+      ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, starts_.get(), &starts) != 0) {
+    throw std::system_error(errno, std::generic_category(), "knit: process ring epoll_ctl");
+  }
+  events_.resize(2 * static_cast<std::size_t>(children) + 2);
+}
+
+process_ring::~process_ring() {
+  for (ring_child& c : kids_) {
+    KNIT_ASSERT(c.flights.empty());  // the host settled every call before it went away
+    if (c.child) end_idle_child(c, /*kill=*/true);
+    if (c.box) c.box->abandon();  // clears the listener before starts_ closes
+  }
+}
+
+std::string process_ring::who(const ring_child& c, std::string_view task) const {
+  std::string w = "knit: process task '" + std::string(task) + "'";
+  if (c.child) {
+    w += " (pid " + std::to_string(c.child->pid) + ", knit-proc-" +
+         std::to_string(c.box->number()) + ")";
+  }
+  return w;
+}
+
+// At the host's first process call: a ring whose host never makes one costs no box, child
+// or system call (step() returns at once).
+void process_ring::claim_boxes() {
+  kids_.resize(children_);
+  views_.resize(children_);
+  for (ring_child& c : kids_) {
+    c.box = claim_worker(pool_key_, options_);
+    c.box->set_listener(starts_.get());
+  }
+}
+
+void process_ring::watch(unsigned i) {
+  ring_child& c = kids_[i];
+  epoll_event answer{};
+  answer.events = EPOLLIN | EPOLLET;  // edge: the counter is never read (process_ring.hpp)
+  answer.data.u64 = std::uint64_t{i} * 2;
+  epoll_event death{};
+  death.events = EPOLLIN | EPOLLET;
+  death.data.u64 = std::uint64_t{i} * 2 + 1;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.child->answer.get(), &answer);
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.child->pidfd.get(), &death) != 0) {
+    c.dead = true;  // cannot watch it: treat it as gone (ended and replaced next step)
+  }
+}
+
+void process_ring::unwatch(ring_child& c) noexcept {
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.child->answer.get(), nullptr);
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.child->pidfd.get(), nullptr);
+}
+
+void process_ring::accept(call_base* call, std::shared_ptr<process_job> job) {
+  if (kids_.empty()) claim_boxes();
+  queue_.push_back({call, std::move(job)});
+  send_queued();
+  // Finished without a child (over the arena, a failed start): no child will ring, so the
+  // ring rings itself for the drain that hands it back.
+  if (!finished_.empty()) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(starts_.get(), &one, sizeof one);
+  }
+}
+
+// A running call's outcome into its job, run() on this thread (process_call_fn returns or
+// throws it), then the record to the host's drain.
+void process_ring::complete(call_base* call, process_job& job, std::exception_ptr error,
+                            std::string answer) {
+  job.error = std::move(error);
+  job.answer = std::move(answer);
+  call->run();
+  try_move(*call, call_state::running, call_state::done);
+  finished_.push_back(call);
+}
+
+// A call that fails before it reaches a child: run with `error` if it is still queued,
+// else (abandoned: cancelled, past its deadline) handed back as it is.
+void process_ring::fail_unsent(call_base* call, process_job& job, std::exception_ptr error,
+                               bool running) {
+  if (running || try_move(*call, call_state::queued, call_state::running)) {
+    complete(call, job, std::move(error), {});
+  } else {
+    finished_.push_back(call);
+  }
+}
+
+// Sends `call` (state queued) into child `c`'s next lane, which is free. False when it was
+// finished without a send (abandoned, over the arena, past its deadline).
+bool process_ring::send(ring_child& c, queued& q) {
+  call_base* const call = q.call;
+  std::shared_ptr<process_job>& job = q.job;
+  child_process& child = *c.child;
+  KNIT_ASSERT(c.flights.size() < child.region.lanes());
+  KNIT_ASSERT(!q.running || c.flights.empty());
+  if (!q.running && call->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+    finished_.push_back(call);  // cancelled, or past its deadline, while queued: never run
+    return false;
+  }
+  const auto now = steady::now();
+  if (job->bytes.size() > options_.arena_bytes) {
+    fail_unsent(call, *job,
+                std::make_exception_ptr(process_error(
+                    errc::payload_too_large,
+                    "knit: process task '" + job->task + "': request of " +
+                        std::to_string(job->bytes.size()) + " bytes is over the arena of " +
+                        std::to_string(options_.arena_bytes) +
+                        " bytes (process_options::arena_bytes); not sent")),
+                q.running);
+    return false;
+  }
+  if (now >= job->limits.deadline) {
+    fail_unsent(call, *job,
+                std::make_exception_ptr(process_error(
+                    errc::timed_out, "knit: process task '" + job->task +
+                                         "' ran past its deadline before it was sent")),
+                q.running);
+    return false;
+  }
+  // The oldest call in a child is running; the ones behind it stay queued.
+  const bool oldest = c.flights.empty();
+  if (oldest && !q.running && !try_move(*call, call_state::queued, call_state::running)) {
+    finished_.push_back(call);  // abandoned just now
+    return false;
+  }
+  const std::optional<std::uint32_t> index = task_registry::instance().find(job->task);
+  KNIT_ASSERT(index.has_value());  // submit_process refused an unknown name
+  const unsigned k = c.next_lane;
+  region_header& h = child.region.header();
+  lane_words& lane = child.region.lane(k);
+  const std::uint64_t seq = nonces_.next(c.lane_answered[k]);
+  child.end->in_call.store(true, std::memory_order_release);  // its death is ours to name
+  std::memcpy(child.region.request_arena(k), job->bytes.data(), job->bytes.size());
+  store(lane.task_index, index.value_or(~std::uint32_t{0}));
+  store(lane.request_bytes, static_cast<std::uint64_t>(job->bytes.size()));
+  at_ring_point(ring_point::host_publishing_request, h, lane);
+  store(lane.request_seq, seq, std::memory_order_release);
+  if (!job->sent) counters().calls.fetch_add(1, std::memory_order_relaxed);  // once a call
+  job->sent = true;
+  ring_if_sleeping(h.child_sleeping, child.request.get());
+  c.next_lane = (k + 1) % child.region.lanes();
+  c.flights.push_back({call, job, seq, k});
+  ++in_children_;
+  if (oldest) {
+    c.oldest_since = now;
+    c.begin_by = now + options_.begin_timeout;
+    if (job->limits.stuck_after > steady::duration::zero()) {
+      c.stuck_at = now + job->limits.stuck_after;
+    }
+  }
+  return true;
+}
+
+// A slot with no child that takes a new one from its box (a replacement, a spare, a child
+// process_workers started). A failed start fails `q`'s call: `failed`.
+process_ring::ring_child* process_ring::new_child(queued& q, bool& failed) {
+  for (unsigned k = 0; k < children_; ++k) {
+    ring_child& c = kids_[k];
+    if (c.child) continue;
+    try {
+      std::optional<child_process> taken = c.box->try_take();
+      if (!taken) continue;
+      c.child = std::move(*taken);
+      c.dead = false;
+      c.next_lane = 0;  // a new child starts at lane 0, its answer_seqs at 0
+      c.lane_answered.fill(0);
+      c.stuck_at = steady::time_point::max();
+      c.rings = 0;
+      c.answers = 0;
+      // Held at 1: this host never spins, so the child always rings `answer`.
+      store(c.child->region.header().host_sleeping, std::uint32_t{1});
+      watch(k);
+      if (!c.dead) return &c;
+    } catch (const process_error& e) {
+      std::string what = message_of(e);
+      if (what.starts_with("knit: ")) what.erase(0, 6);
+      fail_unsent(q.call, *q.job,
+                  std::make_exception_ptr(
+                      process_error(static_cast<errc>(e.code().value()),
+                                    "knit: process task '" + q.job->task + "': " + what)),
+                  q.running);
+      failed = true;
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// What child_choice reads of each child.
+std::vector<child_view>& process_ring::views(steady::time_point now) {
+  for (unsigned i = 0; i < children_; ++i) {
+    const ring_child& c = kids_[i];
+    child_view& v = views_[i];
+    v.up = c.child && !c.dead;
+    v.calls = static_cast<unsigned>(c.flights.size());
+    v.lanes = c.child ? c.child->region.lanes() : 0;
+    v.movable = 0;
+    for (std::size_t f = 0; f < c.flights.size(); ++f) {
+      // A call sent again runs alone: nothing is queued behind it (were it the culprit,
+      // the calls behind would meet a second death).
+      if (c.flights[f].job->resent) v.calls = v.lanes;
+      if (f > 0 && c.flights[f].call && !c.flights[f].taken_back) ++v.movable;
+    }
+    v.running_ns =
+        c.flights.empty() || now == steady::time_point{}
+            ? 0
+            : std::chrono::duration_cast<std::chrono::nanoseconds>(now - c.oldest_since).count();
+  }
+  return views_;
+}
+
+void process_ring::send_queued() {
+  const steady::time_point now = steady::now();
+  const std::int64_t slow = std::max(kSlowFactor * call_ns_estimate_, kSlowFloorNs);
+  while (!queue_.empty()) {
+    queued& q = queue_.front();
+    if (!q.running && q.call->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+      finished_.push_back(q.call);  // cancelled, or past its deadline, while queued: never run
+      queue_.pop_front();
+      continue;
+    }
+    child_choice choice = choose_child(views(now), next_, slow, /*boxes_tried=*/false);
+    // A call sent again goes only to an idle child, where it runs alone.
+    if (q.job->resent && choice.rule == child_rule::least_busy) return;
+    ring_child* to = nullptr;
+    if (choice.rule == child_rule::idle) {
+      to = &kids_[static_cast<unsigned>(choice.child)];
+      next_ = (static_cast<unsigned>(choice.child) + 1) % children_;
+    } else if (choice.rule == child_rule::new_child) {
+      bool failed = false;
+      to = new_child(q, failed);
+      if (failed) {
+        queue_.pop_front();
+        continue;
+      }
+      if (!to && !q.job->resent) {
+        choice = choose_child(views(now), next_, slow, /*boxes_tried=*/true);
+        if (choice.child >= 0) to = &kids_[static_cast<unsigned>(choice.child)];
+      }
+    } else if (choice.child >= 0) {
+      to = &kids_[static_cast<unsigned>(choice.child)];
+    }
+    if (!to) return;  // every lane full, slow or starting: a step sends it later
+    queued next = std::move(queue_.front());
+    queue_.pop_front();
+    send(*to, next);
+  }
+}
+
+// The host's claim on flight `f` (not yet started: the child claims ~seq as it starts one).
+// True when it landed: the child will answer it `cancelled` without running it.
+bool process_ring::take_back(ring_child& c, flight& f) {
+  std::uint64_t& claim = c.child->region.lane(f.lane).claim;
+  std::uint64_t seen = load(claim, std::memory_order_acquire);
+  for (;;) {
+    if (seen == ~f.seq) return false;  // started
+    if (seen == f.seq) break;          // taken back already
+    if (std::atomic_ref<std::uint64_t>(claim).compare_exchange_weak(seen, f.seq,
+                                                                    std::memory_order_acq_rel)) {
+      break;
+    }
+  }
+  f.taken_back = true;
+  return true;
+}
+
+// Every call behind the running one that the host has given up since the last step: its
+// record handed back, and taken back from its lane when the child has not started it.
+void process_ring::withdraw_abandoned(ring_child& c) {
+  for (std::size_t i = 1; i < c.flights.size(); ++i) {
+    flight& f = c.flights[i];
+    if (f.call && f.call->state.load(std::memory_order_relaxed) == call_state::abandoned) {
+      finished_.push_back(f.call);
+      f.call = nullptr;
+      take_back(c, f);
+    }
+  }
+}
+
+// Moves calls waiting behind a slow one to an idle child (child_choice.hpp), newest
+// first: taken back from the lanes, then to the head of the FIFO in their order.
+void process_ring::move_waiting() {
+  if (!queue_.empty() || kids_.empty()) return;
+  const steady::time_point now = steady::now();
+  const int from = choose_move(views(now));
+  if (from < 0) return;
+  ring_child& c = kids_[static_cast<unsigned>(from)];
+  std::vector<queued> moved;
+  for (std::size_t i = c.flights.size(); i-- > 1;) {
+    flight& f = c.flights[i];
+    if (!f.call || f.taken_back) continue;
+    if (!take_back(c, f)) break;  // started (the child moved on): the ones before it too
+    moved.push_back({f.call, f.job});
+    f.call = nullptr;
+    f.moved = true;
+    counters().calls_moved.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (queued& q : moved) queue_.push_front(std::move(q));  // newest pushed first
+}
+
+// Takes the answers `c`'s child has written, oldest first, each completing its call. Stops
+// at the first call with none yet (all), or at one whose answer is broken or out of
+// memory: that call stays the oldest, its verdict in `verdict`, for the caller.
+process_ring::taken process_ring::take_answers(ring_child& c, steady::time_point now,
+                                               answer_verdict& verdict) {
+  child_process& child = *c.child;
+  const std::size_t arena = child.region.arena_bytes();
+  while (!c.flights.empty()) {
+    flight& f = c.flights.front();
+    lane_words& lane = child.region.lane(f.lane);
+    // Every word read once, then checked: the child may have scribbled on any of them. An
+    // answer_seq other than this call's nonce is no answer (stale, or forged ahead).
+    const answer_words words = read_answer_words(lane);
+    if (!answers_call(words, f.seq)) return taken::all;
+    verdict = check_answer(words, f.seq, arena, f.taken_back);
+    if (verdict.kind == answer_kind::broken) return taken::broken;
+    if (verdict.kind == answer_kind::out_of_memory) return taken::out_of_memory;
+    if (verdict.kind == answer_kind::cancelled && !f.moved) {
+      counters().calls_withdrawn.fetch_add(1, std::memory_order_relaxed);
+    }
+    ++c.answers;
+    c.lane_answered[f.lane] = f.seq;
+    if (now != steady::time_point{} && f.call) {
+      const std::int64_t ran =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - c.oldest_since).count();
+      call_ns_estimate_ += (ran - call_ns_estimate_) / 8;
+    }
+    flight done = std::move(f);
+    c.flights.pop_front();
+    --in_children_;
+    if (done.call) {
+      std::exception_ptr error;
+      std::string answer;
+      const std::string& task = done.job->task;
+      try {
+        answer = take_answer(verdict, task, child.region.answer_arena(done.lane), arena,
+                             [&] { return who(c, task); });
+      } catch (...) {
+        error = std::current_exception();
+      }
+      complete(done.call, *done.job, std::move(error), std::move(answer));
+    }
+    next_in_child(c, now);
+  }
+  return taken::all;
+}
+
+// The oldest call was answered: the next one in the child (if any) becomes the running
+// one, its stuck limit counted from now (the host's first sight of it running).
+void process_ring::next_in_child(ring_child& c, steady::time_point now) {
+  c.stuck_at = steady::time_point::max();
+  c.begin_by = steady::time_point::max();
+  if (c.flights.empty()) {
+    c.child->end->in_call.store(false, std::memory_order_release);  // idle: no call's death
+    return;
+  }
+  if (now == steady::time_point{}) now = steady::now();
+  c.oldest_since = now;
+  c.begin_by = now + options_.begin_timeout;
+  flight& f = c.flights.front();
+  if (f.call && !try_move(*f.call, call_state::queued, call_state::running)) {
+    // Abandoned while it waited in its lane (its error delivered then).
+    finished_.push_back(f.call);
+    f.call = nullptr;
+    take_back(c, f);
+  }
+  if (f.job->limits.stuck_after > steady::duration::zero()) {
+    c.stuck_at = now + f.job->limits.stuck_after;
+  }
+}
+
+const std::vector<call_base*>& process_ring::step() {
+  handed_.clear();
+  bell_rang_ = true;
+  if (kids_.empty()) return handed_;  // no process call yet: nothing to look at
+  const int n = ::epoll_wait(epoll_.get(), events_.data(), static_cast<int>(events_.size()), 0);
+  bell_rang_ = n < 0;  // a failed wait tells nothing: read the doorbell
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t what = events_[static_cast<std::size_t>(i)].data.u64;
+    if (what == kBellEvent) {
+      bell_rang_ = true;
+    } else if (what == kStartsEvent) {
+      std::uint64_t count;
+      [[maybe_unused]] ssize_t r = ::read(starts_.get(), &count, sizeof count);
+    } else if ((what & 1) != 0) {
+      kids_[what / 2].dead = true;  // its pidfd: kept until check_child handles it
+    } else {
+      ++kids_[what / 2].rings;  // its answer eventfd: counted against its answers
+    }
+  }
+  const bool clock_read = in_children_ > 0;
+  const steady::time_point now = clock_read ? steady::now() : steady::time_point{};
+  for (ring_child& c : kids_) check_child(c, now, clock_read);
+  move_waiting();
+  if (!queue_.empty()) send_queued();
+  handed_.swap(finished_);
+  return handed_;
+}
+
+std::optional<steady::time_point> process_ring::next_limit() const noexcept {
+  std::optional<steady::time_point> best;
+  for (const ring_child& c : kids_) {
+    if (c.flights.empty()) continue;
+    const steady::time_point at =
+        std::min({c.stuck_at, c.begin_by, c.flights.front().job->limits.deadline});
+    if (at != steady::time_point::max() && (!best || at < *best)) best = at;
+  }
+  return best;
+}
+
+}  // namespace knit::detail
