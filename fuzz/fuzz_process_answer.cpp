@@ -1,7 +1,7 @@
 // fuzz_process_answer: the host's reading of a process worker's answer
 // (src/process/answer_check.hpp) on answer words and arena contents a child may have
-// written, whatever they are, then what process_channel::call does with the verdict: copy
-// the answer out of the arena into a std::string, or build the error it fails with.
+// written, whatever they are, then what the ring (process_ring.cpp) does with the verdict:
+// copy the answer out of the arena into a std::string, or build the error it fails with.
 //
 // Input layout (little-endian; a short input is padded with zeros):
 //   bytes  0..7   the host's expected sequence (its request_seq)
@@ -9,11 +9,18 @@
 //   bytes 16..19  answer_status
 //   bytes 20..27  answer_bytes
 //   bytes 28..29  the arena's size: 1 + (value % 4096)
-//   byte  30      bit 0: the host had given the call up (cancel_seq), so `cancelled` answers it
-//   bytes 31..    the answer arena's contents (the rest of the arena is zero)
+//   byte  30      bit 0: the host had taken the call back (claim), so `cancelled` answers it;
+//                 bit 1: the expected sequence is a fresh nonce (call_nonce.hpp) drawn
+//                 against bytes 31..38 as the lane's previous one, not bytes 0..7
+//   bytes 31..38  the lane's previous sequence (the answer last taken there): a stale or
+//                 forged answer_seq the fuzzer may repeat in bytes 8..15
+//   bytes 39..    the answer arena's contents (the rest of the arena is zero)
 // The arena is a heap block of exactly that size, so ASan reports any read past it.
 //
 // Checked, besides ASan/UBSan:
+//   - the ring's gate (answers_call): an answer_seq other than the call's nonce — stale (the
+//     lane's previous), forged ahead for another call, anything — is no answer: nothing is
+//     read past the words; a fresh nonce is never 0 nor the lane's previous one;
 //   - a verdict that lets the host copy n bytes has n <= the arena;
 //   - the verdict is the protocol's (shared_region.hpp), restated here on its own: answer_seq
 //     other than the request's, a status outside 1..6 (6, cancelled, only for a call given
@@ -21,7 +28,7 @@
 //     a reason naming that word); else ok, task_threw, too_large (any size), bad_request,
 //     out_of_memory or cancelled, as the status says;
 //   - ok's answer is the arena's first answer_bytes bytes; every other verdict fails its call
-//     with the code process_channel gives it (task_failed with the copied message, up to a
+//     with the code the ring gives it (task_failed with the copied message, up to a
 //     NUL in it, since what() is a C string; payload_too_large; worker_crashed).
 #include <cstddef>
 #include <cstdint>
@@ -35,13 +42,14 @@
 #include "knit/error.hpp"
 #include "knit/process.hpp"
 #include "process/answer_check.hpp"
+#include "process/call_nonce.hpp"
 #include "process/shared_region.hpp"
 
 namespace {
 
 using knit::detail::answer_kind;
 
-constexpr std::size_t header_bytes = 31;
+constexpr std::size_t header_bytes = 39;
 constexpr std::size_t max_arena = 4096;
 
 template <class T>
@@ -78,7 +86,14 @@ answer_kind expected_kind(std::uint64_t expected_seq, std::uint64_t seq, std::ui
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::uint8_t head[header_bytes] = {};
   std::memcpy(head, data, size < header_bytes ? size : header_bytes);
-  const std::uint64_t expected_seq = read_le<std::uint64_t>(head);
+  const std::uint64_t previous_seq = read_le<std::uint64_t>(head + 31);
+  std::uint64_t expected_seq = read_le<std::uint64_t>(head);
+  if ((head[30] & 2) != 0) {
+    static knit::detail::call_nonce nonces;
+    expected_seq = nonces.next(previous_seq);
+    check(expected_seq != 0 && expected_seq != previous_seq, "a nonce repeats the lane's last",
+          std::to_string(expected_seq));
+  }
   const std::size_t arena_bytes = 1 + read_le<std::uint16_t>(head + 28) % max_arena;
 
   // What a child left in the header: the host reads it word by word, as it would the region.
@@ -94,6 +109,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   const knit::detail::answer_words w = knit::detail::read_answer_words(lane);
+  // The ring's gate first: only the call's own nonce is an answer.
+  const bool answered = knit::detail::answers_call(w, expected_seq);
+  check(answered == (w.seq == expected_seq), "the gate takes a foreign sequence",
+        std::to_string(w.seq) + "/" + std::to_string(expected_seq));
+  if (w.seq == previous_seq && previous_seq != expected_seq) {
+    check(!answered, "a stale answer taken", std::to_string(w.seq));
+  }
   const knit::detail::answer_verdict v =
       knit::detail::check_answer(w, expected_seq, arena_bytes, cancel_asked);
   const std::string words = "seq " + std::to_string(w.seq) + "/" + std::to_string(expected_seq) +
@@ -103,7 +125,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(v.kind == expected_kind(expected_seq, w.seq, w.status, w.bytes, arena_bytes, cancel_asked),
         "verdict differs from the protocol", words);
 
-  // What process_channel::call does next. The child's names, as who() writes them.
+  if (!answered) {
+    // The ring waits on; check_answer, asked anyway, refuses it too.
+    check(v.kind == answer_kind::broken, "a foreign sequence not refused", words);
+    return 0;
+  }
+  // What the ring does next. The child's names, as who() writes them.
   const std::string who = "knit: process task 'fuzz' (pid 4242, knit-proc-1)";
   if (v.kind == answer_kind::broken) {
     check(!v.why.empty(), "broken without a reason", words);
@@ -151,7 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(code == knit::errc::worker_crashed, "cancelled's code", what);
         break;
       case answer_kind::out_of_memory:
-        // The channel replaces the child before taking an answer; taken anyway, it is a
+        // The ring replaces the child before taking an answer; taken anyway, it is a
         // failed call, never a read of the arena.
         check(code == knit::errc::worker_crashed, "out_of_memory's code", what);
         break;

@@ -79,12 +79,15 @@ def response_input(stream, cuts, head_mask=0):
     return bytes([len(cuts)]) + b"".join(struct.pack(">H", c) for c in cuts) + bytes([head_mask]) + stream
 
 
-def answer_input(expected_seq, seq, status, nbytes, arena, contents=b"", given_up=False):
+def answer_input(expected_seq, seq, status, nbytes, arena, contents=b"", given_up=False,
+                 fresh_nonce=False, previous_seq=0):
     # Layout of fuzz_process_answer's input: the expected sequence, answer_seq, answer_status,
-    # answer_bytes, the arena selector (arena = 1 + value % 4096), whether the host gave the
-    # call up (cancel_seq), the arena's contents.
-    return struct.pack("<QQIQHB", expected_seq, seq, status, nbytes, (arena - 1) % 4096,
-                       1 if given_up else 0) + contents
+    # answer_bytes, the arena selector (arena = 1 + value % 4096), flags (bit 0: the host took
+    # the call back, claim; bit 1: the expected sequence is a fresh nonce), the lane's previous
+    # sequence, the arena's contents.
+    flags = (1 if given_up else 0) | (2 if fresh_nonce else 0)
+    return struct.pack("<QQIQHBQ", expected_seq, seq, status, nbytes, (arena - 1) % 4096,
+                       flags, previous_seq) + contents
 
 
 # The answers of tests/process/answer_check_test.cpp and the bad ones the crash tests signal.
@@ -103,6 +106,11 @@ ANSWERS = [
     answer_input(8, 8, 2, 65, 64, b"t" * 64),
     answer_input(9, 9, 6, 0, 64, given_up=True),
     answer_input(9, 9, 6, 0, 64),
+    # A stale answer (the lane's previous sequence) and one forged ahead (previous + 1)
+    # against a fresh nonce: neither is taken.
+    answer_input(0, 41, 1, 6, 64, b"forged", fresh_nonce=True, previous_seq=41),
+    answer_input(0, 42, 1, 6, 64, b"forged", fresh_nonce=True, previous_seq=41),
+    answer_input(10, 9, 1, 6, 64, b"forged", previous_seq=9),
 ]
 
 

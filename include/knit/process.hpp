@@ -105,6 +105,23 @@ struct KNIT_API process_stats {
 /// A snapshot of the counters.
 KNIT_API process_stats current_process_stats() noexcept;
 
+/// @brief How this process confines its strict worker processes (process_sandbox::strict),
+/// known once one was started: the layers that apply on this kernel and under this service
+/// manager (docs/process-workers.md, "Threat model").
+struct KNIT_API process_confinement {
+  /// Strict children start in new user, PID, mount and network namespaces. False until a
+  /// strict child was started, and for good once the kernel refused them (why_not).
+  bool namespaces = false;
+  std::string why_not;  ///< Why not ("" while they are used or not yet tried).
+  /// The host made itself undumpable before its first strict child: its /proc/PID/mem and
+  /// environ need CAP_SYS_PTRACE over its user namespace, which no child holds.
+  bool host_undumpable = false;
+  /// "" when strict children see a /proc of their own, else why not.
+  std::string private_proc_not;
+};
+/// A snapshot of the confinement.
+KNIT_API process_confinement current_process_confinement();
+
 /// @brief The error of a failed process task: code() is an errc (worker_crashed,
 /// payload_too_large, worker_start_failed, task_failed, sandbox_violation, memory_limit),
 /// what() names the task and, for a

@@ -1,6 +1,8 @@
 // The start-up banner and the listening URL.
 #include "ops/banner.hpp"
 
+#include "knit/process.hpp"
+
 namespace knit_server {
 
 std::string url_of(const boost::asio::ip::tcp::endpoint& ep) {
@@ -21,6 +23,22 @@ std::string hosts_line(unsigned hosts) {
   return "hosts: " + std::to_string(hosts) +
          " (event loops, each with its own thread, io_context and SO_REUSEPORT listener on the "
          "port; a connection stays on the loop that accepted it)";
+}
+
+// Which of the threat model's layers confine the worker processes here (the namespaces
+// depend on the kernel and the service manager: the packaged unit refuses them).
+std::string sandbox_line(const knit::process_options& options) {
+  if (options.sandbox != knit::process_sandbox::strict) {
+    return "sandbox: off (KNIT_WORKER_SANDBOX=off: crash isolation only, no defence against a "
+           "hostile task)";
+  }
+  const knit::process_confinement c = knit::current_process_confinement();
+  std::string line = "sandbox: strict (seccomp filter, no capabilities, own stdio), namespaces ";
+  line += c.namespaces ? "on (user, pid, mount, net)" : "off (" + c.why_not + ")";
+  line += c.host_undumpable ? ", host undumpable" : ", host dumpable";
+  if (c.namespaces && !c.private_proc_not.empty())
+    line += ", no private /proc: " + c.private_proc_not;
+  return line;
 }
 
 std::string origin_text(budget_origin origin) {
@@ -65,6 +83,7 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
         "mode: pooled, isolation process (/ssr and /jwt in worker processes knit-proc-N, one "
         "per knit worker; a crash fails its own call) pool: " +
         pool->describe());
+    out.write_line(sandbox_line(pool->options().process));
   } else if (pool) {
     out.write_line("mode: pooled (/ssr and /jwt on knit workers) pool: " + pool->describe());
   } else if (cfg.mode == exec_mode::asio_pool) {

@@ -4,7 +4,7 @@
 namespace knit::detail {
 
 child_choice choose_child(std::span<const child_view> children, unsigned start,
-                          std::int64_t slow_ns, bool boxes_tried) noexcept {
+                          bool boxes_tried) noexcept {
   const auto n = static_cast<unsigned>(children.size());
   for (unsigned k = 0; k < n; ++k) {
     const unsigned i = (start + k) % n;
@@ -21,7 +21,6 @@ child_choice choose_child(std::span<const child_view> children, unsigned start,
   for (unsigned i = 0; i < n; ++i) {
     const child_view& c = children[i];
     if (!c.up || c.calls >= c.lanes) continue;
-    if (slow_ns > 0 && c.running_ns > slow_ns) continue;
     if (best < 0 || c.calls < children[static_cast<unsigned>(best)].calls) {
       best = static_cast<int>(i);
     }

@@ -8,8 +8,7 @@
 //   2. a slot with no child whose box may hold one (a replacement, a spare): the ring asks
 //      the box; the caller tries these in index order;
 //   3. a busy child with a free lane, the one with the fewest calls (ties: the first in
-//      index order), unless its oldest call has run longer than `slow_ns`: a call queued
-//      behind a slow one waits for it, so it goes to the FIFO's wait instead;
+//      index order);
 //   otherwise none: the call waits in the FIFO (late binding).
 // Moves: a call queued behind another in a child's lanes (not yet started: the child serves
 // its lanes in turn) is taken back when some child is idle and the FIFO is empty, the one
@@ -38,10 +37,10 @@ struct child_choice {
   child_rule rule = child_rule::none;
 };
 
-// Where the next call goes. `slow_ns`: an oldest call running longer is slow (0: none is).
-// `boxes_tried`: rule 2 was tried and gave no child (then it is skipped).
+// Where the next call goes. `boxes_tried`: rule 2 was tried and gave no child (then it is
+// skipped).
 child_choice choose_child(std::span<const child_view> children, unsigned start,
-                          std::int64_t slow_ns, bool boxes_tried) noexcept;
+                          bool boxes_tried) noexcept;
 
 // The child whose waiting call should move now, or -1: some child is idle and another holds
 // a movable call; among those, the one whose oldest call has run longest.

@@ -13,6 +13,7 @@
 #include "invariant.hpp"
 #include "knit/process.hpp"
 #include "process/counters.hpp"
+#include "process/spawn.hpp"
 #include "process/standby.hpp"
 #include "process/starter.hpp"
 #include "process/task_registry.hpp"
@@ -134,6 +135,16 @@ void process_options::validate() const {
     bad("open_files must be 8 .. 65536, not " + std::to_string(open_files));
   }
   if (sandbox != process_sandbox::off && sandbox != process_sandbox::strict) bad("bad sandbox");
+}
+
+process_confinement current_process_confinement() {
+  const detail::confinement c = detail::current_confinement();
+  process_confinement out;
+  out.namespaces = c.namespaces;
+  out.why_not = c.why_not;
+  out.host_undumpable = c.host_undumpable;
+  out.private_proc_not = c.private_proc_not;
+  return out;
 }
 
 process_stats current_process_stats() noexcept {

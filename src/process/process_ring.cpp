@@ -32,10 +32,6 @@ std::atomic<ring_hook> hook{nullptr};
 
 constexpr std::uint64_t kStartsEvent = ~std::uint64_t{0};
 constexpr std::uint64_t kBellEvent = ~std::uint64_t{0} - 1;
-// A call not answered within this many times the ring's estimate of a call is slow: no call
-// is queued behind it (child_choice.hpp). Never under kSlowFloor.
-constexpr std::int64_t kSlowFactor = 4;
-constexpr std::int64_t kSlowFloorNs = 200'000;
 
 }  // namespace
 
@@ -283,7 +279,6 @@ std::vector<child_view>& process_ring::views(steady::time_point now) {
 
 void process_ring::send_queued() {
   const steady::time_point now = steady::now();
-  const std::int64_t slow = std::max(kSlowFactor * call_ns_estimate_, kSlowFloorNs);
   while (!queue_.empty()) {
     queued& q = queue_.front();
     if (!q.running && q.call->state.load(std::memory_order_relaxed) == call_state::abandoned) {
@@ -291,7 +286,7 @@ void process_ring::send_queued() {
       queue_.pop_front();
       continue;
     }
-    child_choice choice = choose_child(views(now), next_, slow, /*boxes_tried=*/false);
+    child_choice choice = choose_child(views(now), next_, /*boxes_tried=*/false);
     // A call sent again goes only to an idle child, where it runs alone.
     if (q.job->resent && choice.rule == child_rule::least_busy) return;
     ring_child* to = nullptr;
@@ -306,13 +301,13 @@ void process_ring::send_queued() {
         continue;
       }
       if (!to && !q.job->resent) {
-        choice = choose_child(views(now), next_, slow, /*boxes_tried=*/true);
+        choice = choose_child(views(now), next_, /*boxes_tried=*/true);
         if (choice.child >= 0) to = &kids_[static_cast<unsigned>(choice.child)];
       }
     } else if (choice.child >= 0) {
       to = &kids_[static_cast<unsigned>(choice.child)];
     }
-    if (!to) return;  // every lane full, slow or starting: a step sends it later
+    if (!to) return;  // every lane full or every child starting: a step sends it later
     queued next = std::move(queue_.front());
     queue_.pop_front();
     send(*to, next);
@@ -392,11 +387,6 @@ process_ring::taken process_ring::take_answers(ring_child& c, steady::time_point
     }
     ++c.answers;
     c.lane_answered[f.lane] = f.seq;
-    if (now != steady::time_point{} && f.call) {
-      const std::int64_t ran =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(now - c.oldest_since).count();
-      call_ns_estimate_ += (ran - call_ns_estimate_) / 8;
-    }
     flight done = std::move(f);
     c.flights.pop_front();
     --in_children_;

@@ -211,7 +211,6 @@ class process_ring {
   std::deque<queued> queue_;
   std::size_t in_children_ = 0;  // flights over every child
   unsigned next_ = 0;
-  std::int64_t call_ns_estimate_ = 0;  // EWMA (1/8) of a call's run in a child
   call_nonce nonces_;
   std::vector<call_base*> finished_;  // finished since the last step (give_up adds too)
   std::vector<call_base*> handed_;    // what the last step returned

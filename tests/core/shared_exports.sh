@@ -7,13 +7,11 @@
 set -euo pipefail
 lib=$1
 public='knit::(pool|pool_host|pool_options|shutdown_report|pool_stats|config_error)(::|$)'
-public+='|knit::(process_options|process_error|process_workers)(::|$)'
+public+='|knit::(process_options|process_error|process_workers|process_confinement)(::|$)'
 public+='|knit::(error_category|parse_cpu_list|to_json)(\[abi:cxx11\])?\('
-public+='|knit::(register_process_task|has_process_task|run_process_task|worker_main)(\[abi:cxx11\])?\('
-public+='|knit::(set_process_options|current_process_options|current_process_stats)\('
+public+='|knit::(register_process_task|has_process_task|worker_main)(\[abi:cxx11\])?\('
+public+='|knit::(current_process_stats|current_process_confinement)\('
 public+='|knit::detail::(allocation_countdown|interleaving_hook)$'
-# submit_process's inline code hands a process call to the host's ring through these.
-public+='|knit::detail::(host_rings_live|offer_process_job|run_process_job)(\[abi:cxx11\])?\('
 symbols=$(nm -D --defined-only -C "$lib" | cut -d' ' -f3-)
 [ -n "$symbols" ] || { echo "no exported symbol in $lib" >&2; exit 1; }
 leaked=$(grep -Ev "^((typeinfo|typeinfo name|vtable) for )?($public)" <<<"$symbols" || true)
@@ -24,11 +22,10 @@ if [ -n "$leaked" ]; then
 fi
 # What pool::submit's and submit_process's inline code calls, and what a catch of
 # config_error or process_error needs.
-for needed in 'knit::pool::admit(' 'knit::pool::enqueue(' 'knit::pool::allocate_call(' \
-              'knit::pool_host::pool_host(' 'typeinfo for knit::config_error' \
-              'knit::error_category()' 'knit::has_process_task(' 'knit::run_process_task' \
-              'typeinfo for knit::process_error' 'knit::detail::host_rings_live(' \
-              'knit::detail::offer_process_job(' 'knit::detail::run_process_job'; do
+for needed in 'knit::pool::admit(' 'knit::pool::enqueue(' 'knit::pool::enqueue_process(' \
+              'knit::pool::allocate_call(' 'knit::pool_host::pool_host(' \
+              'typeinfo for knit::config_error' 'knit::error_category()' \
+              'knit::has_process_task(' 'typeinfo for knit::process_error'; do
   grep -qF "$needed" <<<"$symbols" || { echo "not exported: $needed" >&2; exit 1; }
 done
 # The soname carries the version (libknit.so.MAJOR.MINOR before 1.0).

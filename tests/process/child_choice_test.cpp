@@ -20,39 +20,31 @@ child_view down() { return {}; }
 
 TEST(child_choice, an_idle_child_first_in_scan_order) {
   std::vector<child_view> v{busy(1, 10), idle(), idle()};
-  auto c = choose_child(v, 0, 0, false);
+  auto c = choose_child(v, 0, false);
   EXPECT_EQ(c.rule, child_rule::idle);
   EXPECT_EQ(c.child, 1);
-  c = choose_child(v, 2, 0, false);  // the scan starts after the last choice
+  c = choose_child(v, 2, false);  // the scan starts after the last choice
   EXPECT_EQ(c.child, 2);
 }
 
 TEST(child_choice, a_slot_with_no_child_before_a_busy_one_until_its_box_was_tried) {
   std::vector<child_view> v{busy(1, 10), down()};
-  EXPECT_EQ(choose_child(v, 0, 0, false).rule, child_rule::new_child);
-  const auto c = choose_child(v, 0, 0, true);
+  EXPECT_EQ(choose_child(v, 0, false).rule, child_rule::new_child);
+  const auto c = choose_child(v, 0, true);
   EXPECT_EQ(c.rule, child_rule::least_busy);
   EXPECT_EQ(c.child, 0);
 }
 
 TEST(child_choice, the_least_busy_child_with_a_free_lane) {
   std::vector<child_view> v{busy(2, 10), busy(1, 10), busy(1, 10)};
-  const auto c = choose_child(v, 0, 0, true);
+  const auto c = choose_child(v, 0, true);
   EXPECT_EQ(c.rule, child_rule::least_busy);
   EXPECT_EQ(c.child, 1);  // ties: the first in index order
 }
 
-TEST(child_choice, no_call_is_queued_behind_a_slow_one) {
-  std::vector<child_view> v{busy(1, 5'000'000), busy(1, 100)};
-  EXPECT_EQ(choose_child(v, 0, 1'000'000, true).child, 1);
-  std::vector<child_view> slow{busy(1, 5'000'000)};
-  EXPECT_EQ(choose_child(slow, 0, 1'000'000, true).rule, child_rule::none);
-  EXPECT_EQ(choose_child(slow, 0, 0, true).rule, child_rule::least_busy);  // 0: none is slow
-}
-
 TEST(child_choice, none_when_every_lane_is_full) {
   std::vector<child_view> v{busy(2, 10), busy(2, 10)};
-  EXPECT_EQ(choose_child(v, 0, 0, true).rule, child_rule::none);
+  EXPECT_EQ(choose_child(v, 0, true).rule, child_rule::none);
 }
 
 TEST(child_choice, a_waiting_call_moves_only_when_a_child_idles) {

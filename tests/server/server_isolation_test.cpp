@@ -150,6 +150,13 @@ TEST(process_isolation, answers_byte_for_byte_as_thread_isolation_from_children_
   ASSERT_TRUE(processes.wait_listening()) << processes.stderr_text();
   EXPECT_NE(processes.stdout_seen().find("mode: pooled, isolation process"), std::string::npos)
       << processes.stdout_seen();
+  // The banner says which layers confine the workers: the strict sandbox by default, and
+  // here (root, no service manager refusing them) the namespaces and an undumpable host.
+  EXPECT_NE(processes.stdout_seen().find("sandbox: strict (seccomp filter, no capabilities, own "
+                                         "stdio), namespaces on (user, pid, mount, net), host "
+                                         "undumpable"),
+            std::string::npos)
+      << processes.stdout_seen();
   const exchange exchanges[] = {
       {"POST", "/ssr", kSsrBody},
       {"POST", "/ssr", "not json"},
