@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -97,8 +99,36 @@ void end_unborn(pid_t pid) {
 
 }  // namespace
 
+namespace {
+
+// Whether this process is a worker process knit started (its argv[1] is the marker): then
+// its program did not call worker_main first in main, or it would never have come here.
+bool started_as_worker() {
+  static const bool worker = [] {
+    std::FILE* f = std::fopen("/proc/self/cmdline", "r");
+    if (!f) return false;
+    char buf[256] = {};
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const std::size_t first = ::strnlen(buf, n);  // argv[0] ends at the first NUL
+    return first + 1 < n && std::string_view(buf + first + 1) == worker_marker;
+  }();
+  return worker;
+}
+
+}  // namespace
+
 child_process spawn_child(const std::string& executable, unsigned number, std::size_t arena_bytes,
                           unsigned lanes, std::uint64_t spin_ns, const region_sandbox& sandbox) {
+  if (started_as_worker()) {
+    // Loud and at once: this child must start no child of its own.
+    std::fprintf(stderr,
+                 "knit: this worker process (pid %d) reached a start of worker processes "
+                 "instead of knit::worker_main: call `if (knit::worker_main(argc, argv)) "
+                 "return 0;` first in main, after registering the process tasks\n",
+                 static_cast<int>(::getpid()));
+    ::_exit(exit_no_worker_main);
+  }
   if (sandbox.strict) make_host_undumpable();  // before any strict child exists
   child_process c;
   unique_fd memfd;

@@ -36,6 +36,10 @@
 namespace knit::detail {
 
 inline constexpr std::string_view worker_marker = "--knit-process-worker";
+// The exit code of a worker process whose program reached a start of worker processes
+// instead of knit::worker_main (it would start children of its own, and they theirs: a fork
+// storm). spawn_child stops it there; the host's start failure names the cause.
+inline constexpr int exit_no_worker_main = 123;
 inline constexpr int worker_argc = 9;
 
 // A started child as its host holds it. Destroying it does not stop the child: its owner

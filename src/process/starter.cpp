@@ -457,6 +457,13 @@ child_process start_child(unsigned number, const process_options& options) {
     // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
     // reported an error rather than the death.
     failure = who + ": the worker " + end_child(c, true) + " before its handshake";
+    if (failure.ends_with("exited with code " + std::to_string(exit_no_worker_main) +
+                          " before its handshake")) {
+      failure +=
+          " (its program does not call knit::worker_main first in main, after "
+          "registering the process tasks: a worker process must never reach the code "
+          "that starts worker processes)";
+    }
   } else if (end == bell_end::timeout) {
     failure = who + ": the worker did not finish its handshake within " +
               std::to_string(options.start_timeout.count()) + " ms; killed";

@@ -104,6 +104,33 @@ TEST_F(process_ahead_test, a_worker_that_cannot_start_fails_the_constructor_with
   EXPECT_EQ(live(), 0u);
 }
 
+// A program that forgets knit::worker_main: its child re-runs main and reaches
+// process_workers, where knit stops it (exit 123, one line naming worker_main) before it
+// starts a child of its own; the host's error names the cause. Without the stop each child
+// started children of its own (a fork storm: ~31,000 copies in 20 s as a user limited to 64
+// processes).
+TEST_F(process_ahead_test, a_program_without_worker_main_fails_loudly_and_starts_no_grandchild) {
+  knit::process_options options;
+  options.worker_executable = KNIT_NO_WORKER_MAIN;
+  knit_test::use_process_options(options);
+  knit::pool pool(knit_test::threads(1));
+  try {
+    knit::process_workers workers(pool);
+    FAIL() << "a worker without worker_main started";
+  } catch (const knit::process_error& e) {
+    EXPECT_EQ(e.code(), knit::errc::worker_start_failed);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("exited with code 123 before its handshake"), std::string::npos) << what;
+    EXPECT_NE(what.find("does not call knit::worker_main first in main"), std::string::npos)
+        << what;
+  }
+  // Nothing of it is left: the child ended before starting any of its own (a grandchild
+  // would be reparented away from this process, so look for the program anywhere).
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(knit_test::all_processes_named("process_no_work").empty())
+      << "a copy of the program is still running";
+}
+
 TEST_F(process_ahead_test, destroying_it_ends_the_children_no_host_took) {
   knit::pool pool(knit_test::threads(3));
   {

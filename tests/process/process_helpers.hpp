@@ -163,4 +163,19 @@ inline std::string process_comm(int pid) {
   return name;
 }
 
+// The pids of every live process (not a zombie) whose comm starts with `prefix` (comm is
+// cut at 15 bytes).
+inline std::vector<int> all_processes_named(const std::string& prefix) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const int pid = std::stoi(e->d_name);
+    if (process_comm(pid).rfind(prefix, 0) == 0 && process_state(pid) != 'Z') out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
 }  // namespace knit_test
