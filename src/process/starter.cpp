@@ -1,4 +1,4 @@
-// The starter thread and the worker boxes (starter.hpp), and start_child / end_child.
+// The starter thread and the worker boxes (starter.hpp), and end_child (it unwatches).
 #include "process/starter.hpp"
 
 #include <fcntl.h>
@@ -26,12 +26,6 @@ namespace knit::detail {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
@@ -392,107 +386,11 @@ std::optional<std::string> worker_box::start_failure() {
   return failed_->message;
 }
 
-std::string message_of(const process_error& e) {
-  std::string what = e.what();
-  const std::string suffix = ": " + e.code().message();
-  if (what.ends_with(suffix)) what.resize(what.size() - suffix.size());
-  return what;
-}
-
-std::string reap(child_end& end, int pidfd) {
-  std::lock_guard lock(end.mutex);
-  if (end.reaped) return end.how;
-  siginfo_t info{};
-  int r;
-  do {
-    r = ::waitid(p_pidfd, static_cast<id_t>(pidfd), &info, WEXITED);
-  } while (r < 0 && errno == EINTR);
-  end.how = r == 0 ? describe_exit(info)
-                   : std::string("ended (its status was not available: ") + std::strerror(errno) +
-                         "; reaped elsewhere?)";
-  end.exit = r == 0 ? exit_of(info) : child_exit{};
-  end.reaped = true;
-  if (end.live_counted) counters().children_live.fetch_sub(1, std::memory_order_relaxed);
-  end.live_counted = false;
-  return end.how;
-}
-
-child_exit how_it_ended(child_end& end) {
-  std::lock_guard lock(end.mutex);
-  return end.exit;
-}
-
-void count_crash_once(child_end& end) {
-  if (!end.crash_counted.exchange(true)) {
-    counters().crashes.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
 std::string end_child(child_process& c, bool kill) {
   if (c.id != 0) starter::instance().unwatch(c.id);
   // Harmless once it is reaped: the pidfd names this process, never a reused pid.
   if (kill) signal_pidfd(c.pidfd.get(), SIGKILL);
   return reap(*c.end, c.pidfd.get());
-}
-
-child_process start_child(unsigned number, const process_options& options) {
-  task_registry& registry = task_registry::instance();
-  registry.freeze();
-  region_sandbox sandbox;
-  sandbox.strict = options.sandbox == process_sandbox::strict ? 1 : 0;
-  sandbox.open_files = options.open_files;
-  sandbox.memory_limit = options.memory_limit;
-  child_process c =
-      spawn_child(options.worker_executable, number, options.arena_bytes, options.lanes,
-                  static_cast<std::uint64_t>(options.spin.count()), sandbox);
-  const std::string who = "knit: process worker knit-proc-" + std::to_string(number) + " (pid " +
-                          std::to_string(c.pid) + ", " + options.worker_executable + ")";
-  region_header& header = c.region.header();
-  const bell_end end =
-      wait_for_ring([&] { return load(header.ready, std::memory_order_acquire) != 0; },
-                    header.host_sleeping, c.answer.get(), c.pidfd.get(),
-                    steady::now() + options.start_timeout, std::chrono::nanoseconds(0));
-  std::string failure;
-  if (end == bell_end::other_fd) {
-    // SIGKILL to a dead child is harmless, and keeps the reap bounded should poll have
-    // reported an error rather than the death.
-    failure = who + ": the worker " + end_child(c, true) + " before its handshake";
-    if (failure.ends_with("exited with code " + std::to_string(exit_no_worker_main) +
-                          " before its handshake")) {
-      failure +=
-          " (its program does not call knit::worker_main first in main, after "
-          "registering the process tasks: a worker process must never reach the code "
-          "that starts worker processes)";
-    }
-  } else if (end == bell_end::timeout) {
-    failure = who + ": the worker did not finish its handshake within " +
-              std::to_string(options.start_timeout.count()) + " ms; killed";
-    end_child(c, true);
-  } else {
-    const std::uint32_t ready = load(header.ready, std::memory_order_acquire);
-    const std::uint32_t count = load(header.registry_count);
-    const std::uint64_t hash = load(header.registry_hash);
-    if (ready != 1 || count != registry.count() || hash != registry.hash()) {
-      failure = who + ": task registry mismatch: the host has " + std::to_string(registry.count()) +
-                " tasks (hash " + hex(registry.hash()) + "), the worker has " +
-                std::to_string(count) + " (hash " + hex(hash) +
-                "); both must register the same tasks in the same order";
-      end_child(c, true);
-    }
-  }
-  if (!failure.empty()) throw process_error(errc::worker_start_failed, failure);
-  {
-    std::lock_guard lock(c.end->mutex);  // reap() uncounts it under the same lock
-    c.end->live_counted = true;
-    counters().children_live.fetch_add(1, std::memory_order_relaxed);
-  }
-  std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
-  while (lost > 0 &&
-         !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
-  }
-  if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
-  counters().children_started.fetch_add(1, std::memory_order_relaxed);
-  return c;
 }
 
 }  // namespace knit::detail
