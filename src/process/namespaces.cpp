@@ -131,6 +131,8 @@ void note_refused(const std::string& why) {
 
 }  // namespace
 
+void refuse_namespaces(const std::string& why) { note_refused(why); }
+
 void make_host_undumpable() {
   static std::once_flag once;
   std::call_once(once, [] { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); });

@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
 
 #include "process/unique_fd.hpp"
 
@@ -63,5 +64,9 @@ void make_host_undumpable();
 // every later call returns 0 at once (the caller falls back to posix_spawn). Throws
 // process_error(worker_start_failed) on any other failure (the exec's included).
 pid_t spawn_in_namespaces(const spawn_plan& plan, unique_fd& pidfd);
+
+// Records the namespaces as refused for this process, `why` (a benchmark's comparison of the
+// spawn's cost without them: knit-spawn-cost --no-namespaces).
+void refuse_namespaces(const std::string& why);
 
 }  // namespace knit::detail
