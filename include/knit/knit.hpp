@@ -13,6 +13,5 @@ namespace knit {}
 #include "knit/pool.hpp"       // knit::pool: submit, drain, cancel, shutdown, stats
 #include "knit/process.hpp"    // process workers: tasks by name in child processes
 #include "knit/result.hpp"     // result<R>: value or error (+ exception)
-#include "knit/spsc_ring.hpp"  // worker -> host ring: single producer, single consumer
 #include "knit/stats.hpp"      // pool_stats and to_json
 // knit/asio.hpp (not included here, so the core needs no Boost): asio_host, async_run.

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "knit/job_ring.hpp"
-#include "knit/spsc_ring.hpp"
 
 namespace {
 
@@ -44,24 +43,6 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   for (auto& t : consumers) t.join();
   EXPECT_EQ(consumed.load(), total);
   for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
-}
-
-TEST(ring_stress, spsc_ring_sequence_in_order) {
-  const std::uint64_t total = scaled(1'000'000);
-  knit::spsc_ring<std::uint64_t> ring(3);
-  std::thread consumer([&] {
-    std::uint64_t expect = 0, v = 0;
-    while (expect < total) {
-      if (ring.try_pop(v)) {
-        ASSERT_EQ(v, expect);
-        ++expect;
-      }
-    }
-  });
-  for (std::uint64_t i = 0; i < total; ++i) {
-    while (!ring.try_push(std::uint64_t{i})) std::this_thread::yield();
-  }
-  consumer.join();
 }
 
 }  // namespace
