@@ -239,6 +239,14 @@ void write_worker_processes(page& p, const worker_process_figures& w) {
       w.sandbox_kills);
   one("knit_worker_process_memory_kills_total", "counter",
       "Worker processes replaced after a task went over the memory limit.", w.memory_kills);
+  one("knit_worker_process_calls_resent_total", "counter",
+      "Calls sent again to another worker process: theirs ended before it began them.", w.resent);
+  one("knit_worker_process_calls_moved_total", "counter",
+      "Calls taken back from behind a slow call and sent to an idle worker process.", w.moved);
+  one("knit_worker_process_protocol_kills_total", "counter",
+      "Worker processes killed for breaking the protocol (a bad answer, more wakes than "
+      "answers) or hanging (a call not begun within its begin timeout).",
+      w.protocol_kills);
 }
 
 }  // namespace

@@ -60,6 +60,12 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
     line += std::to_string(workers->sandbox_kills);
     line += ",\"memory_kills\":";
     line += std::to_string(workers->memory_kills);
+    line += ",\"resent\":";
+    line += std::to_string(workers->resent);
+    line += ",\"moved\":";
+    line += std::to_string(workers->moved);
+    line += ",\"protocol_kills\":";
+    line += std::to_string(workers->protocol_kills);
     line += '}';
   }
   if (!hosts.empty()) {

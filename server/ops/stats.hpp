@@ -114,8 +114,11 @@ struct worker_process_figures {
   std::uint64_t killed = 0;     // killed by the server: a call past its deadline or stuck limit
   std::uint64_t live = 0;       // running now
   std::uint64_t degraded = 0;   // pool workers in a crash loop, their respawns backing off
-  std::uint64_t sandbox_kills = 0;  // ended by their sandbox (a refused system call)
-  std::uint64_t memory_kills = 0;   // replaced after a task went over the memory limit
+  std::uint64_t sandbox_kills = 0;   // ended by their sandbox (a refused system call)
+  std::uint64_t memory_kills = 0;    // replaced after a task went over the memory limit
+  std::uint64_t resent = 0;          // calls sent again to another child (theirs died before them)
+  std::uint64_t moved = 0;           // calls taken back from behind a slow call, to an idle child
+  std::uint64_t protocol_kills = 0;  // children killed for breaking the protocol or hanging
 };
 
 // The whole line, without the newline:

@@ -130,8 +130,18 @@ knit::process_options heavy_process_options() {
 
 worker_process_figures worker_figures() noexcept {
   const knit::process_stats p = knit::current_process_stats();
-  return {p.crashes,       p.respawned,         p.killed, p.children_live, p.degraded_workers,
-          p.sandbox_kills, p.memory_limit_kills};
+  worker_process_figures w;
+  w.crashed = p.crashes;
+  w.respawned = p.respawned;
+  w.killed = p.killed;
+  w.live = p.children_live;
+  w.degraded = p.degraded_workers;
+  w.sandbox_kills = p.sandbox_kills;
+  w.memory_kills = p.memory_limit_kills;
+  w.resent = p.calls_resent;
+  w.moved = p.calls_moved;
+  w.protocol_kills = p.protocol_kills;
+  return w;
 }
 
 }  // namespace knit_server

@@ -167,7 +167,7 @@ TEST(metrics_exposition, WorkerProcessesOnlyWithProcessIsolation) {
   metrics_snapshot s;
   s.hosts.emplace_back();
   EXPECT_EQ(format_metrics(s).find("knit_worker_process"), std::string::npos);
-  s.workers = worker_process_figures{3, 2, 1, 4, 1};
+  s.workers = worker_process_figures{3, 2, 1, 4, 1, 0, 0, 5, 6, 7};
   const std::string text = format_metrics(s);
   const auto page = parse_prometheus_text(text);
   ASSERT_TRUE(page.errors.empty()) << joined(page.errors) << text;
@@ -178,6 +178,9 @@ TEST(metrics_exposition, WorkerProcessesOnlyWithProcessIsolation) {
   EXPECT_EQ(page.sum("knit_worker_processes_crash_looping"), 1);
   EXPECT_EQ(page.sum("knit_worker_process_sandbox_kills_total"), 0);
   EXPECT_EQ(page.sum("knit_worker_process_memory_kills_total"), 0);
+  EXPECT_EQ(page.sum("knit_worker_process_calls_resent_total"), 5);
+  EXPECT_EQ(page.sum("knit_worker_process_calls_moved_total"), 6);
+  EXPECT_EQ(page.sum("knit_worker_process_protocol_kills_total"), 7);
 }
 
 }  // namespace

@@ -77,11 +77,12 @@ TEST(stats, counters_add_up) {
 
 }  // namespace
 TEST(stats, process_isolation_adds_the_worker_processes) {
-  const worker_process_figures workers{3, 2, 1, 4, 1};
+  const worker_process_figures workers{3, 2, 1, 4, 1, 0, 0, 5, 6, 7};
   const std::string line = format_stats_line(exec_mode::pooled, {}, {}, {}, std::string_view("{}"),
                                              std::nullopt, {}, workers);
   EXPECT_NE(line.find(R"("pool":{},"isolation":"process","workers":{"crashed":3,"respawned":2,)"
-                      R"("killed":1,"live":4,"degraded":1,"sandbox_kills":0,"memory_kills":0}})"),
+                      R"("killed":1,"live":4,"degraded":1,"sandbox_kills":0,"memory_kills":0,)"
+                      R"("resent":5,"moved":6,"protocol_kills":7}})"),
             std::string::npos)
       << line;
 }
