@@ -137,15 +137,7 @@ void process_options::validate() const {
   if (sandbox != process_sandbox::off && sandbox != process_sandbox::strict) bad("bad sandbox");
 }
 
-process_confinement current_process_confinement() {
-  const detail::confinement c = detail::current_confinement();
-  process_confinement out;
-  out.namespaces = c.namespaces;
-  out.why_not = c.why_not;
-  out.host_undumpable = c.host_undumpable;
-  out.private_proc_not = c.private_proc_not;
-  return out;
-}
+process_confinement current_process_confinement() { return detail::current_confinement(); }
 
 process_stats current_process_stats() noexcept {
   const detail::process_counters& c = detail::counters();

@@ -177,7 +177,7 @@ class process_ring {
   void watch(unsigned i);
   void unwatch(ring_child& c) noexcept;
   ring_child* new_child(queued& q, bool& failed);
-  bool send(ring_child& c, queued& q);
+  bool send(ring_child& c, queued& q, steady::time_point now);
   void send_queued();
   void move_waiting();
   taken take_answers(ring_child& c, steady::time_point now, answer_verdict& verdict);

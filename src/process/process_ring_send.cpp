@@ -19,7 +19,7 @@ void at_ring_point(ring_point where, region_header& h, lane_words& lane);  // pr
 
 // Sends `call` (state queued) into child `c`'s next lane, which is free. False when it was
 // finished without a send (abandoned, over the arena, past its deadline).
-bool process_ring::send(ring_child& c, queued& q) {
+bool process_ring::send(ring_child& c, queued& q, steady::time_point now) {
   call_base* const call = q.call;
   std::shared_ptr<process_job>& job = q.job;
   child_process& child = *c.child;
@@ -29,7 +29,6 @@ bool process_ring::send(ring_child& c, queued& q) {
     finished_.push_back(call);  // cancelled, or past its deadline, while queued: never run
     return false;
   }
-  const auto now = steady::now();
   if (job->bytes.size() > options_.arena_bytes) {
     fail_unsent(call, *job,
                 std::make_exception_ptr(process_error(
@@ -174,7 +173,7 @@ void process_ring::send_queued() {
     if (!to) return;  // every lane full or every child starting: a step sends it later
     queued next = std::move(queue_.front());
     queue_.pop_front();
-    send(*to, next);
+    send(*to, next, now);
   }
 }
 
@@ -212,6 +211,15 @@ void process_ring::withdraw_abandoned(ring_child& c) {
 // first: taken back from the lanes, then to the head of the FIFO in their order.
 void process_ring::move_waiting() {
   if (!queue_.empty() || kids_.empty()) return;
+  // Each step comes here: no clock read and no views unless some child idles while another
+  // holds a call behind its running one (the only case choose_move answers).
+  bool idle = false;
+  bool waiting = false;
+  for (const ring_child& c : kids_) {
+    idle = idle || (c.child && !c.dead && c.flights.empty());
+    waiting = waiting || c.flights.size() > 1;
+  }
+  if (!idle || !waiting) return;
   const steady::time_point now = steady::now();
   const int from = choose_move(views(now));
   if (from < 0) return;

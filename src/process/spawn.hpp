@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "knit/process.hpp"
 #include "process/child_end.hpp"
 #include "process/shared_region.hpp"
 #include "process/unique_fd.hpp"
@@ -61,19 +62,9 @@ struct child_process {
   shared_region region;
 };
 
-// How the host confines its strict children, for the server's banner and the docs.
-struct confinement {
-  // Strict children start in new user, PID, mount and network namespaces. False until a
-  // strict child was spawned, and for good once the kernel refused them (why_not says why).
-  bool namespaces = false;
-  std::string why_not;  // "" while namespaces are used or not yet tried
-  // The host made itself undumpable before its first strict child (PR_SET_DUMPABLE 0):
-  // /proc/<host>/mem and environ then need CAP_SYS_PTRACE over the host's user namespace.
-  bool host_undumpable = false;
-  // "" when strict children get a /proc of their own PID namespace, else why not (a /proc
-  // partly covered, as in some containers: the host's pids are then visible, not readable).
-  std::string private_proc_not;
-};
+// How the host confines its strict children (knit::process_confinement, the public
+// snapshot: one record, not a copy of it).
+using confinement = knit::process_confinement;
 confinement current_confinement();
 
 // Spawns knit-proc-`number` with a mapping of `lanes` lanes (shared_region.hpp), whose
