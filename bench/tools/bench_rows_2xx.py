@@ -1,5 +1,16 @@
-# Summarises a worker-sched run: per tag and mode, median (min-max) over repetitions.
+#!/usr/bin/env python3
+"""A knit-bench run's rows.jsonl as one markdown table: per configuration (tag) and load (mode,
+e.g. sat / rate), the median (min-max) over repetitions of /ping rps and p99, the 2xx rps of
+/ssr and /jwt (rps x the 2xx share: under saturation admission answers 503, which raw request
+counts would hide), server cores, and how many windows knit-bench flagged for foreign load.
+Needs a plan whose routes are named ping, ssr and jwt (bench/plans/).
+
+  bench/tools/bench_rows_2xx.py ROWS_JSONL
+"""
 import json, sys, statistics
+if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 rows=[json.loads(l) for l in open(sys.argv[1])]
 order=[]; by={}
 for r in rows:

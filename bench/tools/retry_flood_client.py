@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A retry flood on one route, timing each accepted response three ways.
+"""A retry flood on one route, timing each accepted response three ways (the client that
+retry_flood_ab.py runs; on its own against any server on 127.0.0.1).
 
-  flood_client.py PORT SECONDS CONNS OUT_JSON [PATH]
+  bench/tools/retry_flood_client.py PORT SECONDS CONNS OUT_JSON [PATH]
 
 CONNS keep-alive connections each send POST PATH (default /ssr, the reference /ssr body) and,
 as soon as the whole response is in, send the next one: a 503 is retried at once, with no
@@ -102,6 +103,9 @@ class conn:
 
 
 def main():
+    if len(sys.argv) not in (5, 6) or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     port, seconds, n = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
     out_path = sys.argv[4]
     path = sys.argv[5] if len(sys.argv) > 5 else "/ssr"
@@ -183,4 +187,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """The retry flood (1 worker, /ssr at 2 ms, CONNS connections re-sending at once after each 503)
 against several knit-server builds, interleaved; the accepted responses timed by
-flood_client.py, the server's own view from knit-stats and (where it has one) /metrics.
+retry_flood_client.py, the server's own view from knit-stats and (where it has one) /metrics.
 
-  flood_ab.py --out DIR --reps N --seconds S --conns C --case LABEL=BINARY[,VAR=value...] ...
+  bench/tools/retry_flood_ab.py --out DIR --reps N --seconds S --conns C
+        --case LABEL=BINARY[,VAR=value...] (repeatable)
 
 A case's KNIT_PRIME=N is not passed to the server: it sends N /ssr calls one at a time first,
 so that admission has a call-time estimate before the flood's first burst.
 
 Server: KNIT_MODE=pooled KNIT_THREADS=1 KNIT_COST_PROFILE=native KNIT_SSR_COST_US=2000,
 admission at its defaults (KNIT_MAX_QUEUE_MS=250), on CPU 0; the client on CPU 1. AB_NICE as
-in ab.py. One JSON row per run in DIR/rows.jsonl.
+in server_process.py. One JSON row per run in DIR/rows.jsonl, the client's JSON and the
+server's log in DIR/logs/; one line per run on stdout.
 """
 import argparse
 import json
@@ -21,10 +23,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ab  # noqa: E402  (start_server, stop_server, knit_stats, cpu_ns, loadavg, parse_case, NICE)
+import server_process as sp  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PRIME_BODY = ab.BODIES["ssr"].encode()
+PRIME_BODY = sp.BODIES["ssr"].encode()
 SERVER_ENV = {"KNIT_MODE": "pooled", "KNIT_THREADS": "1", "KNIT_COST_PROFILE": "native",
               "KNIT_SSR_COST_US": "2000"}
 
@@ -67,7 +69,7 @@ def one_run(args, case, rep, seq):
     log_path = os.path.join(args.out, "logs", tag + ".server.log")
     env_case = dict(case)
     env_case["env"] = {**SERVER_ENV, **case["env"]}
-    proc, port, log = ab.start_server(env_case, log_path)
+    proc, port, log = sp.start_server(env_case, log_path)
     try:
         # --prime N: N calls one at a time before the flood, so that admission has a call-time
         # estimate when the flood's first burst arrives.
@@ -76,19 +78,19 @@ def one_run(args, case, rep, seq):
                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=5) as r:
                 r.read()
-        stats0 = ab.knit_stats(proc, log_path)
+        stats0 = sp.knit_stats(proc, log_path)
         hist0 = ssr_histogram(port)
-        c0, t0 = ab.cpu_ns(proc.pid), time.monotonic()
+        c0, t0 = sp.cpu_ns(proc.pid), time.monotonic()
         out_json = os.path.join(args.out, "logs", tag + ".client.json")
-        subprocess.run(ab.NICE + ["taskset", "-c", "1", sys.executable,
-                                  os.path.join(HERE, "flood_client.py"), str(port),
+        subprocess.run(sp.NICE + ["taskset", "-c", "1", sys.executable,
+                                  os.path.join(HERE, "retry_flood_client.py"), str(port),
                                   str(args.seconds), str(args.conns), out_json],
                        check=True, timeout=args.seconds + 60)
-        c1, t1 = ab.cpu_ns(proc.pid), time.monotonic()
+        c1, t1 = sp.cpu_ns(proc.pid), time.monotonic()
         hist1 = ssr_histogram(port)
-        stats1 = ab.knit_stats(proc, log_path)
+        stats1 = sp.knit_stats(proc, log_path)
     finally:
-        ab.stop_server(proc, log)
+        sp.stop_server(proc, log)
     with open(out_json) as f:
         client = json.load(f)
     rejected = None
@@ -100,25 +102,27 @@ def one_run(args, case, rep, seq):
             "env": env_case["env"], "client": client, "server_cores": (c1 - c0) / 1e9 / (t1 - t0),
             "rejected": rejected, "ssr_histogram_delta": delta,
             "server_responses_over": accepted_tail(delta, client["codes"].get("200", 0)),
-            "pool_end": stats1.get("pool") if stats1 else None, "loadavg": ab.loadavg()}
+            "pool_end": stats1.get("pool") if stats1 else None, "loadavg": sp.loadavg()}
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--conns", type=int, default=300)
     ap.add_argument("--case", action="append", required=True)
     args = ap.parse_args()
-    cases = [ab.parse_case(c) for c in args.case]
+    sp.set_priority_from_env()
+    cases = [sp.parse_case(c) for c in args.case]
     for c in cases:  # KNIT_PRIME=N in a case's list: --prime for that case (not a server var)
         c["prime"] = int(c["env"].pop("KNIT_PRIME", "0"))
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
-    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {ab.loadavg()}; "
-          f"server CPU 0 ({SERVER_ENV}), flood_client.py CPU 1, {args.conns} connections, "
+    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {sp.loadavg()}; "
+          f"server CPU 0 ({SERVER_ENV}), retry_flood_client.py CPU 1, {args.conns} connections, "
           f"{args.seconds} s per run, {args.reps} reps x {len(cases)} cases, autogroup "
-          f"{open('/proc/self/autogroup').read().strip()}", flush=True)
+          f"{sp.autogroup()}", flush=True)
     seq = 0
     with open(os.path.join(args.out, "rows.jsonl"), "a") as rows:
         for rep in range(args.reps):
@@ -143,7 +147,7 @@ def main():
                       f"responses over 0.1/0.25/0.5/1 s: {row['server_responses_over']}; "
                       f"refused by reason {row['rejected']}; "
                       f"server cores {row['server_cores']:.2f}; load {row['loadavg']}", flush=True)
-    print(f"# end {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {ab.loadavg()}")
+    print(f"# end {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} loadavg {sp.loadavg()}")
 
 
 if __name__ == "__main__":

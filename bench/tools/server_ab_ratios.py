@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""Ratios from an ab.py rows.jsonl: per repetition, case B over case A (same repetition, so
-the same spell of machine load), for rps and CPU-us per response; then their range and median.
+"""Ratios from a server_ab.py rows.jsonl: each case's medians (rps, CPU-us per response, server
+cores; for KNIT_MODE=auto, the share of heavy calls on the pool per run), then per repetition
+case B over case A (same repetition, so the same spell of machine load) for rps and CPU-us per
+response, with their median.
 
-  summarize.py ROWS_JSONL A_LABEL:B_LABEL [A_LABEL:B_LABEL ...]
+  bench/tools/server_ab_ratios.py ROWS_JSONL [A_LABEL:B_LABEL ...]
 """
+import argparse
 import json
 import statistics
-import sys
 
 
 def main():
-    rows = [json.loads(line) for line in open(sys.argv[1])]
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rows", help="rows.jsonl written by server_ab.py")
+    ap.add_argument("pairs", nargs="*", help="A_LABEL:B_LABEL, ratios B / A per repetition")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in open(args.rows)]
     by = {(r["label"], r["rep"]): r for r in rows}
     labels = sorted({r["label"] for r in rows})
     print("case: median rps, median CPU-us/resp, median server cores (reps)")
@@ -29,7 +36,7 @@ def main():
                 shares.append(pooled / max(total, 1))
             line += " heavy calls on the pool: " + ", ".join(f"{s:.0%}" for s in shares)
         print(line)
-    for pair in sys.argv[2:]:
+    for pair in args.pairs:
         a, b = pair.split(":")
         rps, cpu = [], []
         for rep in sorted({r["rep"] for r in rows}):

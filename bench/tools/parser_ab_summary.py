@@ -1,8 +1,16 @@
-"""Per-round ratios new / old of knit-load's rps and CPU per response from parser_ab.sh's
-output (rounds interleave old, new, so each pair ran close in time): median and min-max."""
+#!/usr/bin/env python3
+"""Per-round ratios new / old of knit-load's rps and CPU per response from the output of
+bench/load/parser_ab.sh (rounds interleave old, new, so each pair ran close in time): median
+and min-max, one line per file.
+
+  bench/tools/parser_ab_summary.py PARSER_AB_OUTPUT...
+"""
 import statistics
 import sys
 
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
 for path in sys.argv[1:]:
     rows = {}
     for line in open(path):

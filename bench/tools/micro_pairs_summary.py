@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Medians of micro_pairs.sh's output: for each knit peer row (round trip p50 and p99, burst of
+64 in flight, steady-stream host CPU), each pair's median per build and its ratio to the first
+build, then the same over all pairs (a markdown table). Builds are the labels of the
+`== micro pair P LABEL` lines, in the order they first appear.
+
+  bench/tools/micro_pairs_summary.py [--base LABEL] < MICRO_PAIRS_OUTPUT
+"""
+import argparse
+import re
+import statistics
+import sys
+
+
+def num(text):
+    """A Google Benchmark counter as printed: 1.5, 2.4k, 1.2M."""
+    return float(text.rstrip('kM')) * {'k': 1e3, 'M': 1e6}.get(text[-1], 1)
+
+
+def value_of(fields):
+    """(row name, value) of one knit-micro `peer/...` line, or None for a row not summarised."""
+    name = fields[0].split('/')[1]
+    if name == 'round_trip_back_to_back':  # its last two counters: p50 and p99, µs
+        return [('round trip p50 us (lower is better)', num(fields[-2])),
+                ('round trip p99 us (lower is better)', num(fields[-1]))]
+    if name == 'burst_64_in_flight':  # items/s, as Google Benchmark prints it (k, M suffix)
+        rate = fields[-1].removesuffix('/s')
+        scale = {'k': 1e-3, 'M': 1.0}.get(rate[-1], 1e-6)
+        return [('burst 64 M calls/s (higher is better)', float(rate.rstrip('kM')) * scale)]
+    if name == 'steady_stream_host_cpu':
+        return [('steady host CPU us/call (lower is better)', num(fields[-1]))]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--base', help='the build the ratios are to (default: the first one)')
+    args = ap.parse_args()
+    rows, labels, section = {}, [], None
+    for line in sys.stdin:
+        m = re.match(r'== micro pair (\d+) (\S+)', line)
+        if m:
+            section = m.groups()
+            if section[1] not in labels:
+                labels.append(section[1])
+            continue
+        if not section or not line.startswith('peer/'):
+            continue
+        pair, label = section
+        for key, value in value_of(line.split()) or []:
+            rows.setdefault(key, {}).setdefault(pair, {}).setdefault(label, []).append(value)
+    if not labels:
+        sys.exit('micro_pairs_summary.py: no "== micro pair" section on stdin')
+    base = args.base or labels[0]
+    if base not in labels:
+        sys.exit(f'micro_pairs_summary.py: no build labelled {base}')
+    others = [label for label in labels if label != base]
+    order = [base] + others
+    print('| row | pair | ' + ' | '.join(order) + ' | ' +
+          ' | '.join(f'{o}/{base}' for o in others) + ' |')
+    print('|---|---:|' + '---:|' * (len(order) + len(others)))
+
+    def line(key, pair, values):
+        med = {s: statistics.median(v) for s, v in values.items() if v}
+        if len(med) == len(order):
+            print(f'| {key} | {pair} | ' + ' | '.join(f'{med[s]:.3g}' for s in order) + ' | ' +
+                  ' | '.join(f'{med[o] / med[base]:.2f}' for o in others) + ' |')
+
+    for key, pairs in rows.items():
+        overall = {s: [] for s in order}
+        for pair in sorted(pairs, key=int):
+            line(key, pair, pairs[pair])
+            for s, v in pairs[pair].items():
+                overall[s] += v
+        line(key, 'all', overall)
+
+
+if __name__ == '__main__':
+    main()
