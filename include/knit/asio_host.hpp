@@ -67,8 +67,8 @@ class asio_host {
   /// without moving from `fn`, `arg` or `handler`); otherwise an empty error_code, and
   /// `*id` (if given) names the call for pool::cancel(). Host thread only.
   template <class Fn, class Arg, class Handler>
-  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
-                         call_id* id = nullptr) {
+  [[nodiscard]] std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler,
+                                       call_options options = {}, call_id* id = nullptr) {
     std::error_code ec = state_->pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
                                                std::forward<Handler>(handler), options, id);
     if (!ec) {

@@ -125,8 +125,8 @@ class KNIT_API pool {
   /// error_code, and `*id` (if given) names the call for cancel(). Host thread only.
   /// @throws std::logic_error off the host thread; std::bad_alloc (see "Exception safety").
   template <class Fn, class Arg, class Handler>
-  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
-                         call_id* id = nullptr) {
+  [[nodiscard]] std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler,
+                                       call_options options = {}, call_id* id = nullptr) {
     using call_type = detail::call<std::decay_t<Fn>, std::decay_t<Arg>, std::decay_t<Handler>>;
     static_assert(std::is_invocable_v<std::decay_t<Fn>&, std::decay_t<Arg>&&>,
                   "knit::pool::submit: fn must be callable with the argument moved in");

@@ -71,8 +71,8 @@ class KNIT_API pool_host {
 
   /// pool::submit on this host (see there): the handler runs on this thread.
   template <class Fn, class Arg, class Handler>
-  std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler, call_options options = {},
-                         call_id* id = nullptr) {
+  [[nodiscard]] std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler,
+                                       call_options options = {}, call_id* id = nullptr) {
     return pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
                          std::forward<Handler>(handler), options, id);
   }

@@ -257,7 +257,7 @@ TEST(pool, calls_from_another_thread_are_a_clear_error) {
   std::string message;
   std::thread t([&] {
     try {
-      p.submit([](int x) { return x; }, 1, [](knit::result<int>) {});
+      (void)p.submit([](int x) { return x; }, 1, [](knit::result<int>) {});
     } catch (const std::logic_error& e) {
       message = e.what();
     }
