@@ -1,6 +1,7 @@
 // Identity from /proc: passes for the server we started, fails for any other PID.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -98,17 +99,15 @@ TEST(identity, ExitedProcessIsReported) {
   sp.exe = "/bin/true";
   sp.argv = {"/bin/true"};
   pid_t pid = spawn_process(sp);
-  // While it exits it is "has exited (exiting)", until reaped "has exited (zombie)"; after
-  // that the PID does not exist (or is someone else). Either of the first two may be seen.
-  for (int i = 0; i < 200; ++i) {
-    auto p = check_process_identity(pid, {"/bin/true", {"/bin/true"}, {}});
-    if (!p.empty()) {
-      EXPECT_NE(p[0].find("has exited"), std::string::npos) << p[0];
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  wait_exit(pid, 5);
+  // Wait for the exit without reaping it (WNOWAIT): from here until wait_exit the PID is a
+  // zombie of ours, so the check has exactly one right answer and must give it.
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  ASSERT_EQ(info.si_pid, pid);
+  const auto problems = check_process_identity(pid, {"/bin/true", {"/bin/true"}, {}});
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("has exited (zombie)"), std::string::npos) << problems[0];
+  ASSERT_TRUE(wait_exit(pid, 5).has_value());
 }
 
 // spawn_process() returns at the CLOEXEC pipe's EOF; the identity check runs right after.

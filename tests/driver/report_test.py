@@ -474,4 +474,9 @@ class FleetReport(Case):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    # A skipped case (no matplotlib for this interpreter) must not read as a pass: exit 77,
+    # which ctest shows as "Skipped" (SKIP_RETURN_CODE in tests/driver/CMakeLists.txt).
+    result = unittest.main(exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(77 if result.skipped else 0)
