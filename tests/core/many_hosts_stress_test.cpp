@@ -7,6 +7,7 @@
 // `./knit sanitize thread`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -40,11 +41,12 @@ void wait_until_released() {
 
 // One attachment's worth of calls: some cancelled at once, some with deadlines shorter
 // than their run time, a rare one stuck until the test ends, the rest plain. Counts wrong
-// deliveries in `wrong`. `pending` must outlive `h` (the handlers of calls still out when it leaves
-// run in its destructor).
+// deliveries in `wrong`; `hits[i]` counts call i's deliveries and `accepted[i]` says whether
+// submit took it. `pending`, `hits` and `accepted` must outlive `h` (the handlers of calls
+// still out when it leaves run in its destructor).
 void one_session(knit::pool_host& h, std::mt19937& rng, int calls, std::atomic<int>& wrong,
                  std::atomic<std::uint64_t>& delivered, std::atomic<std::uint64_t>& stuck,
-                 int& pending) {
+                 int& pending, std::vector<int>& hits, std::vector<char>& accepted) {
   const auto me = std::this_thread::get_id();
   std::vector<knit::call_id> ids;
   for (int i = 0; i < calls; ++i) {
@@ -64,8 +66,9 @@ void one_session(knit::pool_host& h, std::mt19937& rng, int calls, std::atomic<i
           return x + 1;
         },
         i,
-        [&pending, &wrong, &delivered, &stuck, i, me](knit::result<int> r) {
+        [&pending, &wrong, &delivered, &stuck, &hits, i, me](knit::result<int> r) {
           if (std::this_thread::get_id() != me) ++wrong;
+          ++hits[static_cast<std::size_t>(i)];
           if (r.ok() && r.value() != i + 1) ++wrong;
           if (!r.ok() && r.error() == knit::errc::stuck) ++stuck;
           if (!r.ok() && r.error() != knit::errc::timed_out && r.error() != knit::errc::cancelled &&
@@ -80,6 +83,7 @@ void one_session(knit::pool_host& h, std::mt19937& rng, int calls, std::atomic<i
       continue;
     }
     ++pending;
+    accepted[static_cast<std::size_t>(i)] = 1;
     if (kind == 2) ids.push_back(id);
     if (ids.size() > 4) {
       h.cancel(ids.front());
@@ -104,7 +108,7 @@ TEST(many_hosts_stress, hosts_attach_and_leave_under_cancel_timeout_and_stuck) {
   constexpr int kHosts = 4;
   const int sessions = static_cast<int>(scaled(200));
   std::atomic<int> wrong{0};
-  std::atomic<std::uint64_t> delivered{0}, attached_stuck{0};
+  std::atomic<std::uint64_t> delivered{0}, accepted_calls{0}, attached_stuck{0};
   std::atomic<bool> hosts_done{false};
   release_stuck = 0;
   stuck_started = 0;
@@ -114,16 +118,30 @@ TEST(many_hosts_stress, hosts_attach_and_leave_under_cancel_timeout_and_stuck) {
     hosts.emplace_back([&, h] {
       std::mt19937 rng(1234u + static_cast<unsigned>(h));
       for (int s = 0; s < sessions; ++s) {
+        constexpr int kCalls = 200;
         int pending = 0;
-        knit::pool_host host(p);
-        one_session(host, rng, 200, wrong, delivered, attached_stuck, pending);
-      }  // leaves
+        std::vector<int> hits(kCalls, 0);
+        std::vector<char> accepted(kCalls, 0);
+        {
+          knit::pool_host host(p);
+          one_session(host, rng, kCalls, wrong, delivered, attached_stuck, pending, hits, accepted);
+        }  // leaves: the calls still out are delivered (cancelled) in the destructor
+        // Exactly once: every call submit took was delivered once, every refused one never,
+        // whether the session drained or left with calls out.
+        if (pending != 0) ++wrong;
+        for (int i = 0; i < kCalls; ++i) {
+          if (hits[static_cast<std::size_t>(i)] != (accepted[static_cast<std::size_t>(i)] ? 1 : 0))
+            ++wrong;
+          accepted_calls += accepted[static_cast<std::size_t>(i)] ? 1 : 0;
+        }
+      }
     });
   }
   // The builder: plain calls, and now and then one that gets stuck (retiring its worker
   // while the attached hosts' calls queue into the same seats).
   std::mt19937 rng(99);
   std::uint64_t mine_done = 0, mine_sent = 0, stuck = 0;
+  std::vector<int> mine_hits;  // per accepted builder call: its deliveries
   std::thread joiner([&] {
     for (auto& t : hosts) t.join();
     hosts_done = true;
@@ -132,18 +150,21 @@ TEST(many_hosts_stress, hosts_attach_and_leave_under_cancel_timeout_and_stuck) {
     knit::call_options co;
     const bool make_stuck = rng() % 500 == 0;
     if (make_stuck) co.stuck_after = 2ms;
+    mine_hits.push_back(0);  // before submit: its handler indexes it
     const std::error_code ec = p.submit(
         [make_stuck](int x) {
           if (make_stuck) wait_until_released();
           return x;
         },
         static_cast<int>(mine_sent),
-        [&](knit::result<int> r) {
+        [&, index = mine_sent](knit::result<int> r) {
+          ++mine_hits[index];
           ++mine_done;
           if (!r.ok() && r.error() == knit::errc::stuck) ++stuck;
         },
         co);
     if (!ec) ++mine_sent;
+    else mine_hits.pop_back();
     if (mine_sent % 16 == 0) p.poll();
     if (p.pending() >= 150) knit_test::drain_until(p, [&] { return p.pending() < 50; });
   }
@@ -153,7 +174,10 @@ TEST(many_hosts_stress, hosts_attach_and_leave_under_cancel_timeout_and_stuck) {
   ASSERT_TRUE(knit_test::eventually([&] { return stuck_returned == stuck_started; }));
   p.shutdown();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(delivered.load(), 0u);
+  EXPECT_EQ(delivered.load(), accepted_calls.load());
+  EXPECT_GT(accepted_calls.load(), 0u);
+  EXPECT_EQ(std::count(mine_hits.begin(), mine_hits.end(), 1),
+            static_cast<std::ptrdiff_t>(mine_hits.size()));
   // Every stuck call counted once, its worker retired, whichever host it came from (a
   // stuck call's deadline may have delivered timed_out first: never more than declared).
   EXPECT_GE(p.stats().calls_stuck, stuck + attached_stuck.load());
