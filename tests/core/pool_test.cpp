@@ -305,14 +305,13 @@ TEST(pool, shutdown_cancel_fails_queued_calls_and_finishes_running_ones) {
                           [&](knit::result<int> r) {
                             if (r.ok()) ++values;
                             else if (r.error() == knit::errc::cancelled) ++cancelled;
+                            // The running call may finish only once shutdown has cancelled
+                            // the queue (its first cancellation opens the gate): no timing
+                            // decides whether a queued call ran first.
+                            g.open = true;
                           }));
   }
-  std::thread opener([&] {
-    std::this_thread::sleep_for(50ms);
-    g.open = true;
-  });
   p.shutdown(knit::shutdown_mode::cancel);
-  opener.join();
   ASSERT_TRUE(running.has_value());
   EXPECT_EQ(running->value(), 9) << "the running call finishes normally";
   EXPECT_EQ(cancelled + values, 100) << "every queued call completes exactly once";
@@ -429,22 +428,24 @@ class steal_flag : public ::testing::TestWithParam<bool> {};
 
 TEST_P(steal_flag, a_burst_on_one_worker_is_spread_by_stealing) {
   // A burst lands on one worker (expected to be free sooner than a wake-up takes). When it
-  // claims the first call and sees the rest queued, it wakes its peer, which steals; with
-  // stealing off the peer cannot help and nothing is stolen.
+  // claims a call and sees more queued, it wakes its peer, which steals; with stealing off
+  // the peer cannot help and nothing is stolen. The burst's second call holds its worker
+  // on a gate until the others are done (stealing on), so no timing decides whether the
+  // peer got to them before the worker did.
   knit::pool_options o;
   o.threads = 2;
   o.steal = GetParam();
   o.wake_cost_us = 1'000'000;  // make "queue behind" always look cheaper than a wake-up
   knit::pool p(o);
-  // Warm the host's estimate of a call's duration (about 15 ms after ten 20 ms calls). With
+  // Warm the host's estimate of a call's duration (about 45 ms after ten 60 ms calls). With
   // the estimate at zero, a worker that has already started the burst's first call runs a
   // call "of unknown length", so the host would spread the burst itself and nothing would
-  // be left to steal.
+  // be left to steal. The estimate is also the time the burst has to be submitted in.
   int warm = 0;
   for (int i = 0; i < 10; ++i) {
     ASSERT_FALSE(p.submit(
         [](int x) {
-          std::this_thread::sleep_for(20ms);
+          std::this_thread::sleep_for(60ms);
           return x;
         },
         i, [&](knit::result<int>) { ++warm; }));
@@ -454,14 +455,33 @@ TEST_P(steal_flag, a_burst_on_one_worker_is_spread_by_stealing) {
   // expects it to reach each next call sooner than a wake-up (wake_cost_us above), so the
   // whole burst queues on it.
   const auto before = p.stats().totals();
+  gate g;
   int done = 0;
-  for (int i = 0; i < 6; ++i) {
-    ASSERT_FALSE(p.submit(
-        [](int x) {
-          std::this_thread::sleep_for(5ms);
-          return x;
-        },
-        i, [&](knit::result<int>) { ++done; }));
+  // Call 0 keeps its worker 30 ms, long enough for the rest of the burst to queue behind
+  // it; call 1 holds it on the gate. Claiming call 1, the worker sees 2..5 queued and
+  // wakes its peer, which can only run them by stealing.
+  ASSERT_FALSE(p.submit(
+      [](int x) {
+        std::this_thread::sleep_for(30ms);
+        return x;
+      },
+      0, [&](knit::result<int>) { ++done; }));
+  ASSERT_FALSE(p.submit(
+      [&](int x) {
+        g.wait();
+        return x;
+      },
+      1, [&](knit::result<int>) { ++done; }));
+  for (int i = 2; i < 6; ++i) {
+    ASSERT_FALSE(p.submit([](int x) { return x; }, i, [&](knit::result<int>) { ++done; }));
+  }
+  if (GetParam()) {
+    // The four queued behind the held call finish while it is held: the peer stole them.
+    const bool spread = drain_until(p, [&] { return done == 5; });
+    g.open = true;
+    ASSERT_TRUE(spread) << "the burst waited behind the held worker: " << knit::to_json(p.stats());
+  } else {
+    g.open = true;
   }
   ASSERT_TRUE(drain_until(p, [&] { return done == 6; }));
   auto s = p.stats().totals();

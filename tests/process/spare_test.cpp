@@ -163,8 +163,10 @@ TEST_F(process_spare_test, a_killed_spare_is_reaped_and_started_again) {
 TEST_F(process_spare_test, a_crash_loop_still_backs_off) {
   knit::process_options options = knit_test::test_process_options();
   options.crash_loop_crashes = 2;
-  options.backoff_initial = 60'000ms;  // far past the test: a respawn held back stays so
-  options.backoff_max = 60'000ms;
+  // Long enough that a start without backoff (a few ms) shows; short enough to wait for.
+  constexpr auto kBackoff = 400ms;
+  options.backoff_initial = kBackoff;
+  options.backoff_max = kBackoff;
   knit_test::use_process_options(options);
   knit::pool pool(knit_test::threads(1));
   knit::process_workers workers(pool);
@@ -178,16 +180,21 @@ TEST_F(process_spare_test, a_crash_loop_still_backs_off) {
   ASSERT_TRUE(on_spare.ok()) << knit::failure_message(on_spare);
   EXPECT_EQ(std::stoi(on_spare.value()), spare);
   ASSERT_TRUE(within_10s([&] { return live_workers().size() == 2 && started() == 3; }));
+  // The crash loop decides to back off after this instant, so the held-back start cannot
+  // come before sent_second + kBackoff: a lower bound, which a slow machine only widens.
+  const auto sent_second = std::chrono::steady_clock::now();
   auto second = run_one(pool, "segv", "");
   ASSERT_EQ(second.error(), knit::errc::worker_crashed);
   EXPECT_NE(knit::failure_message(second).find("crash loop"), std::string::npos)
       << knit::failure_message(second);
   EXPECT_EQ(since(&knit::process_stats::degraded_workers), 1u);
-  // The spare answers the next call; the one after it is not started within the test.
+  // The spare answers the next call; the one after it starts, but only after the backoff.
   auto next = run_one(pool, "pid", "");
   ASSERT_TRUE(next.ok()) << knit::failure_message(next);
-  std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(live_workers().size(), 1u) << "a degraded worker's spare started without backoff";
+  ASSERT_TRUE(within_10s([&] { return live_workers().size() == 2 && started() == 4; }))
+      << "the degraded worker's next spare never started";
+  EXPECT_GE(std::chrono::steady_clock::now() - sent_second, kBackoff)
+      << "a degraded worker's spare started without backoff";
 }
 
 TEST_F(process_spare_test, the_pools_end_leaves_no_child_spare_or_not) {
