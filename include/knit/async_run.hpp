@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -16,13 +17,62 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/error_category.hpp>
 #include <boost/system/error_code.hpp>
 
 #include "knit/asio_host.hpp"
+#include "knit/error.hpp"
 
 namespace knit {
 
 namespace detail {
+
+/// knit::errc as a Boost.System category. Asio's completion tokens know only
+/// boost::system::error_code; one built from a std::error_code of a category Boost does not
+/// know prints as "std:unknown" with a value hashed from the category's address (a
+/// different number in each run). So async_run's codes are of this category: the name
+/// "knit", the errc number as the value, knit::error_category()'s messages. A fixed 64-bit
+/// id makes the copies of it in libraries and the program compare equal.
+class boost_category final : public boost::system::error_category {
+ public:
+  constexpr boost_category() noexcept : boost::system::error_category(0x8c1f5e2a6b7d4e39ULL) {}
+  const char* name() const noexcept override { return "knit"; }
+  std::string message(int value) const override { return knit::error_category().message(value); }
+};
+
+}  // namespace detail
+
+/// @brief The Boost.System category of knit::async_run's error codes: name() "knit",
+/// value() the knit::errc number, message() knit::error_category()'s.
+inline const boost::system::error_category& boost_error_category() noexcept {
+  static const detail::boost_category instance;  // constant-initialised: no guard, no order
+  return instance;
+}
+
+/// @brief Whether `ec` is knit's error `e`: a code of knit::boost_error_category() with e's
+/// number (what async_run delivers), or a boost::system::error_code built from `e` itself
+/// (which wraps the std::error_code). Compare async_run's codes with knit::errc values so;
+/// `!=` and the reversed forms follow (C++20).
+inline bool operator==(const boost::system::error_code& ec, errc e) noexcept {
+  if (ec.category() == boost_error_category()) return ec.value() == static_cast<int>(e);
+  return static_cast<std::error_code>(ec) == make_error_code(e);
+}
+
+/// `std::error_code == knit::errc`, as the standard's operator compares it. Declared so the
+/// overload above (a std::error_code converts to a boost one) does not make that comparison
+/// ambiguous: this one needs no conversion at all.
+inline bool operator==(const std::error_code& ec, errc e) noexcept {
+  return ec == make_error_code(e);
+}
+
+namespace detail {
+
+/// The boost::system::error_code async_run hands its handler for `ec`: knit's own errors in
+/// boost_error_category(); anything else wrapped as Boost does.
+inline boost::system::error_code to_boost_error(const std::error_code& ec) noexcept {
+  if (ec.category() == knit::error_category()) return {ec.value(), boost_error_category()};
+  return boost::system::error_code(ec);
+}
 
 /// The value type of a call to `fn(std::move(arg))`: its result, or knit::unit for void.
 template <class Fn, class Arg>
@@ -103,7 +153,7 @@ class run_operation {
         } else if (r.ok()) {
           std::move(handler)(boost::system::error_code(), std::move(r).value());
         } else {
-          std::move(handler)(boost::system::error_code(r.error()), Value{});
+          std::move(handler)(to_boost_error(r.error()), Value{});
         }
       };
       boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, std::move(finish)));
@@ -129,6 +179,15 @@ struct initiate_run {
   void operator()(Handler&& handler, Fn&& fn, Arg&& arg) const {
     run_operation<std::decay_t<Handler>, Value, Delivery> op(std::forward<Handler>(handler),
                                                              host->context().get_executor());
+    // pool::submit throws std::logic_error on a thread that is no host of the pool. An
+    // initiating function reports through its completion instead (so a handler is still
+    // called exactly once, and use_future / use_awaitable raise it where the result is
+    // awaited): nothing of the pool is touched here, and completing posts to the host's
+    // io_context, which any thread may do.
+    if (!host->get_pool().is_host()) {
+      op(result<Value>(make_error_code(errc::wrong_thread)));
+      return;
+    }
     run_canceller* canceller = nullptr;
     if (op.slot().is_connected())
       canceller = &op.slot().template emplace<run_canceller>(run_canceller{host});
@@ -151,7 +210,8 @@ struct initiate_run {
 ///
 /// Completion signature: `void(boost::system::error_code ec, R value)`, where `R` is what
 /// `fn` returns (knit::unit for `void`; it must be default-constructible, since a value is
-/// passed alongside an error). Errors are values, never exceptions thrown by async_run:
+/// passed alongside an error). Errors are values, never exceptions thrown by async_run
+/// (only std::bad_alloc, as from any Asio initiating function, can leave it):
 ///  - success: `ec` is empty and `value` is the task's result;
 ///  - `ec == knit::errc::queue_full` or `knit::errc::shut_down`: the pool did not accept the
 ///    call (the task never runs);
@@ -161,19 +221,27 @@ struct initiate_run {
 ///    shutdown's deadline passed;
 ///  - `ec == knit::errc::stuck`: the call ran past pool_options::stuck_after;
 ///  - `ec == knit::errc::task_failed`: the task threw. The exception object is not in this
-///    signature; use knit::async_run_result to receive it.
+///    signature; use knit::async_run_result to receive it;
+///  - `ec == knit::errc::wrong_thread`: async_run was called on a thread that is no host of
+///    the pool (a programming error: the task never runs). Like every error it arrives
+///    through the completion, posted to the host's io_context, never thrown; the pool's
+///    own submit() throws std::logic_error in that case instead.
 ///
-/// `ec` wraps a std::error_code of knit::error_category(), so `ec == knit::errc::...`
-/// compares as expected and `ec.message()` reads well. With use_awaitable and use_future a
-/// non-empty `ec` is thrown as boost::system::system_error; use as_tuple to get it as a
-/// value instead.
+/// `ec` is of knit::boost_error_category(): `ec.category().name()` is "knit", `ec.value()`
+/// the knit::errc number (stable: it prints as "knit:2" for timed_out in every run), and
+/// `ec.message()` knit::error_category()'s text. Compare it with knit::errc values
+/// (`ec == knit::errc::timed_out`, knit::operator== above). With use_awaitable and
+/// use_future a non-empty `ec` is thrown as boost::system::system_error; use as_tuple to
+/// get it as a value instead.
 ///
 /// The operation honours the handler's associated executor (default: the host's
 /// io_context; a work guard keeps it busy until the handler has run; the completion is
 /// posted to the host's io_context and dispatched from there, so the handler never runs
 /// inside async_run or inside pool::drain()), associated allocator (used for both hops)
 /// and associated cancellation slot (see detail::run_canceller: any cancellation type
-/// abandons a call not yet started; a running call finishes). Call it on the host thread.
+/// abandons a call not yet started; a running call finishes). Call it on the thread that
+/// built `host` (from any other thread that is no host of the pool it completes with
+/// errc::wrong_thread).
 ///
 /// @param host    the asio_host whose pool runs the call
 /// @param fn      the task; moved into the call record

@@ -11,6 +11,10 @@ namespace knit {
 
 /// @brief Every way a call can fail without a value. A std::error_code enum: compare a
 /// result's error() with `knit::errc::...` directly. Zero is not used (success).
+///
+/// The numbers are part of the interface: an error code's value() is the enumerator's
+/// number, the same in every run and every build (a log that prints "knit:2" means
+/// timed_out). A new value is appended, none is renumbered.
 enum class errc {
   queue_full = 1,  ///< max_pending calls are already waiting; the call was not accepted.
   timed_out,       ///< The call's deadline passed (queue wait counted); a late result is discarded.
@@ -32,9 +36,15 @@ enum class errc {
                         ///< was replaced.
   memory_limit,         ///< A process task allocated past its worker's memory limit
                         ///< (process_options::memory_limit); the worker was replaced.
+  wrong_thread,         ///< knit::async_run was called on a thread that is no host of the
+                        ///< pool (a programming error); the call was not accepted.
 };
 
-/// The std::error_category of knit::errc (name "knit"); message() describes each value.
+/// The std::error_category of knit::errc: name() is "knit", message() describes each value
+/// (and names an unknown one by its number). One object for the whole program, so codes
+/// compare equal across libknit.so and the program. knit::async_run's
+/// boost::system::error_code has a category of its own with the same name, values and
+/// messages (knit::boost_error_category(), knit/async_run.hpp).
 KNIT_API const std::error_category& error_category() noexcept;
 
 /// Makes a std::error_code of error_category() from `e`; also what lets
