@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "../../src/invariant.hpp"  // KNIT_ASSERT
+#include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
 
 namespace knit_server {
 

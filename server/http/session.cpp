@@ -16,7 +16,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
-#include "../../src/invariant.hpp"  // KNIT_ASSERT
+#include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
 #include "loops/server.hpp"
 #include "ops/process_status.hpp"
 

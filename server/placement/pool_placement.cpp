@@ -1,7 +1,7 @@
 // The pool placement's admission check, its service meter, and the outcomes it notes.
 #include "placement/pool_placement.hpp"
 
-#include "../../src/invariant.hpp"  // KNIT_ASSERT
+#include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
 
 namespace knit_server {
 

@@ -1,7 +1,7 @@
 // The queue-wait deadline's FIFO: tickets in, completions marked, the due ones handed out.
 #include "placement/start_deadlines.hpp"
 
-#include "../../src/invariant.hpp"  // KNIT_ASSERT
+#include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
 
 namespace knit_server {
 
