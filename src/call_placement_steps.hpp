@@ -12,8 +12,8 @@
 
 #include "call_table.hpp"
 #include "deadline_queue.hpp"
+#include "fault_injection.hpp"
 #include "knit/call.hpp"
-#include "knit/detail/fault_injection.hpp"
 
 namespace knit::detail {
 

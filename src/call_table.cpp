@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "knit/detail/fault_injection.hpp"
+#include "fault_injection.hpp"
 
 namespace knit::detail {
 

@@ -29,7 +29,7 @@ class call_table {
   };
 
   // A slot and a fresh id for a call about to be accepted. May throw std::bad_alloc (each
-  // growth is a fault-injection point: knit/detail/fault_injection.hpp); then the table is
+  // growth is a fault-injection point: src/fault_injection.hpp); then the table is
   // as it was, apart from a grown capacity.
   reservation reserve();
   // A later step of the submit failed: the slot goes back (cannot throw).

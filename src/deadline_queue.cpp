@@ -1,7 +1,7 @@
 // deadline_queue: push and due-entry popping (contract in deadline_queue.hpp).
 #include "deadline_queue.hpp"
 
-#include "knit/detail/fault_injection.hpp"
+#include "fault_injection.hpp"
 
 namespace knit::detail {
 

@@ -5,7 +5,7 @@
 //     search); it goes stale instead. Whoever reads the queue passes a lookup (the call
 //     table's find) and stale entries, whose id no longer names a live call, are dropped
 //     as they surface.
-//   - push() may throw std::bad_alloc (a fault-injection point, knit/detail/fault_injection.hpp)
+//   - push() may throw std::bad_alloc (a fault-injection point, src/fault_injection.hpp)
 //     and then leaves the queue unchanged.
 // Stuck times are not kept here: they follow from each worker's running call
 // (worker_seats.cpp).

@@ -15,8 +15,8 @@
 
 #include "call_placement_steps.hpp"
 #include "call_state.hpp"
+#include "fault_injection.hpp"
 #include "invariant.hpp"
-#include "knit/detail/fault_injection.hpp"
 #include "pool_impl.hpp"
 #include "process/process_ring.hpp"
 #include "stuck_scan.hpp"

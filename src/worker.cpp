@@ -23,9 +23,9 @@
 
 #include "call_allocator.hpp"
 #include "call_state.hpp"
+#include "fault_injection.hpp"
 #include "host_state.hpp"
 #include "invariant.hpp"
-#include "knit/detail/fault_injection.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "knit/detail/fault_injection.hpp"
+#include "fault_injection.hpp"
 
 namespace {
 

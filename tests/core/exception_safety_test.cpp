@@ -1,5 +1,5 @@
 // submit() under allocation failure: the test-only failure point
-// (knit/detail/fault_injection.hpp) fails each allocation site inside submit in turn (call
+// (src/fault_injection.hpp) fails each allocation site inside submit in turn (call
 // record, id-table growth, deadline heap, backlog); every time the caller gets bad_alloc
 // and nothing is counted, queued or leaked, and shutdown still ends.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <new>
 #include <vector>
 
-#include "knit/detail/fault_injection.hpp"
+#include "fault_injection.hpp"
 #include "knit/pool.hpp"
 #include "support/counting_value.hpp"
 #include "support/gate.hpp"

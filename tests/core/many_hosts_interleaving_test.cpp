@@ -1,5 +1,5 @@
 // Forced interleavings of the many-hosts protocol (src/host_state.hpp): a worker pauses at
-// the window a re-check guards (knit/detail/fault_injection.hpp, interleaving_hook) while
+// the window a re-check guards (src/fault_injection.hpp, interleaving_hook) while
 // the host acts inside it, or a host stops at one while a worker acts, every run, instead
 // of a loop that hits the window by luck.
 // docs/many-hosts.md names, for each, the line whose removal makes it fail.
@@ -13,7 +13,7 @@
 
 #include <poll.h>
 
-#include "knit/detail/fault_injection.hpp"
+#include "fault_injection.hpp"
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
 #include "support/gate.hpp"

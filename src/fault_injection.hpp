@@ -1,6 +1,8 @@
 // fault_injection: a test-only failure point for the pool's host-side allocations, always
 // compiled in (one relaxed load of a zero counter when unused) so that release builds are
-// the builds under test.
+// the builds under test. Internal: not installed, and its switches are not exported from
+// libknit.so (the tests that set them link the static library, where the test and the
+// library share one copy of each switch).
 //
 // Each allocation site inside pool::submit calls check_allocation() right before the
 // operation that may allocate: the call record, id-table growth, deadline-heap growth,
@@ -14,14 +16,11 @@
 #include <atomic>
 #include <new>
 
-#include "knit/export.hpp"
-
 namespace knit::detail {
 
 // 0 = off. Writer: a test (a store, or the fetch_sub below on the host thread); partner:
 // the host's relaxed load in check_allocation. A test switch: it publishes no data.
-// Exported: one counter shared by a test and libknit.so, not a copy on each side.
-KNIT_API inline std::atomic<int> allocation_countdown{0};
+inline std::atomic<int> allocation_countdown{0};
 
 // Interleaving points: a test-only pause (or action) in a worker or a host at a window the
 // many-hosts protocol guards (src/host_state.hpp), so a test can make the other side act
@@ -35,7 +34,7 @@ enum class interleaving_point {
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
 };
 // Writer: a test; partner: the worker's relaxed load in at_interleaving_point.
-KNIT_API inline std::atomic<void (*)(interleaving_point)> interleaving_hook{nullptr};
+inline std::atomic<void (*)(interleaving_point)> interleaving_hook{nullptr};
 
 inline void at_interleaving_point(interleaving_point where) {
   if (auto hook = interleaving_hook.load(std::memory_order_relaxed)) [[unlikely]]
