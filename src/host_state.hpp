@@ -1,7 +1,9 @@
-// host_state: one host's side of the pool, the same for every host: host 0 (the thread
-// that built the pool, made with it) and each thread attached later (knit::pool_host):
+// host_state: one host's side of the pool, the same for every host: the building thread's
+// own attachment (made at its first submit) and each thread attached with knit::pool_host:
 // its submission rings into every worker seat, its completion list, eventfd, call table,
-// backlog, deadlines, admission and counters. The workers' side of it is worker.cpp
+// backlog, deadlines, admission and counters. Its steps are in host_state.cpp (attach,
+// admission, dispatch), host_drain.cpp (drain, cancel, delivery) and host_stop.cpp (giving
+// up, leaving, its part of the shutdown). The workers' side of it is worker.cpp
 // (claim_in_turn, clear_empty_rings, complete); the seats themselves are the pool's
 // (worker_seats.cpp).
 //
@@ -51,11 +53,12 @@
 //   worker or thief that read a stale bit and touches these rings afterwards finds them
 //   empty. A later thread attaching at the same index becomes the rings' producer through
 //   that mutex (the previous producer's writes happen before it).
-//   Shutdown (host 0, knit/pool.hpp's steps): the same settle, with the pool's deadline:
-//   past it, host 0 gives up what it has left (give_up) and takes back its rings. An
-//   attached host's leave settles against that deadline too, once the shutdown has
-//   published it (pool_shared::stop_deadline_ns, before `closed`): past it, it gives up
-//   its own calls on its own thread, and the shutdown's report adds what it gave up.
+//   Shutdown (knit/pool.hpp's steps, from any thread): each host settles on its own
+//   thread, as its part: the caller's own host inside the call (finish), any other when
+//   it leaves or calls shutdown itself. It settles against the shutdown's deadline, once
+//   the shutdown has published it (pool_shared::stop_deadline_ns, before `closed`): past
+//   it, the host gives up what it has left (give_up) on its own thread and takes back its
+//   rings, and the shutdown's report adds what it gave up.
 #pragma once
 
 #include <chrono>
@@ -107,8 +110,9 @@ class host_state {
   // The pool's shutdown, on its thread: makes this host's completion fd readable, so a loop
   // asleep on it learns that accepting() turned false.
   void wake() noexcept { bell_.notify(); }
-  // Host 0's part of the pool's shutdown (steps 2 and 3 in knit/pool.hpp): every call of
-  // its own delivered and every record back, or, past `deadline`, given up.
+  // This host's part of the pool's shutdown (steps 2 and 3 in knit/pool.hpp), when the
+  // shutdown is called on its thread: every call of its own delivered and every record
+  // back, or, past `deadline` (without one: the shutdown's), given up.
   void finish(shutdown_mode mode, std::optional<std::chrono::steady_clock::time_point> deadline,
               shutdown_report& report);
 

@@ -1,13 +1,18 @@
 // pool: knit::pool's public calls, each sent to the calling thread's host (one lookup:
-// pool_impl::host_here), and what the pool itself does: building host 0 and the seats,
-// shutdown (steps in knit/pool.hpp) and stats. Every host's own steps are host_state's.
+// pool_impl::host_here), and what the pool itself does: building the seats, shutdown (steps
+// in knit/pool.hpp) and stats. Every host's own steps are host_state's; attaching and
+// leaving are pool_host.cpp's.
 //
-// Shutdown with a deadline: calls of host 0 not started by then are abandoned
-// (errc::cancelled); its running ones are given up through the same retirement as a stuck
-// call (worker_seats.cpp), and their threads detached at step 4 unless their task returns
-// first. An attached host's calls are delivered only on its own thread, so its leave does
-// the same for them when it finds the deadline passed (host_state::settle), and adds what
-// it gave up to the report (pool_host.cpp, await_attached_hosts).
+// Shutdown, from any thread. A call's handler runs only on its host's thread, so the pool
+// never finishes a host's calls itself: each host does, on its own thread, and the
+// shutdown waits for that (took_part_). The calling thread, if it is a host, does its own
+// part inside the call; another host does it when it leaves (host_state::leave) or when it
+// calls shutdown too; the destructor does the building thread's attachment's part if that
+// thread has not (it must not race that thread's calls). With a deadline, a host's calls
+// not started by then are abandoned (errc::cancelled) and its running ones given up
+// through the same retirement as a stuck call (worker_seats.cpp), their threads detached at
+// step 4 unless their task returns first; each host reads the deadline the shutdown
+// published (host_state::settle) and its report is added to the shutdown's.
 #include "knit/pool.hpp"
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "log_line.hpp"
 #include "pool_impl.hpp"
 #include "spin_gate.hpp"
 
@@ -30,10 +36,17 @@ bool spin_gate_allows(const pool_options& options) {
   return host_leaves_a_cpu_for_spinning(options);
 }
 
+std::logic_error not_a_host(const char* what) {
+  return std::logic_error(std::string("knit::pool::") + what +
+                          ": called from a thread that is no host thread of this pool: "
+                          "attach it with knit::pool_host or knit::asio_host (the thread "
+                          "that built the pool becomes one by submitting)");
+}
+
 }  // namespace
 
 pool_impl::pool_impl(const pool_options& options)
-    : shared_(options, spin_gate_allows(options)), host_token_(this_thread_token()) {
+    : shared_(options, spin_gate_allows(options)), builder_token_(this_thread_token()) {
   options.validate();
   per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
   shared_.seat_count = options.threads;
@@ -45,77 +58,108 @@ pool_impl::pool_impl(const pool_options& options)
   }
   host_states_.resize(options.max_hosts);
   host_in_use_.assign(options.max_hosts, false);
-  // Host 0, the building thread, known by its token (host_token_). The workers' start
-  // publishes it.
-  host_states_[0] = std::make_unique<host_state>(*this, shared_, 0, per_ring_);
-  first_ = host_states_[0].get();
-  shared_.hosts[0].store(first_, std::memory_order_relaxed);
-  host_in_use_[0] = true;
-  first_->attach();
+  took_part_.assign(options.max_hosts, false);
+  // No host yet: the building thread attaches at its first submit, any thread with
+  // knit::pool_host (pool_host.cpp).
   start_workers();
   if (worker_sched_requested(options)) await_sched();
 }
 
 pool_impl::~pool_impl() {
-  if (stopped_) return;
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (shared_.options.stop_timeout.count() > 0) {
     deadline = std::chrono::steady_clock::now() + shared_.options.stop_timeout;
   }
-  // May run on another thread (documented): no host check; nothing shared is rewritten.
   const shutdown_report r = shutdown(shutdown_mode::drain, deadline, true);
   if (r.cancelled_at_deadline + r.abandoned_running + r.threads_detached > 0) {
-    std::fprintf(stderr, "knit: pool destroyed past its stop_timeout (%lld ms): %s\n",
-                 static_cast<long long>(shared_.options.stop_timeout.count()),
-                 r.describe().c_str());
+    log_format("knit: pool destroyed past its stop_timeout (%lld ms): %s",
+               static_cast<long long>(shared_.options.stop_timeout.count()), r.describe().c_str());
   }
 }
-
-namespace {
-std::logic_error not_a_host(const char* what) {
-  return std::logic_error(std::string("knit::pool::") + what +
-                          ": called from a thread other than the pool's host thread (the "
-                          "thread that constructed the pool); calls must be made from the "
-                          "host thread, or from a thread attached with knit::pool_host or "
-                          "knit::asio_host");
-}
-}  // namespace
 
 host_state& pool_impl::host_for(const char* what) const {
   if (host_state* h = host_here()) return *h;
   throw not_a_host(what);
 }
 
+host_state* pool_impl::host_to_submit() {
+  if (host_state* h = host_here()) return h;
+  if (on_builder_thread()) return attach_builder();
+  throw not_a_host("submit");
+}
+
+host_state* pool_impl::host_or_builder(const char* what) const {
+  if (host_state* h = host_here()) return h;
+  if (on_builder_thread()) return nullptr;
+  throw not_a_host(what);
+}
+
+int pool_impl::completion_fd() noexcept {
+  host_state* h = host_here();
+  if (!h && on_builder_thread()) {
+    try {
+      h = attach_builder();
+    } catch (...) {  // max_hosts attached, or no memory for its rings: no fd to give
+    }
+  }
+  return h ? h->completion_fd() : -1;
+}
+
 shutdown_report pool_impl::shutdown(shutdown_mode mode,
                                     std::optional<std::chrono::steady_clock::time_point> deadline,
                                     bool from_destructor) {
-  // Host 0 only (an attached host gets the same error as a stranger).
-  if (!from_destructor && this_thread_token() != host_token_) throw not_a_host("shutdown");
+  host_state* mine = host_here();
+  bool runs = false;  // this call runs the shutdown; any other waits for it
+  {
+    std::lock_guard lock(hosts_mutex_);
+    if (stop_phase_ == stop_phase::stopped) return {};
+    if (mine && mine->in_step()) {
+      throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
+    }
+    if (stop_phase_ == stop_phase::running) {
+      runs = true;
+      stop_phase_ = stop_phase::stopping;
+      // Step 1: every host stops accepting, and no thread attaches any more (attach checks
+      // `closed` under this mutex). Partner: host_state::accepting()'s acquire load; a
+      // leaving host reads the deadline after it (host_state::pool_deadline).
+      if (deadline) {
+        const auto ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch());
+        shared_.stop_deadline_ns.store(std::max<std::int64_t>(ns.count(), 1),
+                                       std::memory_order_relaxed);
+      }
+      shared_.closed.store(true, std::memory_order_release);
+    }
+    // ~pool may not race the building thread's calls (knit/pool.hpp): if that thread has
+    // not done its attachment's part, the destructor does it here.
+    if (!mine && from_destructor && builder_host_) mine = builder_host_;
+    if (mine && took_part_[mine->index()]) mine = nullptr;
+  }
+  if (runs) wake_hosts();  // a loop asleep on its fd learns that accepting() turned false
   shutdown_report report;
-  if (stopped_) return report;
-  if (first_->in_step()) {
-    throw std::logic_error("knit::pool::shutdown: called from inside a completion handler");
+  if (mine) {
+    shutdown_report given;
+    mine->finish(mode, deadline, given);  // steps 2 and 3 for this thread's own calls
+    took_part(mine, given, !runs);
+    if (runs) report = given;
   }
-  // Step 1: every host stops accepting. Partner: host_state::accepting()'s acquire load;
-  // a leaving host reads the deadline after it (host_state::pool_deadline).
-  if (deadline) {
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch());
-    shared_.stop_deadline_ns.store(std::max<std::int64_t>(ns.count(), 1),
-                                   std::memory_order_relaxed);
+  if (!runs) {
+    // Another thread runs it: return once it has stopped the workers.
+    std::unique_lock lock(hosts_mutex_);
+    hosts_changed_.wait(lock, [this] { return stop_phase_ == stop_phase::stopped; });
+    return {};
   }
-  shared_.closed.store(true, std::memory_order_release);
-  wake_attached_hosts();                   // an idle loop asleep on its fd learns of it
-  first_->finish(mode, deadline, report);  // steps 2 and 3 for host 0's own calls
-  await_attached_hosts(deadline, report);  // steps 2 and 3 for theirs, by their leaves
-  stop_workers(report);                    // step 4
-  stopped_ = true;
+  await_hosts(deadline, report);  // steps 2 and 3 for every other host, on its thread
+  stop_workers(report);           // step 4
+  std::lock_guard lock(hosts_mutex_);
+  stop_phase_ = stop_phase::stopped;
+  hosts_changed_.notify_all();
   return report;
 }
 
 pool_stats pool_impl::stats() const {
-  // Any host's thread: only counters (single-writer atomics), the seats (atomic pointers to
-  // slots that live as long as the pool) and what the two mutexes guard.
+  // Any thread: only counters (single-writer atomics), the seats (atomic pointers to slots
+  // that live as long as the pool) and what the two mutexes guard.
   pool_stats s;
   {
     std::lock_guard lock(seats_mutex_);
@@ -130,8 +174,8 @@ pool_stats pool_impl::stats() const {
   std::lock_guard lock(hosts_mutex_);
   // Each index's counters carry over from one attachment to the next (a host_state lives
   // as long as the pool), so the totals only grow. The per-host list is there only while
-  // a host other than host 0 is attached: a single-host pool's line is what it always was.
-  const bool list = attached_count_.load(std::memory_order_relaxed) > 0;
+  // two hosts or more are attached: a one-host pool's line is what it always was.
+  const bool list = std::count(host_in_use_.begin(), host_in_use_.end(), true) > 1;
   for (std::size_t h = 0; h < host_states_.size(); ++h) {
     if (!host_states_[h]) continue;
     const host_stats one = host_states_[h]->stats();
@@ -157,7 +201,8 @@ pool::~pool() = default;
 
 // submit's steps (knit/pool.hpp), on the calling thread's host.
 std::error_code pool::admit(detail::host_state*& host) {
-  host = &impl_->host_for("submit");
+  host = impl_->host_to_submit();
+  if (!host) return make_error_code(errc::shut_down);  // the builder, after the shutdown began
   return host->admit();
 }
 void* pool::allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
@@ -177,18 +222,38 @@ call_id pool::enqueue_process(detail::host_state* host, detail::call_base* c,
   return host->enqueue_process(c, options, job);
 }
 
-bool pool::cancel(call_id id) { return impl_->host_for("cancel").cancel(id); }
-std::size_t pool::drain() { return impl_->host_for("drain").drain(true); }
-std::size_t pool::poll() { return impl_->host_for("drain").drain(false); }
-int pool::completion_fd() const noexcept { return impl_->host_or_first().completion_fd(); }
-std::size_t pool::pending() const noexcept { return impl_->host_or_first().pending(); }
+bool pool::cancel(call_id id) {
+  detail::host_state* h = impl_->host_or_builder("cancel");
+  return h && h->cancel(id);
+}
+std::size_t pool::drain() {
+  detail::host_state* h = impl_->host_or_builder("drain");
+  return h ? h->drain(true) : 0;
+}
+std::size_t pool::poll() {
+  detail::host_state* h = impl_->host_or_builder("poll");
+  return h ? h->drain(false) : 0;
+}
+int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
+
+// The queries below answer, on a thread that is no host, for a host with no call: nothing
+// pending, no deadline, no estimate (knit/pool.hpp, "Threading contract").
+std::size_t pool::pending() const noexcept {
+  const detail::host_state* h = impl_->host_here();
+  return h ? h->pending() : 0;
+}
 std::chrono::nanoseconds pool::call_time_estimate() const noexcept {
-  return impl_->host_or_first().call_time_estimate();
+  const detail::host_state* h = impl_->host_here();
+  return h ? h->call_time_estimate() : std::chrono::nanoseconds(0);
 }
 std::optional<std::chrono::steady_clock::time_point> pool::next_deadline() const {
-  return impl_->host_or_first().next_deadline();
+  detail::host_state* h = impl_->host_here();
+  return h ? h->next_deadline() : std::nullopt;
 }
-bool pool::accepting() const noexcept { return impl_->host_or_first().accepting(); }
+bool pool::accepting() const noexcept {
+  const detail::host_state* h = impl_->host_here();
+  return h ? h->accepting() : !impl_->closed();
+}
 bool pool::is_host() const noexcept { return impl_->host_here() != nullptr; }
 
 void pool::shutdown(shutdown_mode mode) { impl_->shutdown(mode, std::nullopt); }

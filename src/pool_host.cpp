@@ -1,6 +1,8 @@
-// pool_host: attaching a thread to a pool as one more host, and releasing it (the
-// protocol, and what leaving does, are in host_state.hpp). Attach and release take the
-// pool's hosts mutex; nothing on the per-call path does.
+// pool_host: the pool's hosts table: attaching a thread as a host (a knit::pool_host, or
+// the building thread's own attachment at its first submit), a pool_host taking the
+// building thread's attachment over, releasing an index, and the shutdown's wait for every
+// host to take part (the protocol, and what leaving does, are in host_state.hpp). Attach
+// and release take the pool's hosts mutex; nothing on the per-call path does.
 #include "knit/pool_host.hpp"
 
 #include <cstdio>
@@ -9,37 +11,66 @@
 #include <string>
 
 #include "host_state.hpp"
+#include "log_line.hpp"
 #include "pool_impl.hpp"
 
 namespace knit {
 namespace detail {
 
-host_state* pool_impl::attach_host() {
-  if (host_here()) {
-    throw std::logic_error("knit::pool_host: this thread is already a host of this pool");
-  }
-  std::lock_guard lock(hosts_mutex_);
+unsigned pool_impl::free_index_or_throw(const char* who) {
   if (shared_.closed.load(std::memory_order_relaxed)) {
-    throw std::logic_error("knit::pool_host: the pool is shutting down");
+    throw std::logic_error(std::string(who) + ": the pool is shutting down");
   }
-  unsigned h = 1;
+  unsigned h = 0;
   while (h < host_in_use_.size() && host_in_use_[h]) ++h;
   if (h >= host_in_use_.size()) {
-    throw std::logic_error(
-        "knit::pool_host: max_hosts=" + std::to_string(shared_.options.max_hosts) +
-        " hosts are attached already");
+    throw std::logic_error(std::string(who) +
+                           ": max_hosts=" + std::to_string(shared_.options.max_hosts) +
+                           " hosts are attached already");
   }
   if (!host_states_[h]) {
     host_states_[h] = std::make_unique<host_state>(*this, shared_, h, per_ring_);
-    // Partner: the workers' acquire load in pool_shared::attached_host.
+    // Partner: the workers' acquire load in pool_shared::host.
     shared_.hosts[h].store(host_states_[h].get(), std::memory_order_release);
   }
+  return h;
+}
+
+void pool_impl::take_index(unsigned h) noexcept {
+  host_in_use_[h] = true;
+  took_part_[h] = false;
+  host_states_[h]->attach();
+}
+
+// The building thread's first submit (or completion_fd) while it is no host: an attachment
+// the pool holds, known by the thread's token (a binding would outlive a pool destroyed on
+// another thread in that thread's storage). Null once the shutdown has begun.
+host_state* pool_impl::attach_builder() {
+  std::lock_guard lock(hosts_mutex_);
+  if (shared_.closed.load(std::memory_order_relaxed)) return nullptr;
+  const unsigned h = free_index_or_throw("knit::pool::submit");
+  take_index(h);
+  builder_host_ = host_states_[h].get();
+  return builder_host_;
+}
+
+host_state* pool_impl::attach_host() {
+  host_state* here = host_here();
+  std::lock_guard lock(hosts_mutex_);
+  if (here && here == builder_host_) {
+    // The building thread's own attachment, taken over: from now on it is this pool_host's,
+    // known by the binding, and it leaves when the pool_host goes.
+    bind_host(this, here);  // may throw (too many pools on this thread): nothing changed yet
+    builder_host_ = nullptr;
+    bound_count_.store(bound_count_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return here;
+  }
+  if (here) throw std::logic_error("knit::pool_host: this thread is already a host of this pool");
+  const unsigned h = free_index_or_throw("knit::pool_host");
   host_state* state = host_states_[h].get();
   bind_host(this, state);  // may throw (too many pools on this thread): nothing taken yet
-  host_in_use_[h] = true;
-  attached_count_.store(attached_count_.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
-  state->attach();
+  bound_count_.store(bound_count_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  take_index(h);
   return state;
 }
 
@@ -59,20 +90,19 @@ void pool_impl::release_host(host_state* h) noexcept {
 void pool_impl::free_index(host_state* h) noexcept {
   std::lock_guard lock(hosts_mutex_);
   host_in_use_[h->index()] = false;
-  attached_count_.store(attached_count_.load(std::memory_order_relaxed) - 1,
-                        std::memory_order_relaxed);
+  bound_count_.store(bound_count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   // Under the lock (interleaving "the_builders_shutdown_waits_for_attached_hosts_to_leave"):
-  // the builder's wait may return and destroy the pool, condition variable included, as
-  // soon as it can take the lock; this thread touches nothing of the pool after it.
-  hosts_left_.notify_all();
+  // the shutdown's wait may return and the pool be destroyed, condition variable included,
+  // as soon as the waiter can take the lock; this thread touches nothing of the pool after.
+  hosts_changed_.notify_all();
 }
 
-// Shutdown, once admission is closed: every attached host's completion fd turns readable,
-// so a loop asleep on it wakes, finds accepting() false and leaves.
-void pool_impl::wake_attached_hosts() noexcept {
+// Shutdown, once admission is closed: every host's completion fd turns readable, so a loop
+// asleep on it wakes, finds accepting() false and leaves (or drains what it has left).
+void pool_impl::wake_hosts() noexcept {
   std::lock_guard lock(hosts_mutex_);
-  for (std::size_t h = 1; h < host_states_.size(); ++h) {
-    if (host_in_use_[h]) host_states_[h]->wake();
+  for (std::size_t h = 0; h < host_states_.size(); ++h) {
+    if (host_in_use_[h] && !took_part_[h]) host_states_[h]->wake();
   }
 }
 
@@ -84,31 +114,53 @@ void pool_impl::add_given_up(const shutdown_report& given) noexcept {
   given_up_by_hosts_.abandoned_running += given.abandoned_running;
 }
 
-// Shutdown, before stopping the workers: the attached hosts' calls come back through them,
-// so every host must have left first (knit/pool_host.hpp, "The pool's shutdown"). A host
-// leaving past the deadline gives up what it has left on its own thread (host_state::
-// settle, which reads the deadline the shutdown published), so its leave ends once its
-// thread runs; kLeaveGrace is that time. A host still attached after it is not leaving at
-// all: a bug in the program, and the workers cannot stop under it.
-void pool_impl::await_attached_hosts(std::optional<std::chrono::steady_clock::time_point> deadline,
-                                     shutdown_report& report) {
-  constexpr auto kLeaveGrace = std::chrono::seconds(5);
+// A host that finished its calls in a shutdown called on its thread (or the building
+// thread's attachment, finished by the destructor): what it gave up goes to the report of
+// the shutdown that runs, unless that is this very call (`into_report` false).
+void pool_impl::took_part(host_state* h, const shutdown_report& given, bool into_report) noexcept {
+  if (into_report) add_given_up(given);
+  std::lock_guard lock(hosts_mutex_);
+  took_part_[h->index()] = true;
+  hosts_changed_.notify_all();  // under the lock: see free_index
+}
+
+bool pool_impl::every_host_took_part() const noexcept {
+  for (std::size_t h = 0; h < host_in_use_.size(); ++h) {
+    if (host_in_use_[h] && !took_part_[h]) return false;
+  }
+  return true;
+}
+
+// Shutdown, before stopping the workers: every host's calls come back through them, and
+// only its own thread may deliver them, so every host must have taken part first (knit/
+// pool.hpp, "Shutdown"): left, or finished its calls in a shutdown called on its thread. A
+// host doing so past the deadline gives up what it has left on its own thread (host_state::
+// settle, which reads the deadline the shutdown published), so it is done once its thread
+// runs; kGrace is that time. A host that has not taken part after it never will: a bug in
+// the program, and the workers cannot stop under it.
+void pool_impl::await_hosts(std::optional<std::chrono::steady_clock::time_point> deadline,
+                            shutdown_report& report) {
+  constexpr auto kGrace = std::chrono::seconds(5);
   std::unique_lock lock(hosts_mutex_);
-  auto none_left = [this] { return attached_count_.load(std::memory_order_relaxed) == 0; };
+  auto done = [this] { return every_host_took_part(); };
   if (!deadline) {
-    hosts_left_.wait(lock, none_left);
-  } else if (!hosts_left_.wait_until(lock, *deadline, none_left)) {
+    hosts_changed_.wait(lock, done);
+  } else if (!hosts_changed_.wait_until(lock, *deadline, done)) {
     // Past the deadline: a leave asleep on its fd wakes and gives up (it also wakes at the
     // deadline by itself; this covers a loop asleep on its fd with nothing pending).
-    for (std::size_t h = 1; h < host_states_.size(); ++h) {
-      if (host_in_use_[h]) host_states_[h]->wake();
+    for (std::size_t h = 0; h < host_states_.size(); ++h) {
+      if (host_in_use_[h] && !took_part_[h]) host_states_[h]->wake();
     }
-    if (!hosts_left_.wait_until(lock, *deadline + kLeaveGrace, none_left)) {
-      std::fprintf(stderr,
-                   "knit: pool shut down with %u attached host(s) still attached %lld s past "
-                   "its deadline: its workers cannot stop under them; aborting\n",
-                   attached_count_.load(std::memory_order_relaxed),
-                   static_cast<long long>(kLeaveGrace.count()));
+    if (!hosts_changed_.wait_until(lock, *deadline + kGrace, done)) {
+      unsigned left = 0;
+      for (std::size_t h = 0; h < host_in_use_.size(); ++h) {
+        left += host_in_use_[h] && !took_part_[h];
+      }
+      log_format(
+          "knit: pool shut down with %u host(s) that neither left nor finished their "
+          "calls %lld s past its deadline: its workers cannot stop under them; "
+          "aborting",
+          left, static_cast<long long>(kGrace.count()));
       std::abort();
     }
   }
@@ -123,7 +175,7 @@ pool_host::pool_host(pool& p) : pool_(&p), state_(p.impl_->attach_host()) {}
 
 pool_host::~pool_host() {
   if (detail::bound_host(pool_->impl_.get()) != state_) {
-    std::fprintf(stderr, "knit::pool_host: destroyed on a thread other than its own\n");
+    detail::log_line("knit::pool_host: destroyed on a thread other than its own");
     std::abort();
   }
   state_->leave();

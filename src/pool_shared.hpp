@@ -169,9 +169,9 @@ struct pool_shared {
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
   // The hosts (host_state.hpp): seat_pending[w] names those with work for seat w; hosts[h]
-  // is host h's state, published (release) when index h is first used (host 0: in the
-  // pool's constructor) and kept until the pool is destroyed. Writer of hosts: the pool,
-  // under its hosts mutex; partner: the workers' acquire load in host().
+  // is host h's state, published (release) when index h is first used and kept until the
+  // pool is destroyed. Writer of hosts: the pool, under its hosts mutex; partner: the
+  // workers' acquire load in host().
   std::unique_ptr<seat_hosts[]> seat_pending;
   std::unique_ptr<std::atomic<host_state*>[]> hosts;
   host_state* host(unsigned h) const noexcept { return hosts[h].load(std::memory_order_acquire); }
@@ -184,11 +184,11 @@ struct pool_shared {
   // Partner: host_state::accepting()'s acquire load, and a leaving host's in settle.
   std::atomic<bool> closed{false};
   // The shutdown's deadline (steady_clock ns since its epoch; 0: none). Writer: the
-  // shutdown, once, before its release store of `closed`; partner: an attached host's
-  // relaxed load after its acquire load of `closed` (host_state::pool_deadline): past it,
-  // a leaving host gives up what it has left, on its own thread, as host 0 does.
+  // shutdown, once, before its release store of `closed`; partner: each host's relaxed
+  // load after its acquire load of `closed` (host_state::pool_deadline): past it, a host
+  // doing its part of the shutdown gives up what it has left, on its own thread.
   std::atomic<std::int64_t> stop_deadline_ns{0};
-  // host_pending[h] for every index h < max_hosts (host 0's is [0]); touched only
+  // host_pending[h] for every index h < max_hosts (host h's is [h]); touched only
   // when options.max_pending_total is set.
   std::unique_ptr<host_pending[]> pending_by_host;
   std::size_t pending_total() const noexcept {

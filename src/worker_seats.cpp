@@ -7,7 +7,7 @@
 // Retiring a worker (who may touch a record, and when it is freed)
 //   Host h declares a running call of its own stuck in its drain: seat w's slot shows the
 //   record in `current_of[h]` and `call_started_ns` is older than the call's stuck_after
-//   (or, past the shutdown's deadline, host 0 gives it up). Then:
+//   (or, past the shutdown's deadline, host h gives it up). Then:
 //   1. host h: CAS record running -> stuck. Failing means the call just finished: nothing
 //      to do. Winning means the worker's own CAS running -> done will fail, so the worker
 //      will never hand this record back nor claim another call.

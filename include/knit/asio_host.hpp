@@ -6,13 +6,14 @@
 // pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
 // one costs one eventfd read per batch of results (the workers coalesce their writes).
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
-// On any thread but the pool's builder it first attaches that thread as one more host
-// (knit::pool_host), and leaves when destroyed.
+// It attaches its thread as a host (knit::pool_host), on any thread, and leaves when
+// destroyed.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -30,9 +31,9 @@ namespace knit {
 /// @brief Delivers a knit::pool's completions on a Boost.Asio io_context.
 ///
 /// The pool's handlers run on the thread that runs the io_context, which must be the thread
-/// that built this asio_host: the pool's builder, or any other thread, which this attaches
-/// as one more host of the pool (knit::pool_host: its own eventfd, calls and admission;
-/// the workers are shared) until the asio_host is destroyed. While calls are pending, asio_host
+/// that built this asio_host: this attaches it as a host of the pool (knit::pool_host: its
+/// own eventfd, calls and admission; the workers are shared) until the asio_host is
+/// destroyed, the same way on every thread. While calls are pending, asio_host
 /// keeps one wait on the pool's completion eventfd and one steady_timer on the earliest deadline;
 /// with nothing pending it keeps no work on the io_context, so io_context::run() returns. Use
 /// knit::async_run for an Asio asynchronous operation over it; use submit() for a plain
@@ -40,23 +41,21 @@ namespace knit {
 class asio_host {
  public:
   /// Binds `p`'s completions to `io`. Both must outlive this object; construct it on the
-  /// thread that runs `io`. Not the pool's builder (nor already a host of `p`): that thread
-  /// is attached as a host (knit::pool_host; its std::logic_error if it cannot be).
+  /// thread that runs `io`, which it attaches as a host (knit::pool_host, which also says
+  /// how the pool's building thread is taken over; its std::logic_error if it cannot be).
   asio_host(boost::asio::io_context& io, pool& p)
-      : attached_(p.is_host() ? nullptr : std::make_unique<pool_host>(p)),
-        state_(std::make_shared<state>(io, p)) {}
+      : host_(std::in_place, p), state_(std::make_shared<state>(io, p)) {}
 
   /// Stops watching: pending waits are cancelled (their handlers see the state closed and
-  /// do nothing). On the builder, results still pending are delivered by pool::shutdown /
-  /// pool::drain; on an attached thread, the host leaves here (knit::pool_host: calls not
-  /// started are cancelled, running ones drained, their handlers run on this thread).
-  /// Destroy it on its own thread.
+  /// do nothing), and the host leaves here (knit::pool_host: calls not started are
+  /// cancelled, running ones drained, their handlers run on this thread). Destroy it on its
+  /// own thread.
   ~asio_host() {
     state_->closed = true;
     boost::system::error_code ignored;
     state_->timer.cancel();
     state_->fd.cancel(ignored);
-    attached_.reset();
+    host_.reset();  // the leave runs handlers, which may still use this object's state
   }
 
   asio_host(const asio_host&) = delete;
@@ -78,10 +77,9 @@ class asio_host {
     return ec;
   }
 
-  /// On an attached thread, knit::pool_host::give_up (for a stop deadline: every call of
-  /// this host not finished gets errc::cancelled now). On the builder it does nothing and
-  /// returns an empty report: there pool::shutdown with a deadline does that.
-  shutdown_report give_up() { return attached_ ? attached_->give_up() : shutdown_report{}; }
+  /// knit::pool_host::give_up: for a stop deadline, every call of this host not finished
+  /// gets errc::cancelled now.
+  shutdown_report give_up() { return host_->give_up(); }
 
   /// The pool whose completions this host delivers.
   pool& get_pool() noexcept { return *state_->pool_; }
@@ -165,7 +163,7 @@ class asio_host {
     });
   }
 
-  std::unique_ptr<pool_host> attached_;  // this thread as a host, unless it is the builder
+  std::optional<pool_host> host_;  // this thread as a host; reset first in the destructor
   std::shared_ptr<state> state_;
 };
 

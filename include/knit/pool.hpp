@@ -1,5 +1,5 @@
-// knit::pool: the host thread hands calls to N worker threads and gets results back on its
-// own thread. Public face and owner of the workers, rings, doorbells and backlog. Its
+// knit::pool: host threads hand calls to N worker threads and get results back on their own
+// thread. Public face and owner of the workers, rings, doorbells and backlog. Its hosts,
 // threading contract, shutdown steps, stuck calls and exception safety are documented on
 // class pool below.
 #pragma once
@@ -53,37 +53,51 @@ struct process_call_fn;  // knit/process.hpp: a process call's function
 
 class pool_host;
 
-/// @brief The host thread hands calls to N worker threads and gets results back on its
-/// own thread.
+/// @brief Host threads hand calls to N worker threads and get results back on their own
+/// thread.
 ///
-/// **Threading contract.** The thread that constructs the pool is its host. submit,
-/// cancel, drain, poll and shutdown must be called on the host thread; a call from any
-/// other thread throws std::logic_error (checked, not assumed). pending, next_deadline and
-/// call_time_estimate read host-only state unchecked: call them on the host thread too
-/// (stats() on any host's thread: see "Many hosts"). Handlers always run on the host thread, inside
-/// drain() (or shutdown(), which drains).
+/// **Hosts.** A host is a thread that submits calls and gets their handlers back on itself:
+/// its own calls, completion eventfd, deadlines, admission and handlers (run only on it,
+/// inside drain(), poll(), cancel() or its part of shutdown). Every host is the same kind
+/// (docs/many-hosts.md). A thread becomes one with knit::pool_host or knit::asio_host
+/// (knit/pool_host.hpp: attaching, leaving); the thread that built the pool also becomes
+/// one by itself at its first submit() (or completion_fd()) while it is no host: the pool
+/// holds that attachment until it is shut down, unless a pool_host or asio_host made later
+/// on that thread takes it over. A builder that never submits takes no host index.
 ///
-/// **Many hosts.** Other threads become hosts too, each for its own event loop, with
-/// knit::pool_host or knit::asio_host (knit/pool_host.hpp: attaching, leaving, what is not
-/// supported there yet). On such a thread submit, cancel, drain, poll, pending,
-/// next_deadline, call_time_estimate, accepting and completion_fd act on that thread's own
-/// host: its calls, its eventfd, its handlers (run only on it). The workers are shared,
-/// and a worker with nothing of its own takes any host's queued call. stats() may be called
-/// on any host's thread (the builder's or an attached one's): it reads only counters.
-/// shutdown() stays the builder's, and the destructor may run on any thread; shutdown first
-/// waits for the attached hosts to leave (knit/pool_host.hpp, "The pool's shutdown"). The
-/// design: docs/many-hosts.md.
+/// **Threading contract.** submit, cancel, drain, poll, pending, next_deadline,
+/// call_time_estimate, accepting and completion_fd act on the calling thread's host. On a
+/// thread that is no host, submit, cancel, drain and poll throw std::logic_error (checked,
+/// not assumed), except on the building thread, where submit attaches it as above and the
+/// others have nothing to do (0, false); the queries answer for a host with no call:
+/// pending() 0, next_deadline() empty, call_time_estimate() zero, completion_fd() -1 (the
+/// building thread attaches instead), accepting() whether the pool still accepts. Never
+/// another host's figures. stats(), options(), describe(), is_host() and shutdown() may be
+/// called on any thread.
 ///
-/// **Shutdown steps** (src/pool.cpp, shutdown()):
-/// 1. stop accepting: later submit() returns errc::shut_down;
-/// 2. cancel mode only: every call not yet running is abandoned and its handler gets
-///    errc::cancelled;
-/// 3. drain until every accepted call has been delivered AND every record has come back
-///    from the workers (a record is never freed while a worker may hold it). With a
-///    deadline, once it passes: calls not started are abandoned (errc::cancelled) and
-///    running ones given up (errc::cancelled, result discarded) through worker retirement;
-///    then the same for the attached hosts, each by its own leave on its own thread
-///    (knit/pool_host.hpp, "The pool's shutdown"), counted in the same report;
+/// **Shutdown, from any thread.** Whoever owns the pool may shut it down from any thread,
+/// a host or not, and several threads may call shutdown at once: the first call runs it,
+/// every call returns once the workers are stopped, and only the first returns a report
+/// (the others an empty one; destroy the pool only after every call has returned). The
+/// steps (src/pool.cpp):
+/// 1. stop accepting: from now on submit() on every host returns errc::shut_down without
+///    calling the handler, accepting() is false, every host's completion fd turns readable
+///    (a loop asleep on it learns of it), and a thread that attaches gets std::logic_error;
+/// 2. and 3. every host finishes its own calls on its own thread (a handler never runs on
+///    another thread), and the shutdown waits for each: the calling thread's own host, if
+///    it is one, inside this call (cancel mode: its calls not yet running get
+///    errc::cancelled; then it drains until every call is delivered and every record is
+///    back from the workers, a record never being freed while a worker may hold it); any
+///    other host when it leaves (its pool_host or asio_host destroyed: knit/pool_host.hpp)
+///    or when its thread calls shutdown too (as for the caller). The building thread's own
+///    attachment takes part when that thread calls shutdown; the destructor, which must not
+///    race that thread's calls, finishes it itself if it has not (its handlers then run on
+///    the destructor's thread). With a deadline, a host still busy once it passes gives up
+///    on its own thread: calls not started get errc::cancelled, running ones are given up
+///    (errc::cancelled, result discarded) through worker retirement; the report counts every
+///    host's. A host that has not taken part 5 s past the deadline is a bug in the program
+///    (its thread neither leaves nor shuts down): the pool says so on stderr and aborts.
+///    Without a deadline the wait has no bound;
 /// 4. set `stopping`, ring every worker's doorbell (even with doorbell=false), join the
 ///    live workers; retired workers whose task has not returned are detached, never
 ///    joined, and their records left to them (src/worker_seats.cpp, "Retiring a worker").
@@ -102,28 +116,34 @@ class pool_host;
 /// terminates (it is called from a noexcept function).
 class KNIT_API pool {
  public:
-  /// Starts options.threads workers; the calling thread becomes the host.
+  /// Starts options.threads workers. The calling thread becomes a host at its first
+  /// submit() (see "Hosts"), not before.
   /// @throws config_error for invalid options (pool_options::validate()).
   explicit pool(pool_options options = {});
   /// shutdown(drain, now + options.stop_timeout) if not done yet (unbounded when
   /// stop_timeout is zero); prints one line to stderr if it had to abandon anything. May
-  /// run on any thread, but must not race host calls.
+  /// run on any thread, but must not race the building thread's calls (it finishes that
+  /// thread's attachment itself, see "Shutdown"); attached hosts still there are waited for
+  /// as by shutdown().
   ~pool();
 
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
 
   /// Queues `fn(std::move(arg))` on a worker. `handler(knit::result<R>)` is called exactly
-  /// once, on the host thread, from drain(): with the value, or with errc::task_failed and
-  /// the exception if fn threw, or errc::timed_out / errc::cancelled / errc::stuck.
-  /// fn, arg and handler are moved into the call record (no copies of a request body).
+  /// once, on the calling thread (its host), from drain(): with the value, or with
+  /// errc::task_failed and the exception if fn threw, or errc::timed_out / errc::cancelled /
+  /// errc::stuck. fn, arg and handler are moved into the call record (no copies of a request body).
   ///
   /// Returns errc::queue_full (max_pending reached) or errc::shut_down without calling the
   /// handler and without moving from fn, arg or handler: the rejection is decided before
   /// they are touched, so the caller still owns them (async_run relies on this to complete
   /// the rejected operation through its own handler). Otherwise returns an empty
-  /// error_code, and `*id` (if given) names the call for cancel(). Host thread only.
-  /// @throws std::logic_error off the host thread; std::bad_alloc (see "Exception safety").
+  /// error_code, and `*id` (if given) names the call for cancel(). On a host's thread (the
+  /// building thread attaches here if it is no host; once the shutdown has begun it gets
+  /// errc::shut_down instead).
+  /// @throws std::logic_error on a thread that is no host, or when the building thread
+  /// cannot attach (max_hosts hosts attached); std::bad_alloc (see "Exception safety").
   template <class Fn, class Arg, class Handler>
   [[nodiscard]] std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler,
                                        call_options options = {}, call_id* id = nullptr) {
@@ -164,23 +184,25 @@ class KNIT_API pool {
 
   /// Abandons a call that has not started running: its handler gets errc::cancelled before
   /// cancel() returns. Returns false if the call already ran, is running, or is unknown.
-  /// Host thread only.
+  /// On the thread of the host that submitted it.
   bool cancel(call_id id);
 
-  /// An eventfd that becomes readable when results are waiting. Watch it in the host's
-  /// event loop and call drain() when it fires (knit/asio.hpp does this for Asio).
+  /// The calling thread's host's eventfd, readable when its results are waiting. Watch it
+  /// in the host's event loop and call drain() when it fires (knit/asio.hpp does this for
+  /// Asio). -1 on a thread that is no host (the building thread attaches instead).
   int completion_fd() const noexcept;
 
   /// Delivers every waiting result, expired deadline and stuck call, then moves backlogged
-  /// calls into free ring slots. Returns the number of handlers called. Host thread only;
-  /// called from inside a handler it returns 0 (the outer drain finishes the round).
+  /// calls into free ring slots, for the calling thread's host. Returns the number of
+  /// handlers called. Called from inside a handler it returns 0 (the outer drain finishes
+  /// the round).
   std::size_t drain();
 
   /// drain() without touching the completion eventfd: for a host that busy-polls instead of
-  /// waiting on completion_fd() (benchmarks, spin-then-block loops). Host thread only.
+  /// waiting on completion_fd() (benchmarks, spin-then-block loops).
   std::size_t poll();
 
-  /// Accepted calls whose handler has not been called yet.
+  /// The calling thread's host's accepted calls whose handler has not been called yet.
   std::size_t pending() const noexcept;
 
   /// The host's running estimate of how long one call runs on a worker (an EWMA with weight
@@ -194,27 +216,30 @@ class KNIT_API pool {
   /// when it passes.
   std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
 
-  /// Stops the pool: see "Shutdown steps" above. Idempotent. Host thread only; not from
-  /// inside a handler. Without a deadline it waits for every call that is not stuck (stuck
-  /// ones are retired at stuck_after as usual; with stuck_after zero, a task that never
-  /// returns blocks it).
+  /// Stops the pool: see "Shutdown, from any thread" above. Idempotent. Any thread; not
+  /// from inside a handler (std::logic_error). Without a deadline it waits for every call
+  /// that is not stuck (stuck ones are retired at stuck_after as usual; with stuck_after
+  /// zero, a task that never returns blocks it) and for every host to take part.
   void shutdown(shutdown_mode mode = shutdown_mode::drain);
   /// The same, but returns by `deadline` (plus the time to join workers that are idle or
   /// skipping abandoned calls): see step 3. Returns what it gave up on; a second call
   /// returns an empty report.
   shutdown_report shutdown(shutdown_mode mode, std::chrono::steady_clock::time_point deadline);
-  /// False once shutdown() has begun: submit() then returns errc::shut_down.
+  /// False once shutdown() has begun (submit() then returns errc::shut_down) or, on a host,
+  /// once it has left.
   bool accepting() const noexcept;
 
-  /// A snapshot of every host's and every worker's counters. On any host's thread.
+  /// A snapshot of every host's and every worker's counters: the totals over every host
+  /// (those that left included) and, while two hosts or more are attached, each one's
+  /// (pool_stats::hosts). On any thread, a host or not.
   pool_stats stats() const;
   /// The options the pool was built with.
   const pool_options& options() const noexcept;
   /// One line for a log: options().describe().
   std::string describe() const;
 
-  /// Whether the calling thread is one of this pool's hosts (its builder, or a thread
-  /// attached with knit::pool_host or knit::asio_host).
+  /// Whether the calling thread is one of this pool's hosts now (the building thread once
+  /// it has submitted, or a thread attached with knit::pool_host or knit::asio_host).
   bool is_host() const noexcept;
 
  private:

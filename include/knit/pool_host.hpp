@@ -1,7 +1,7 @@
-// knit/pool_host.hpp: makes the calling thread one more host of a knit::pool, for an event
-// loop of its own (each host has its own completion eventfd, call table, backlog,
-// deadlines and admission; the workers are shared). knit::asio_host does this for you on
-// any thread but the pool's builder; use pool_host directly for a non-Asio loop.
+// knit/pool_host.hpp: makes the calling thread a host of a knit::pool, for an event loop of
+// its own (each host has its own completion eventfd, call table, backlog, deadlines and
+// admission; the workers are shared). knit::asio_host does this for you; use pool_host
+// directly for a non-Asio loop.
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,10 @@ namespace knit {
 
 /// @brief The calling thread as an attached host of a pool.
 ///
+/// **Attaching.** Any thread, the one that built the pool included: if that thread already
+/// has the attachment its first submit made (knit/pool.hpp, "Hosts"), this pool_host takes
+/// it over (the same host, index and calls) and it leaves when the pool_host goes.
+///
 /// **Threading contract.** Construct and destroy it on the thread that uses it; every
 /// member is for that thread. While it exists, pool::submit, cancel, drain, poll, pending,
 /// next_deadline, accepting and completion_fd called on this thread act on this host's
@@ -29,17 +33,20 @@ namespace knit {
 /// for another
 /// thread. Nothing is ever delivered to a thread after its host has left.
 ///
-/// **The pool's shutdown** (or destructor, on any thread) stops every host accepting
+/// **The pool's shutdown** (from any thread, or the destructor) stops every host accepting
 /// (submit returns errc::shut_down here, accepting() turns false, completion_fd() turns
-/// readable), finishes its own calls, then waits for the attached hosts to leave, and only
-/// then stops the workers. Its deadline (shutdown(mode, deadline), or stop_timeout for the
-/// destructor) holds for every host: a host leaving past it gives up what it still has,
-/// on its own thread (errc::cancelled delivered here; running calls' workers retired, as
-/// give_up() does), so its leave ends then, and the shutdown's report counts those calls
-/// with host 0's (cancelled_at_deadline, abandoned_running; the calls a leave cancels
-/// before the deadline, as every leave does, are not in it). Without a deadline the wait
-/// has no bound. A host still attached 5 s past the deadline, i.e. one whose thread does
-/// not leave at all, is a bug in the program: the pool says so on stderr and aborts, since
+/// readable), and waits for this host to take part on this thread before it stops the
+/// workers: by leaving (destroying this pool_host: what has not started is cancelled, the
+/// rest drained), or by calling pool::shutdown here, which finishes this host's calls in
+/// that call's mode and returns once the pool has stopped (then this host stays attached,
+/// with nothing left, until it leaves). Its deadline (shutdown(mode, deadline), or
+/// stop_timeout for the destructor) holds for every host: a host taking part past it gives
+/// up what it still has, on its own thread (errc::cancelled delivered here; running calls'
+/// workers retired, as give_up() does), and the shutdown's report counts those calls
+/// (cancelled_at_deadline, abandoned_running; the calls a leave cancels before the
+/// deadline, as every leave does, are not in it). Without a deadline the wait has no bound.
+/// A host that has not taken part 5 s past the deadline, i.e. whose thread neither leaves
+/// nor shuts down, is a bug in the program: the pool says so on stderr and aborts, since
 /// its workers cannot be stopped under a host that may still use them.
 ///
 /// **Leaving from inside a handler.** Destroying this host (or the knit::asio_host that
@@ -56,12 +63,13 @@ namespace knit {
 /// run whether or not any other host drains. The retired worker's slot and record are freed
 /// (once the task returns) by the next drain() of any host, or at shutdown: until then they
 /// are kept, one slot per stuck call. A host can leave while its stuck call still runs.
-/// Deadlines (call_options::timeout), cancel and max_pending (per host) work as on the
-/// builder.
+/// Deadlines (call_options::timeout), cancel and max_pending (per host) work as on any
+/// host.
 class KNIT_API pool_host {
  public:
-  /// Attaches the calling thread. @throws std::logic_error if it is already a host of `p`,
-  /// if `p` is shutting down, or if max_hosts hosts are attached.
+  /// Attaches the calling thread (or takes over the building thread's own attachment, see
+  /// "Attaching"). @throws std::logic_error if it is already a host of `p` through a
+  /// pool_host, if `p` is shutting down, or if max_hosts hosts are attached.
   explicit pool_host(pool& p);
   /// Leaves (see "Leaving"). Must run on the attaching thread: elsewhere it aborts.
   ~pool_host();
@@ -98,7 +106,7 @@ class KNIT_API pool_host {
   bool accepting() const noexcept;
   /// This host's counters.
   host_stats stats() const noexcept;
-  /// This host's index, 1 to max_hosts - 1 (0 is the pool's builder).
+  /// This host's index, 0 to max_hosts - 1 (the first free one when it attached).
   unsigned index() const noexcept;
   /// The pool this host submits to.
   pool& get_pool() noexcept { return *pool_; }

@@ -22,10 +22,10 @@ struct worker_stats {
 #undef KNIT_WORKER_STATS_FIELD
 };
 
-/// @brief One host's counters (the thread that built the pool is host 0; pool_host and
-/// asio_host attach others). Each is written only by its host thread.
+/// @brief One host's counters (a thread attached with pool_host or asio_host, or the
+/// building thread's own attachment). Each is written only by its host thread.
 struct host_stats {
-  unsigned index = 0;                    ///< The host's index (0 = the pool's builder).
+  unsigned index = 0;                    ///< The host's index (pool_host::index()).
   std::uint64_t calls_submitted = 0;     ///< Calls accepted by submit().
   std::uint64_t calls_completed = 0;     ///< Handlers called, any outcome.
   std::uint64_t calls_rejected = 0;      ///< submit() refusals.
@@ -39,11 +39,11 @@ struct host_stats {
 };
 
 /// @brief A snapshot of a pool's counters: every host's together, plus one worker_stats per
-/// worker, plus (with attached hosts) one host_stats per host.
+/// worker, plus (with two hosts or more) one host_stats per host.
 ///
 /// Returned by pool::stats(); to_json() renders it. The host-side fields are the sums over
-/// every host that ever used the pool (the builder and each attached index: an index's
-/// counts carry over to the next thread that attaches there). Counters only grow, except
+/// every host that ever used the pool (each index: an index's counts carry over to the
+/// next thread that attaches there). Counters only grow, except
 /// retired_running, which is a level.
 struct KNIT_API pool_stats {
   unsigned threads = 0;  ///< Worker seats (pool_options::threads).
@@ -67,9 +67,8 @@ struct KNIT_API pool_stats {
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
 
-  /// Host 0 (the builder's own part of the fields above), then every host attached now, by
-  /// index.
-  /// to_json() lists them only when a host other than host 0 is attached.
+  /// Every host attached now, by index, while two hosts or more are (empty with one: its
+  /// part is the fields above). to_json() lists them only when there are some.
   std::vector<host_stats> hosts;
 
   /// The sum of every worker's counters.
