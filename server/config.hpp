@@ -1,5 +1,6 @@
-// Server settings from the environment (PORT, HOST, KNIT_MODE, costs, limits, JWT_SECRET), checked
-// strictly.
+// The server's own configuration (where it listens, the mode, costs, limits, JWT_SECRET). It is
+// filled from the command line and the environment by server/settings/ (one table of every
+// setting: settings_table.cpp), which checks every value; this header holds only the result.
 #pragma once
 
 #include <chrono>
@@ -139,22 +140,15 @@ constexpr std::chrono::milliseconds stop_grace_for(
              : server_config::kMaxStopGrace;
 }
 
-// A bad setting. what() names the variable and quotes the value, e.g.
-//   PORT="70000": must be an integer from 0 to 65535
+// A bad setting. what() names the flag or variable and quotes the value, e.g.
+//   PORT="70000": expected an integer from 0 to 65535
 class server_config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
 
-// Looks a variable up; nullopt when unset. The seam that lets tests feed a fake environment.
+// Looks a variable up; nullopt when unset. The seam that lets tests feed a fake environment
+// (settings/server_settings.hpp: config_from_env).
 using env_lookup = std::function<std::optional<std::string>(const char* name)>;
-
-// Builds the configuration. Unset or empty variables take their defaults (the reference
-// benchmark passes KNIT_SPIN="" to mean "default"); anything else that does not parse
-// throws server_config_error, never a silent default. May call RAND_bytes for the secret.
-server_config config_from_env(const env_lookup& getenv);
-
-// config_from_env over the real process environment.
-server_config config_from_process_env();
 
 }  // namespace knit_server

@@ -1,43 +1,24 @@
 // knit-server: the reference Hono server on Boost.Beast; /ssr and /jwt run inline, on a knit
 // pool, on an asio thread_pool, per route (auto), or on N io threads (multi).
 //
-// Usage (everything comes from the environment; a bad value exits 2 naming it):
-//   PORT=3000 HOST=127.0.0.1 KNIT_MODE=pooled KNIT_THREADS=1 knit-server
+// Usage (each setting is a flag or its KNIT_* variable, the flag winning; `knit-server --help`
+// lists them by group, `--print-config` shows what is in effect and where it came from, and
+// docs/configuration.md is the same table with why some defaults differ from the library's):
+//   knit-server --port 3000 --mode pooled --threads 2      # or PORT=3000 KNIT_THREADS=2 ...
 //   curl -s localhost:3000/ping
 //   curl -s -X POST -d '{"name":"Ari","plan":"pro"}' localhost:3000/ssr
 //   curl -s -X POST -d '{"user":{"id":"u_42"}}' localhost:3000/jwt
 //   kill -USR1 <pid>    # prints one "knit-stats {json}" line
 //   kill -TERM <pid>    # drains (/readyz 503 for KNIT_DRAIN_DELAY_MS), then finishes the
 //                       # requests in progress and exits 0 (3: see below)
-// Variables: PORT HOST KNIT_MODE=inline|pooled|asio|multi|auto (docs/server-modes.md;
-// multi's threading: docs/server-threads.md) KNIT_HOSTS (event loops, default 1: each with its
-// own thread and SO_REUSEPORT listener; every mode but multi; docs/server-hosts.md)
-// KNIT_AUTO_INLINE_US (auto: a route runs inline while its average cost is below it, default 10)
-// KNIT_COST_PROFILE=bun|native
-// KNIT_SSR_COST_US KNIT_JWT_COST_US JWT_SECRET KNIT_MAX_CONNECTIONS KNIT_IDLE_TIMEOUT_MS
-// KNIT_MAX_QUEUE_MS KNIT_MAX_QUEUED (admission control, docs/server-safety.md),
-// and the pool's own (knit/options.hpp): KNIT_THREADS KNIT_SPIN KNIT_PARK KNIT_DOORBELL
-// KNIT_STEAL KNIT_MAX_SPINNERS KNIT_SPIN_GATE KNIT_WORKER_NICE KNIT_WORKER_SCHED
-// KNIT_MAX_PENDING ... KNIT_STUCK_MS (default 30000: a call
-// running longer is answered 504 and its worker replaced) KNIT_STOP_TIMEOUT_MS (default
-// 10000: the most a stop may take, from the end of the drain delay; 0 = no bound)
-// KNIT_DRAIN_DELAY_MS (default 0: how long /readyz answers 503 before the stop begins)
-// KNIT_ISOLATION=thread|process (pooled mode: process runs /ssr and /jwt in worker processes,
-// children named knit-proc-N; a task that crashes gets 500 and the server lives on;
-// docs/process-workers.md). KNIT_WORKER_SANDBOX=strict|off (default strict: each worker
-// process runs under a seccomp filter and resource limits) KNIT_WORKER_MEMORY_MB (default
-// 1024: the address space a worker process's tasks may add; 0 = no limit)
-// KNIT_PROCESS_LANES=1..32 (default
-// 32: the calls a loop may have in one worker process at once) KNIT_WORKER_SPARE=0|1
-// (default 1: a spare worker process per worker, idle, replaces a crashed one without a
-// spawn; 0: none).
 //
 // Exit codes: 0 stopped (every request answered), 1 cannot start (or a second stop signal),
 // 2 bad configuration, 3 the stop timeout passed and something was abandoned: the clients
 // still waiting got 503, and stderr has one line naming what was given up.
 //
 // The steps, in order:
-//   1. read the configuration from the environment (bad value: message, exit 2);
+//   1. read the configuration: flags, then the environment (server/settings/; a bad value:
+//      message, exit 2);
 //   2. what every event loop shares: the pool (pooled and auto mode), the thread_pool (asio
 //      mode), the connection limit;
 //   3. the event loops. KNIT_HOSTS=1: one, built on this thread (with a pool, the pool's
@@ -93,6 +74,7 @@
 #include "ops/service_notify.hpp"
 #include "placement/offload_policy.hpp"
 #include "placement/process_isolation.hpp"
+#include "settings/read_settings.hpp"
 #include "stop/drain_sequence.hpp"
 #include "stop/signal_source.hpp"
 #include "stop/stop_deadline.hpp"
@@ -145,34 +127,14 @@ int main(int argc, char** argv) {
   // server starts inherits this mask) and read from a signalfd by the event loop (step 4).
   signal_source::block_in_this_thread();
 
-  // 1. Configuration. Nothing is bound or started until every value has been checked.
-  server_config cfg;
-  knit::pool_options pool_options;
-  offload_options auto_options;
-  try {
-    cfg = config_from_process_env();
-    // Read in every mode, like the pool's variables: a typo is an error whatever the mode.
-    auto_options = offload_options_from_env([](const char* name) -> std::optional<std::string> {
-      const char* value = std::getenv(name);
-      return value ? std::optional<std::string>(value) : std::nullopt;
-    });
-    // Read the pool variables in inline mode too: a typo in KNIT_THREADS is an error
-    // whichever mode the benchmark happens to be running.
-    pool_options = knit::pool_options::from_env();
-    // A client that is slow to send or read while stopping gets no longer than the stop
-    // itself may take.
-    cfg.stop_grace = stop_grace_for(pool_options.stop_timeout);
-    // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside this thread (its builder).
-    if (cfg.hosts > 1) pool_options.max_hosts = std::max(pool_options.max_hosts, cfg.hosts + 1);
-    // Every worker process is started before the server listens (step 2).
-    if (cfg.worker_isolation == isolation::process) pool_options.process = heavy_process_options();
-  } catch (const std::invalid_argument& e) {  // server_config_error and knit::config_error
-    std::cerr << "knit-server: " << e.what() << '\n';
-    return kExitConfig;
-  } catch (const std::exception& e) {
-    std::cerr << "knit-server: " << e.what() << '\n';
-    return kExitStartup;
-  }
+  // 1. Configuration (server/settings/): each setting from its flag, else its variable, else
+  //    its default, every one checked before anything is bound or started. --help, --version
+  //    and --print-config answer here and exit 0; a bad value exits 2 naming it.
+  startup_settings startup = read_settings(argc, argv);
+  if (!startup.settings) return startup.exit_code;
+  server_config& cfg = startup.settings->cfg;
+  knit::pool_options& pool_options = startup.settings->pool;
+  offload_options& auto_options = startup.settings->offload;
   log_writer out(STDOUT_FILENO);
   log_writer err(STDERR_FILENO);
   if (cfg.jwt_secret_generated) {

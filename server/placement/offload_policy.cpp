@@ -1,30 +1,9 @@
-// The auto mode's per-route EWMA with hysteresis, and KNIT_AUTO_INLINE_US.
+// The auto mode's per-route EWMA with hysteresis.
 #include "placement/offload_policy.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <string>
 
 namespace knit_server {
-
-offload_options offload_options_from_env(const env_lookup& getenv) {
-  constexpr const char* kName = "KNIT_AUTO_INLINE_US";
-  offload_options options;
-  const std::optional<std::string> text = getenv(kName);
-  if (!text || text->empty()) return options;  // unset and empty mean the default, as in config.cpp
-
-  // The same shape and checks as config.cpp's integers: plain decimal, no sign, in range.
-  std::uint64_t value = 0;
-  const char* last = text->data() + text->size();
-  const auto [end, ec] = std::from_chars(text->data(), last, value);
-  if (ec != std::errc{} || end != last || value < 1 || value > offload_options::kMaxInlineUs) {
-    throw server_config_error(std::string(kName) + "=\"" + *text +
-                              "\": must be an integer from 1 to " +
-                              std::to_string(offload_options::kMaxInlineUs));
-  }
-  options.inline_below_us = static_cast<std::uint32_t>(value);
-  return options;
-}
 
 offload_policy::decision offload_policy::next() noexcept {
   decision d;

@@ -30,7 +30,8 @@
 
 namespace knit_server {
 
-// KNIT_AUTO_INLINE_US: T, in microseconds. The native-cost sweep (2 CPUs, server on one):
+// KNIT_AUTO_INLINE_US: T, in microseconds (read through server/settings/, whose table holds
+// its default and range). The native-cost sweep (2 CPUs, server on one):
 // inline wins below a 5 µs route (152,928 vs 112,655 rps at 0 µs), ties at 5 µs, and the pool
 // wins from 10 µs on (+30% at 10 µs, 2x at 20 µs). T = 10 puts the way back inline (3/5 T) at
 // 6 µs, above the native routes' cost as a worker measures it: a worker sharing the host's CPU
@@ -41,10 +42,6 @@ struct offload_options {
   static constexpr std::uint32_t kMaxInlineUs = 1'000'000;  // 1 s: anything above is a typo
   std::uint32_t inline_below_us = kDefaultInlineUs;
 };
-
-// Reads KNIT_AUTO_INLINE_US (an integer from 1 to kMaxInlineUs; unset or empty = default)
-// through the same seam as config_from_env; a bad value throws server_config_error naming it.
-offload_options offload_options_from_env(const env_lookup& getenv);
 
 class offload_policy {
  public:

@@ -36,15 +36,16 @@ void register_heavy_process_task();
 // Test hooks of a worker process's start, read only in a worker (argv[1] is knit's worker
 // marker), before knit::worker_main: KNIT_TEST_WORKER_START_DELAY_MS=N sleeps N ms first
 // (a slow start), KNIT_TEST_WORKER_EXIT=N exits with code N instead (a worker that cannot
-// start). The server tests use them; an operator never needs them.
+// start). The server tests use them; an operator never needs them (the settings table lists
+// them as hidden rows: not in --help, not warned about).
 void test_hook_worker_start(int argc, char** argv);
 
-// The process options knit-server uses: arenas sized for the largest request (kBodyLimit
-// plus the job's header and secret) and the largest answer a kBodyLimit body can render to
-// (every byte of a name escaped to 6 bytes, twice), rounded up; the sandbox
-// (KNIT_WORKER_SANDBOX=strict|off, default strict) and the memory limit
-// (KNIT_WORKER_MEMORY_MB, default 1024, 0 = none). Throws knit::config_error naming a bad
-// variable.
+// The process options the heavy call needs, whatever the configuration: arenas sized for the
+// largest request (kBodyLimit plus the job's header and secret) and the largest answer a
+// kBodyLimit body can render to (every byte of a name escaped to 6 bytes, twice), rounded up.
+// The settings (KNIT_WORKER_SANDBOX, KNIT_PROCESS_LANES, KNIT_WORKER_MEMORY_MB,
+// KNIT_WORKER_SPARE) are applied on top by server/settings/server_settings.cpp, where the
+// table says why the server's defaults differ from the library's.
 knit::process_options heavy_process_options();
 
 // The worker processes' counters now (knit::current_process_stats, process-wide), for the

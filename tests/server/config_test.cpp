@@ -1,10 +1,14 @@
-// config.hpp: defaults, profiles, overrides, and a clear error for every bad value.
+// config.hpp's server_config as the settings build it from the environment
+// (settings/server_settings.hpp: config_from_env): defaults, profiles, overrides, and a clear
+// error for every bad value.
 #include "config.hpp"  // first: the header must be self-contained
 
 #include <map>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "settings/server_settings.hpp"
 
 namespace knit_server {
 namespace {
@@ -49,7 +53,7 @@ TEST(config, drain_delay) {
   for (const char* value : {"-1", "1.5", "5s", "600001", " 10"}) {
     EXPECT_EQ(
         error_of({{"KNIT_DRAIN_DELAY_MS", value}}),
-        std::string("KNIT_DRAIN_DELAY_MS=\"") + value + "\": must be an integer from 0 to 600000")
+        std::string("KNIT_DRAIN_DELAY_MS=\"") + value + "\": expected an integer from 0 to 600000")
         << value;
   }
 }
@@ -192,12 +196,13 @@ TEST(config, bad_hosts_name_the_variable_and_the_value) {
     EXPECT_NE(message.find("KNIT_HOSTS=\"" + std::string(value) + "\""), std::string::npos)
         << value << ": " << message;
   }
-  EXPECT_NE(error_of({{"KNIT_MODE", "multi"}, {"KNIT_HOSTS", "2"}}).find("must be 1 with"),
+  EXPECT_NE(error_of({{"KNIT_MODE", "multi"}, {"KNIT_HOSTS", "2"}})
+                .find("expected 1 with KNIT_MODE=multi"),
             std::string::npos);
   for (const char* mode : {"pooled", "auto"}) {
     EXPECT_EQ(parse({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "63"}}).hosts, 63u) << mode;
     const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "64"}});
-    EXPECT_NE(message.find("must be at most 63 with KNIT_MODE=" + std::string(mode)),
+    EXPECT_NE(message.find("expected at most 63 with KNIT_MODE=" + std::string(mode)),
               std::string::npos)
         << message;
   }
@@ -243,16 +248,17 @@ TEST(config, memory_budget_and_sndbuf) {
 
 TEST(config, bad_memory_budget_and_sndbuf_name_the_variable_and_the_value) {
   EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "0"}}),
-            R"(KNIT_MEMORY_BUDGET_MB="0": must be an integer from 1 to 1048576)");
+            R"(KNIT_MEMORY_BUDGET_MB="0": expected an integer from 1 to 1048576)");
   EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "1GB"}}),
-            R"(KNIT_MEMORY_BUDGET_MB="1GB": must be an integer from 1 to 1048576)");
+            R"(KNIT_MEMORY_BUDGET_MB="1GB": expected an integer from 1 to 1048576)");
   EXPECT_EQ(error_of({{"KNIT_MEMORY_BUDGET_MB", "-5"}}),
-            R"(KNIT_MEMORY_BUDGET_MB="-5": must be an integer from 1 to 1048576)");
+            R"(KNIT_MEMORY_BUDGET_MB="-5": expected an integer from 1 to 1048576)");
   EXPECT_EQ(error_of({{"KNIT_SNDBUF_KB", "3"}}),
-            R"(KNIT_SNDBUF_KB="3": must be 0 (the kernel's autotuning) or an integer from 4 )"
+            R"(KNIT_SNDBUF_KB="3": expected 0 (the kernel's autotuning) or an integer from 4 )"
             R"(to 65536)");
   EXPECT_EQ(error_of({{"KNIT_SNDBUF_KB", "65537"}}),
-            R"(KNIT_SNDBUF_KB="65537": must be an integer from 0 to 65536)");
+            R"(KNIT_SNDBUF_KB="65537": expected 0 (the kernel's autotuning) or an integer from 4 )"
+            R"(to 65536)");
 }
 
 TEST(config, isolation_is_thread_by_default_and_process_needs_pooled_mode) {
@@ -263,10 +269,10 @@ TEST(config, isolation_is_thread_by_default_and_process_needs_pooled_mode) {
   EXPECT_EQ(parse({{"KNIT_ISOLATION", "process"}}).worker_isolation, isolation::process);
   EXPECT_EQ(parse({{"KNIT_ISOLATION", "process"}, {"KNIT_HOSTS", "2"}}).hosts, 2u);
   EXPECT_EQ(error_of({{"KNIT_ISOLATION", "processes"}}),
-            R"(KNIT_ISOLATION="processes": must be thread or process)");
+            R"(KNIT_ISOLATION="processes": expected thread or process)");
   for (const char* mode : {"inline", "asio", "multi", "auto"}) {
     const std::string message = error_of({{"KNIT_ISOLATION", "process"}, {"KNIT_MODE", mode}});
-    EXPECT_NE(message.find(R"(KNIT_ISOLATION="process": needs KNIT_MODE=pooled)"),
+    EXPECT_NE(message.find(R"(KNIT_ISOLATION="process": expected it only with KNIT_MODE=pooled)"),
               std::string::npos)
         << message;
   }

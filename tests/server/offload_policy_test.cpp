@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "settings/server_settings.hpp"  // offload_options_from_env
+
 namespace knit_server {
 namespace {
 
@@ -192,7 +194,7 @@ TEST(offload_options, rejects_bad_values_naming_the_variable) {
       ADD_FAILURE() << "accepted " << bad;
     } catch (const server_config_error& e) {
       EXPECT_EQ(std::string(e.what()), std::string("KNIT_AUTO_INLINE_US=\"") + bad +
-                                           "\": must be an integer from 1 to 1000000");
+                                           "\": expected an integer from 1 to 1000000");
     }
   }
 }

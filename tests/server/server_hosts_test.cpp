@@ -168,7 +168,7 @@ TEST(hosts, a_bad_value_exits_2_and_names_it) {
     server_process server(env_map{{"KNIT_MODE", "inline"}, {"KNIT_HOSTS", bad}});
     EXPECT_EQ(server.wait_exit(), 2) << bad;
     const std::string err = server.stderr_text();
-    EXPECT_NE(err.find("KNIT_HOSTS=\"" + std::string(bad) + "\": must be an integer from 1 to"),
+    EXPECT_NE(err.find("KNIT_HOSTS=\"" + std::string(bad) + "\": expected an integer from 1 to"),
               std::string::npos)
         << err;
   }
@@ -178,7 +178,8 @@ TEST(hosts, multi_mode_takes_one_host_only) {
   server_process server(env_map{{"KNIT_MODE", "multi"}, {"KNIT_HOSTS", "2"}});
   EXPECT_EQ(server.wait_exit(), 2);
   const std::string err = server.stderr_text();
-  EXPECT_NE(err.find("KNIT_HOSTS=\"2\": must be 1 with KNIT_MODE=multi"), std::string::npos) << err;
+  EXPECT_NE(err.find("KNIT_HOSTS=\"2\": expected 1 with KNIT_MODE=multi"), std::string::npos)
+      << err;
 }
 
 TEST(hosts, a_knit_pool_takes_at_most_63_hosts) {
@@ -186,8 +187,9 @@ TEST(hosts, a_knit_pool_takes_at_most_63_hosts) {
     server_process server(env_map{{"KNIT_MODE", mode}, {"KNIT_HOSTS", "64"}});
     EXPECT_EQ(server.wait_exit(), 2) << mode;
     const std::string err = server.stderr_text();
-    EXPECT_NE(err.find("KNIT_HOSTS=\"64\": must be at most 63 with KNIT_MODE=" + std::string(mode)),
-              std::string::npos)
+    EXPECT_NE(
+        err.find("KNIT_HOSTS=\"64\": expected at most 63 with KNIT_MODE=" + std::string(mode)),
+        std::string::npos)
         << err;
   }
 }
