@@ -219,12 +219,12 @@ void session::handle_request() {
   route_ = match_route(req.method(), req.target());
   server_.counters().count(route_);
 
-  // The stop has begun (after the drain delay) and this request arrived whole only now: it
-  // was not in progress, so it is not started. 503 + Retry-After tells the client to retry
-  // (elsewhere: the listener is closed), and the close after it lets the connection go;
-  // no worker is touched. The requests in progress when the stop began finish as usual.
+  // The stop has begun (after the drain delay) and this request arrived whole only now, or
+  // waited pipelined behind the one in progress: it was not started. 503 + Retry-After tells
+  // the client to retry (elsewhere: the listener is closed); no worker is touched. The
+  // connection closes after the last request already received (send_response). The
+  // requests in progress when the stop began finish as usual.
   if (server_.stopping()) {
-    keep_alive_ = false;
     fill_overloaded(res_);
     return send_response();
   }
@@ -326,8 +326,11 @@ void session::refuse(http::status status) {
 void session::send_response() {
   phase_ = phase::writing;
 
-  // Keep the connection open only if the client wants that and the server is not stopping.
-  const bool keep = keep_alive_ && !server_.stopping();
+  // Keep the connection open only if the client wants that and the server is not stopping,
+  // or, stopping, while another request already received waits behind this one: it gets the
+  // stop's 503 in its turn, and the last response says Connection: close. (RFC 9112 9.6: no
+  // request is answered after a response that announced the close.)
+  const bool keep = keep_alive_ && (!server_.stopping() || next_request_received());
   serialize_head(head_, res_,
                  !keep     ? connection_header::close
                  : http10_ ? connection_header::keep_alive
@@ -362,8 +365,9 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
   // The client is gone, or it stopped reading until the deadline passed.
   if (ec) return;
 
-  // The response said "Connection: close", or the server began stopping while we wrote.
-  if (close || server_.stopping()) return do_close();
+  // The response said "Connection: close", or the server began stopping while we wrote and
+  // no request already received waits to be answered.
+  if (close || (server_.stopping() && !next_request_received())) return do_close();
 
   // Keep-alive: read the next request (it may already be waiting in buffer_).
   release_large_buffers();

@@ -52,6 +52,10 @@ using socket_type =
 //   send_response -> on_write --(keep-alive)--> do_read  (the next request)
 //                             --(Connection: close)--> do_close -> do_linger -> on_linger
 //
+// At the stop, a request in progress is answered and the connection closes; the requests
+// already received behind it (pipelined) each get 503 + Retry-After first, in order, and the
+// last response carries Connection: close (next_request_received).
+//
 // From send_response until on_write, the response's bytes (and the send queue they may fill)
 // count against the server's write budget (write_budget.hpp); while it is exceeded, new
 // /ssr and /jwt get the same 503 + Retry-After as an admission refusal, and /ping is never
@@ -93,7 +97,8 @@ class session : public std::enable_shared_from_this<session> {
   void run();
 
   // The server is stopping. Closes the connection now if it is idle between requests;
-  // otherwise the current request is answered (with Connection: close) and then it closes.
+  // otherwise the current request is answered, then each request already received behind it
+  // gets 503 + Retry-After, the last response with Connection: close, and then it closes.
   // Multi mode and KNIT_HOSTS>1: may be called from any thread (under the server's lock); it
   // posts the work to the session's thread.
   void stop();
@@ -133,6 +138,12 @@ class session : public std::enable_shared_from_this<session> {
 
   // stop() and check_deadline() on the session's own thread (its strand in multi mode).
   void stop_here();
+  // Stopping: whether a next request (its whole head, or bytes the head check refuses) is
+  // already received behind the current one. The first call also takes into buffer_ what the
+  // kernel already holds for the socket (without waiting); later calls look at buffer_ only,
+  // so a client that keeps sending cannot hold the connection open. Only while no read is
+  // pending (between handle_request and the next do_read).
+  bool next_request_received();
   void expire(std::chrono::steady_clock::time_point now);
   // Bytes the kernel still holds in this socket's send queue: unsent, or sent and not
   // acknowledged (SIOCOUTQ). 0 when the ioctl fails.
@@ -206,6 +217,7 @@ class session : public std::enable_shared_from_this<session> {
   bool keep_alive_ = false;         // the client asked to keep the connection
   bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed
   bool head_only_ = false;          // HEAD request: send the headers only
+  bool took_received_ = false;      // stopping: the kernel's received bytes are in buffer_
   std::size_t lingered_ = 0;        // bytes discarded while closing
 };
 

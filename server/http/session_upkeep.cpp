@@ -1,6 +1,7 @@
 // The session's upkeep beside its read -> route -> write chain (session.cpp): how it stops and
-// expires (stop(), check_deadline(), the reset that frees the kernel's send queue), the
-// lingering close after "Connection: close", and the bytes its buffers hold between requests.
+// expires (stop(), check_deadline(), the requests already received that the stop still
+// answers, the reset that frees the kernel's send queue), the lingering close after
+// "Connection: close", and the bytes its buffers hold between requests.
 #include "http/session.hpp"
 
 #include <linux/sockios.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <string_view>
 
 #include <boost/beast/core/bind_handler.hpp>
 
@@ -56,7 +58,8 @@ void session::stop_here() {
     socket_.cancel(ignored);
   }
   // Otherwise a request is in progress: send_response sees server_.stopping() and answers
-  // with Connection: close, and on_write closes once the response is out. A read or write
+  // with Connection: close (after it, each request already received behind it gets 503, the
+  // last with the close), and on_write closes once the response is out. A read or write
   // already pending gets at most the stop grace more (server_config::stop_grace: a slow
   // client must not hold up the exit for a whole idle timeout). A route running in the
   // pool has no deadline here (the stop deadline bounds it: stop_deadline.hpp), and its
@@ -65,6 +68,28 @@ void session::stop_here() {
     set_deadline(std::min(deadline_.load(std::memory_order_relaxed),
                           clock_type::now() + server_.config().stop_grace));
   }
+}
+
+bool session::next_request_received() {
+  if (!took_received_) {
+    // What the client sent while the current request ran has been received too: it sits in
+    // the kernel's queue because the session reads nothing while it handles a request. Take
+    // what is there now, up to the buffer's room; available() > 0 means read_some returns
+    // at once.
+    took_received_ = true;
+    beast::error_code ec;
+    const std::size_t queued = socket_.available(ec);
+    const std::size_t room = std::min(queued, buffer_.max_size() - buffer_.size());
+    if (!ec && room > 0) {
+      const std::size_t got = socket_.read_some(buffer_.prepare(room), ec);
+      if (!ec) buffer_.commit(got);
+    }
+  }
+  // A whole head is a request received; bytes the head check refuses will get their 400 or
+  // 501 (refuse) as the last answer. Part of a head is not a request: the connection closes.
+  request_head_reader probe(server_config::kHeaderLimit);
+  const auto* data = static_cast<const char*>(buffer_.data().data());
+  return probe.feed(std::string_view(data, buffer_.size())) != head_verdict::need_more;
 }
 
 clock_type::time_point session::deadline_after(clock_type::duration timeout) const {

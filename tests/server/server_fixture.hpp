@@ -150,6 +150,17 @@ inline void expect_answer_then_close(connection& c, std::string_view raw, int st
   EXPECT_TRUE(c.wait_closed()) << raw;
 }
 
+// Connects until the server no longer accepts (bounded: 10 s): the stop has begun (it sets
+// stopping before it closes the listeners) and has closed every listener. True when it did.
+inline bool wait_not_listening(std::uint16_t port) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (!connection(port, std::chrono::seconds(1)).connected()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // The stop's answer to a request that arrived whole after the stop began (server.hpp): 503
 // with Retry-After and Connection: close, never routed to a worker.
 inline bool is_not_started_answer(const http_response& res) {

@@ -48,17 +48,6 @@ std::optional<http_response> readyz_until(std::uint16_t port, int status) {
   return res;
 }
 
-// Connects until the server no longer accepts (bounded: 10 s): the stop has closed every
-// listener. True when it did.
-bool wait_not_listening(std::uint16_t port) {
-  const auto give_up = steady::now() + std::chrono::seconds(10);
-  while (steady::now() < give_up) {
-    if (!connection(port, std::chrono::seconds(1)).connected()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 // Long enough for a test's requests to be made inside it on a loaded machine.
 constexpr std::chrono::milliseconds kDrainDelay{2000};
 

@@ -1,6 +1,6 @@
 // End-to-end tests of stopping knit-server: SIGTERM with a request in progress or under load
-// (in inline, pooled and multi mode, and in inline and asio mode with 2 and 4 event loops), a
-// slow client against the stop, stuck calls (KNIT_STUCK_MS) and the bounded stop
+// (in inline, pooled and multi mode, and in inline and asio mode with 2 and 4 event loops),
+// with requests pipelined behind the one in progress, a slow client against the stop, stuck calls (KNIT_STUCK_MS) and the bounded stop
 // (KNIT_STOP_TIMEOUT_MS), over real sockets against the real binary. Stuck calls are pooled
 // mode only: inline mode has no pool to retire a worker from.
 //
@@ -113,6 +113,54 @@ TEST_P(server_stop, SigtermUnderLoadLosesNoStartedResponse) {
     return res.status == 200 || is_not_started_answer(res);
   };
   EXPECT_EQ(lost_under_sigterm(*server_, load), 0);
+  EXPECT_EQ(server_->wait_exit(), 0) << server_->stderr_text();
+}
+
+// Pipelining at the stop, in the modes where the /ssr runs off the thread that closes its
+// connection's listener (on a worker, or on one of multi mode's threads), so the stop is seen
+// to begin while it runs. Inline, the route holds its loop's thread, which closes that
+// listener only after it.
+using server_stop_pipelined = server_mode_test;
+
+INSTANTIATE_TEST_SUITE_P(modes, server_stop_pipelined,
+                         ::testing::Values("pooled", "asio", "multi", "pooled_h2"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(server_stop_pipelined, RequestsReceivedBehindTheOneInProgressGet503InOrder) {
+  // A 1 s /ssr: time enough for the stop to begin, and be seen to, while it runs.
+  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_SSR_COST_US", "1000000"}, {"KNIT_THREADS", "2"}}));
+  auto c = std::make_unique<connection>(port());
+  // One write: the /ssr and two /ping pipelined behind it, all received before the stop.
+  ASSERT_TRUE(c->send(make_request("POST", "/ssr", kSsrBody) + make_request("GET", "/ping") +
+                      make_request("GET", "/ping")));
+  wait_until_counted(*server_, "ssr", 400, std::chrono::milliseconds(10));
+  server_->signal(SIGTERM);
+  // The stop has begun (the listeners are closed) and no byte of the /ssr's response has come:
+  // the /ssr is still in progress, so it is answered with the stop under way.
+  ASSERT_TRUE(wait_not_listening(port()));
+  ASSERT_FALSE(c->readable_now()) << "the /ssr ended before the stop began: nothing to test";
+
+  // The /ssr's page; then the stop's 503 for each /ping, in order. Only the last response
+  // announces the close: after a response with Connection: close no request may be answered
+  // (RFC 9112 9.6), so the /ssr's and the first /ping's keep the connection for the next.
+  http_response ssr;
+  ASSERT_EQ(c->read_response(ssr), read_outcome::complete);
+  EXPECT_EQ(ssr.status, 200);
+  EXPECT_NE(ssr.body.find("&lt;Ari &amp; Co&gt;"), std::string::npos);
+  EXPECT_EQ(ssr.header("connection"), "");
+  for (int i = 0; i < 2; ++i) {
+    http_response ping;
+    ASSERT_EQ(c->read_response(ping), read_outcome::complete) << "/ping " << i;
+    EXPECT_EQ(ping.status, 503) << "/ping " << i;
+    EXPECT_EQ(ping.header("retry-after"), "1") << "/ping " << i;
+    EXPECT_EQ(ping.body, "Service Unavailable") << "/ping " << i;
+    EXPECT_EQ(ping.header("connection"), i == 1 ? "close" : "") << "/ping " << i;
+  }
+  // Then the end of the stream, with no byte more.
+  std::string after;
+  EXPECT_TRUE(c->wait_closed(&after));
+  EXPECT_EQ(after, "");
+  c.reset();  // our end too: the server waits for it before it lets the connection go
   EXPECT_EQ(server_->wait_exit(), 0) << server_->stderr_text();
 }
 
