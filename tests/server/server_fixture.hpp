@@ -1,6 +1,7 @@
 // What the end-to-end server tests share: a knit-server per test in the suite's KNIT_MODE,
-// reading its knit-stats lines, the request bodies, and the checks several tests make: a
-// request half sent, a connection closed without a byte, a load cut by SIGTERM.
+// reading its knit-stats lines, the request bodies (tagged ones for loads: each answer names
+// its request), and the checks several tests make: a request half sent, a connection closed
+// without a byte, a load cut by SIGTERM.
 #pragma once
 
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -168,6 +170,63 @@ inline bool is_not_started_answer(const http_response& res) {
          res.header("connection") == "close";
 }
 
+// The routes of a load whose requests each carry their own tag, "c<client>-r<i>", where the
+// route echoes one: /ssr's page shows the name, /jwt's answer the user's id as "sub".
+enum class tagged_route { ping, ssr, jwt };
+
+inline std::string request_tag(int client, int i) {
+  // Appended, not "c" + to_string(...): GCC 12 warns falsely (-Wrestrict) on that.
+  std::string tag = "c";
+  tag += std::to_string(client);
+  tag += "-r";
+  tag += std::to_string(i);
+  return tag;
+}
+
+// Request i of client `client` to `route`, tagged. The /ssr name keeps the characters that
+// must come back escaped.
+inline std::string tagged_request(tagged_route route, int client, int i) {
+  std::string body;
+  switch (route) {
+    case tagged_route::ping: return make_request("GET", "/ping");
+    case tagged_route::ssr:
+      body = R"({"name":"<)";
+      body += request_tag(client, i);
+      body += R"( & Co>","plan":"pro","projects":17})";
+      return make_request("POST", "/ssr", body);
+    case tagged_route::jwt:
+      body = R"({"user":{"id":")";
+      body += request_tag(client, i);
+      body += R"(","role":"admin"},"ttlSec":900})";
+      return make_request("POST", "/jwt", body);
+  }
+  return {};
+}
+
+// Whether `res` is the route's own 200 for that very request: /ping's pong, the /ssr page with
+// the request's name escaped in it, the /jwt token for the request's user. A response crossed
+// between connections or requests, or any other 200, fails.
+inline bool answers_tagged(const http_response& res, tagged_route route, int client, int i) {
+  if (res.status != 200) return false;
+  const auto has = [&res, client, i](std::string_view before, std::string_view after) {
+    std::string part(before);
+    part += request_tag(client, i);
+    part += after;
+    return res.body.find(part) != std::string::npos;
+  };
+  switch (route) {
+    case tagged_route::ping:
+      return res.header("content-type") == "application/json" &&
+             res.body.find("\"pong\":true") != std::string::npos;
+    case tagged_route::ssr:
+      return res.header("content-type") == "text/html; charset=UTF-8" &&
+             has("<h1>&lt;", " &amp; Co&gt;</h1>");
+    case tagged_route::jwt:
+      return res.body.find("\"token\"") != std::string::npos && has("\"sub\":\"", "\"");
+  }
+  return false;
+}
+
 // A load that SIGTERM cuts short: `clients` threads send request(t, i), client t's i-th
 // request, reconnecting after each close, until connecting fails (the server has stopped
 // listening) or a client has sent max_requests_per_client.
@@ -176,15 +235,32 @@ struct interrupted_load {
   int answered_before_stop = 300;  // SIGTERM once this many responses have come back
   int max_requests_per_client = INT_MAX;
   std::function<std::string(int client, int i)> request;
-  // Whether `res` is the right answer to request(client, i), not merely a response.
+  // Whether `res` is the right answer to request(client, i), not merely a response: its
+  // route's body for that request (answers_tagged), or the stop's 503 for one not started.
   std::function<bool(const http_response& res, int client, int i)> answers;
 };
 
 // Runs `load`, sends SIGTERM in the middle of it, waits for every client, and returns how
-// many responses were lost: cut short, garbled or wrong (each one also fails the test). A
-// connection closed before any byte of a response is allowed: that request was not started.
+// many responses were lost: cut short, garbled, wrong, or never sent for a request the
+// server had taken (each one also fails the test).
+//
+// A connection closed before any byte of a response counts as a request not started only
+// with the server's word for it: the server counts a request (knit-stats "requests") when it
+// has read it whole, before it answers, so every request it took must have come back
+// complete: its count over the load equals the responses the clients read. A server that
+// closes on a request it has read, without a byte, fails here. The counters are read after
+// the load, while the stop is under way; a witness connection, a request whose head the
+// server has read (100 Continue) and whose body is sent only then, keeps the server up till
+// that reading, and is answered with the stop's 503 (not counted: read before it is whole).
 inline int lost_under_sigterm(server_process& server, const interrupted_load& load) {
+  connection witness(server.port());
+  EXPECT_TRUE(witness.send(
+      "POST /ssr HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"));
+  EXPECT_EQ(witness.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  const std::int64_t taken_before = total_requests(read_stats(server));
+
   std::atomic<int> answered{0};
+  std::atomic<int> closed_unanswered{0};
   std::atomic<int> lost{0};
   std::vector<std::thread> clients;
   for (int t = 0; t < load.clients; ++t) {
@@ -197,10 +273,13 @@ inline int lost_under_sigterm(server_process& server, const interrupted_load& lo
           if (!c.send(load.request(t, sent))) break;  // the server closed first
           http_response res;
           const read_outcome outcome = c.read_response(res);
-          if (outcome == read_outcome::closed_cleanly) break;
+          if (outcome == read_outcome::closed_cleanly) {
+            ++closed_unanswered;  // not started, if the server's count agrees (below)
+            break;
+          }
           if (outcome != read_outcome::complete || !load.answers(res, t, sent)) {
-            ADD_FAILURE() << "client " << t << ": " << to_string(outcome) << " status "
-                          << res.status << " body " << res.body.substr(0, 120);
+            ADD_FAILURE() << "client " << t << " request " << sent << ": " << to_string(outcome)
+                          << " status " << res.status << " body " << res.body.substr(0, 120);
             ++lost;
             return;
           }
@@ -220,6 +299,24 @@ inline int lost_under_sigterm(server_process& server, const interrupted_load& lo
   EXPECT_GE(answered.load(), 1);
   server.signal(SIGTERM);
   for (auto& t : clients) t.join();
+
+  // Every client has its last response or its close: the server's count is final.
+  const std::int64_t taken = total_requests(read_stats(server)) - taken_before;
+  std::printf(
+      "[ measured ] under SIGTERM: %d answered, %d closed before a response; the "
+      "server took %lld requests whole\n",
+      answered.load(), closed_unanswered.load(), static_cast<long long>(taken));
+  EXPECT_EQ(taken, answered.load())
+      << "the server took requests whole that got no response (a close before any byte "
+         "counted as not started): started responses lost";
+  if (taken > answered.load()) lost += static_cast<int>(taken - answered.load());
+
+  // The witness, completed now, is not started: the stop's 503, then the close.
+  EXPECT_TRUE(witness.send("{}"));
+  http_response res;
+  EXPECT_EQ(witness.read_response(res), read_outcome::complete);
+  EXPECT_TRUE(is_not_started_answer(res)) << res.status << ' ' << res.body;
+  EXPECT_TRUE(witness.wait_closed());
   return lost.load();
 }
 

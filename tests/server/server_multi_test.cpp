@@ -125,10 +125,12 @@ TEST(multi_mode, SigtermUnderLoadAnswersEveryStartedRequest) {
   load.clients = 32;
   load.answered_before_stop = 500;
   load.max_requests_per_client = 2000;  // bounds the loop if the stop never comes
-  load.request = [](int t, int i) { return request_for(kind_of(t, i)); };
+  // Tagged requests: each answer must name its own request, not merely its route.
+  const auto route = [](int t, int i) { return static_cast<tagged_route>(kind_of(t, i)); };
+  load.request = [route](int t, int i) { return tagged_request(route(t, i), t, i); };
   // A request that arrived whole only after the stop began gets the stop's 503 + close.
-  load.answers = [](const http_response& res, int t, int i) {
-    return answers(res, kind_of(t, i)) || is_not_started_answer(res);
+  load.answers = [route](const http_response& res, int t, int i) {
+    return answers_tagged(res, route(t, i), t, i) || is_not_started_answer(res);
   };
   EXPECT_EQ(lost_under_sigterm(server, load), 0);
   EXPECT_EQ(server.wait_exit(), 0) << server.stderr_text();

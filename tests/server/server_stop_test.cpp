@@ -1,8 +1,8 @@
 // End-to-end tests of stopping knit-server: SIGTERM with a request in progress or under load
 // (in inline, pooled and multi mode, and in inline and asio mode with 2 and 4 event loops),
-// with requests pipelined behind the one in progress, a slow client against the stop, stuck calls (KNIT_STUCK_MS) and the bounded stop
-// (KNIT_STOP_TIMEOUT_MS), over real sockets against the real binary. Stuck calls are pooled
-// mode only: inline mode has no pool to retire a worker from.
+// with requests pipelined behind the one in progress, a slow client against the stop, stuck calls
+// (KNIT_STUCK_MS) and the bounded stop (KNIT_STOP_TIMEOUT_MS), over real sockets against the real
+// binary. Stuck calls are pooled mode only: inline mode has no pool to retire a worker from.
 //
 // A task that "never returns" is an /ssr with KNIT_SSR_COST_US at its maximum, 10 s of CPU:
 // far longer than any test here waits, and bounded, so nothing can burn forever. Every
@@ -104,13 +104,15 @@ TEST_P(server_stop, SigtermUnderLoadLosesNoStartedResponse) {
   ASSERT_NO_FATAL_FAILURE(
       start({{"KNIT_SSR_COST_US", "2000"}, {"KNIT_THREADS", "2"}, {"KNIT_MAX_QUEUE_MS", "0"}}));
   interrupted_load load;
-  load.request = [](int t, int i) {
-    return (t + i) % 2 == 0 ? make_request("POST", "/ssr", kSsrBody) : make_request("GET", "/ping");
+  const auto route = [](int t, int i) {
+    return (t + i) % 2 == 0 ? tagged_route::ssr : tagged_route::ping;
   };
-  // A request that arrived whole only after the stop began is not started: 503 +
-  // Retry-After + close (server.hpp), a right answer too. Admission is off, so no other 503.
-  load.answers = [](const http_response& res, int, int) {
-    return res.status == 200 || is_not_started_answer(res);
+  load.request = [route](int t, int i) { return tagged_request(route(t, i), t, i); };
+  // The route's page for that very request, or, for a request that arrived whole only after
+  // the stop began (not started), 503 + Retry-After + close (server.hpp). Admission is off,
+  // so no other 503.
+  load.answers = [route](const http_response& res, int t, int i) {
+    return answers_tagged(res, route(t, i), t, i) || is_not_started_answer(res);
   };
   EXPECT_EQ(lost_under_sigterm(*server_, load), 0);
   EXPECT_EQ(server_->wait_exit(), 0) << server_->stderr_text();
