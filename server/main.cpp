@@ -190,12 +190,10 @@ int main(int argc, char** argv) {
       kernel_send_cap(cfg.sndbuf_kb, process_tcp_wmem_max(), probe_sndbuf(cfg.sndbuf_kb));
   write_budget budget(budget_size.bytes, kernel_cap,
                       write_budget::cost(kLargestResponseBytes, kernel_cap));
-  // What /livez, /readyz and /metrics report. The pool's counters may be read on any of its
-  // hosts' threads: the builder (KNIT_HOSTS=1) or an attached loop (KNIT_HOSTS>1); in multi
-  // mode the sessions run on threads that are no host, so there the pool is not passed.
-  process_status status(cfg.hosts, cfg.mode != exec_mode::multi_thread && pool ? &*pool : nullptr);
-  // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (this one and
-  // io_threads - 1 more, started in step 6); every other loop is run by one thread, which
+  // What /livez, /readyz and /metrics report (the pool's counters are read on any thread).
+  process_status status(cfg.hosts, pool ? &*pool : nullptr);
+  // KNIT_MODE=multi: KNIT_THREADS threads run the one io_context (its host thread and
+  // io_threads - 1 helpers, host_threads.hpp); every other loop is run by one thread, which
   // lets Asio skip the locking a multi-threaded loop needs (concurrency hint 1).
   const unsigned io_threads = cfg.mode == exec_mode::multi_thread ? pool_options.threads : 1;
   const host_resources shared{
@@ -203,32 +201,19 @@ int main(int argc, char** argv) {
       limit, budget,       static_cast<int>(io_threads), &status,
       &err};
 
-  // 3. The event loops, and the control loop where the signals and the stop run.
-  //    KNIT_HOSTS=1: the one loop, built here: knit checks that every pool call comes from
-  //    the thread that built the pool, and this thread runs the loop. It is also the control
-  //    loop. KNIT_HOSTS>1: the control loop is this thread's own, and runs no connection, so
-  //    a signal or the stop deadline never waits behind a busy host.
-  std::optional<host_loop> only_host;
-  std::optional<net::io_context> control_loop;
-  std::optional<host_threads> hosts;
+  // 3. The control loop, this thread's own, where the signals and the stop run: it runs no
+  //    connection, so a signal or the stop deadline never waits behind a busy host. The
+  //    KNIT_HOSTS event loops start in step 5, each on a thread of its own (host_threads.hpp).
+  //    With a pool, each loop is one of its hosts (knit::asio_host); at the stop deadline each
+  //    gives up its own calls on its thread (stop_deadline.hpp); a loop that declares a call
+  //    stuck replaces its worker itself (knit/pool_host.hpp, "Stuck calls").
+  net::io_context control(1);
+  host_threads hosts(shared, err);
   server_group servers;
-  if (cfg.hosts == 1) {
-    only_host.emplace(shared);
-    servers.add(only_host->srv());
-    status.add(0, only_host->srv());
-  } else {
-    control_loop.emplace(1);
-    hosts.emplace(shared, err);
-  }
-  net::io_context& control = only_host ? only_host->io() : *control_loop;
-  // KNIT_HOSTS>1 with a pool: this thread built it, the hosts attach to it; at the stop
-  // deadline each host gives up its own calls on its thread (stop_deadline.hpp). A loop that
-  // declares a call stuck replaces its worker itself (knit/pool_host.hpp, "Stuck calls").
-  stop_deadline stopper(control, servers, pool && only_host ? &*pool : nullptr,
-                        pool_options.stop_timeout);
-  if (pool && hosts) {
+  stop_deadline stopper(control, servers, pool_options.stop_timeout);
+  if (pool) {
     stopper.give_up_on_hosts([&hosts](stop_deadline::report_sink report) {
-      hosts->give_up_pool_calls(std::move(report));
+      hosts.give_up_pool_calls(std::move(report));
     });
   }
 
@@ -238,7 +223,7 @@ int main(int argc, char** argv) {
   //    done, stop the loops. A second one exits at once. SIGUSR1 prints one knit-stats line
   //    for the whole process, which the benchmark driver reads. They are read from a signalfd
   //    (signal_source.hpp: every thread blocks them from the first line of main), on the
-  //    stopper's executor (its strand in multi mode), as its own handlers run.
+  //    control loop, where the stopper's own handlers run.
   std::optional<signal_source> signals;
   try {
     signals.emplace(stopper.executor());
@@ -264,18 +249,26 @@ int main(int argc, char** argv) {
       stopper.begin([&] {
         signals->cancel();
         control.stop();
-        if (hosts) hosts->stop();
+        hosts.stop();
       });
     });
+  };
+  // SIGUSR1's line: the pool's counters and every server's are read here; auto mode's
+  // per-route figures (one loop only) belong to that loop's thread, so they are read there
+  // and the line is printed back here.
+  const auto print_stats = [&](const std::optional<std::string>& auto_json) {
+    std::optional<std::string> pool_json;
+    if (pool) pool_json = knit::to_json(pool->stats());
+    out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
   };
   int stop_requests = 0;
   signals->start([&](int signo) {
     if (signo == SIGUSR1) {
-      std::optional<std::string> pool_json;
-      if (pool) pool_json = knit::to_json(pool->stats());
-      std::optional<std::string> auto_json;
-      if (only_host) auto_json = only_host->placement().auto_json();
-      out.write_line(servers.stats_line(out.dropped() + err.dropped(), pool_json, auto_json));
+      if (cfg.mode != exec_mode::auto_offload || cfg.hosts != 1) return print_stats(std::nullopt);
+      hosts.post(0, [&](host_loop& loop) {
+        net::post(stopper.executor(),
+                  [&, json = loop.placement().auto_json()] { print_stats(json); });
+      });
     } else if (++stop_requests == 1) {
       begin_drain(signo);
     } else {
@@ -284,22 +277,18 @@ int main(int argc, char** argv) {
     }
   });
 
-  // 5. Listen, then tell the world. KNIT_HOSTS>1: host 0 binds cfg.port (0: the kernel picks
-  //    one), the others the port it got; each accepts from the moment it listens.
+  // 5. Start the event loops, each listening, then tell the world. Loop 0 binds cfg.port
+  //    (0: the kernel picks one), the others the port it got; each accepts from the moment
+  //    it listens.
   tcp::endpoint bound;
   std::uint16_t port = cfg.port;
   try {
-    if (only_host) {
-      bound = only_host->srv().listen();
-      only_host->srv().start();
-    } else {
-      for (unsigned i = 0; i < cfg.hosts; ++i) {
-        const tcp::endpoint got = hosts->start(port);
-        servers.add(hosts->srv(i));
-        status.add(i, hosts->srv(i));
-        if (i == 0) bound = got;
-        port = got.port();
-      }
+    for (unsigned i = 0; i < cfg.hosts; ++i) {
+      const tcp::endpoint got = hosts.start(port);
+      servers.add(hosts.srv(i));
+      status.add(i, hosts.srv(i));
+      if (i == 0) bound = got;
+      port = got.port();
     }
   } catch (const std::exception& e) {
     const auto* listen_error = dynamic_cast<const boost::system::system_error*>(&e);
@@ -309,7 +298,7 @@ int main(int argc, char** argv) {
                        : std::string("knit-server: cannot start an event loop: ") + e.what());
     // Hosts already running may hold connections that point into their loops: no
     // destructor may run.
-    if (hosts && hosts->size() > 0) std::_Exit(kExitStartup);
+    if (hosts.size() > 0) std::_Exit(kExitStartup);
     return kExitStartup;
   }
   print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, budget,
@@ -317,24 +306,12 @@ int main(int argc, char** argv) {
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
   notify_ready();  // systemd (Type=notify): every listener accepts (service_notify.hpp)
 
-  // 6. Run the loops. KNIT_HOSTS>1: the hosts run on their threads already; this thread runs
-  //    the control loop. Multi mode: io_threads - 1 more threads run the loop beside this one.
-  std::vector<std::thread> more_threads;
-  if (cfg.mode == exec_mode::multi_thread) {
-    try {
-      for (unsigned i = 1; i < io_threads; ++i) {
-        more_threads.emplace_back([&] { only_host->run(err); });
-      }
-    } catch (const std::system_error& e) {
-      err.write_line(std::string("knit-server: cannot start the io threads: ") + e.what());
-      std::_Exit(kExitStartup);  // threads already running io: no destructor may run
-    }
-  }
+  // 6. The loops run on their threads already; this thread runs the control loop until the
+  //    stop is done.
   run_event_loop(control, err);
-  for (std::thread& t : more_threads) t.join();
 
-  // 7. The stop gave up at its deadline: the pool is shut down, the clients that waited
-  //    on it got 503. Leave at once: a connection or a detached worker thread may still
+  // 7. The stop gave up at its deadline: each host gave up its pool calls, the clients that
+  //    waited on them got 503. Leave at once: a connection or a detached worker thread may still
   //    use what main's destructors would free, so none of them may run (the host threads
   //    wait for a finish() that never comes). Asio mode has no way to cancel a job (the
   //    clients still waiting on one are cut off at exit): its threads are told to stop
@@ -351,8 +328,10 @@ int main(int argc, char** argv) {
   // waits for the threads to leave the jobs they have just finished. It comes before the
   // hosts end: a thread that has just posted a result may still be inside that loop's post.
   if (asio_threads) asio_threads->join();
-  // Each host destroys its loop on its own thread (with a pool: its asio_host goes there).
-  if (hosts) hosts->finish();
+  // Each host destroys its loop on its own thread (with a pool: its asio_host leaves there).
+  hosts.finish();
+  // Then this thread, the pool's owner and none of its hosts, shuts it down: every host has
+  // left, so this only stops the workers.
   knit::shutdown_report report = stopper.report();
   if (pool && !stopper.passed()) {
     report = pool->shutdown(knit::shutdown_mode::drain, stopper.deadline());

@@ -17,11 +17,9 @@ namespace knit_server {
 
 // Who runs a connection's handlers, and how a call from another thread reaches them.
 enum class thread_policy : std::uint8_t {
-  // KNIT_HOSTS=1, every mode but multi: one thread runs the only event loop and everything
-  // else (signals, the stop); a call from "another thread" is a call from the same one.
-  one_thread,
-  // KNIT_HOSTS>1: each event loop has one thread of its own, and the control thread (signals,
-  // the stop deadline) reaches a connection by posting to the connection's io_context.
+  // Every mode but multi: each event loop (KNIT_HOSTS of them) has one thread of its own,
+  // and the control thread (signals, the stop deadline) reaches a connection by posting to
+  // the connection's io_context.
   own_loop,
   // KNIT_MODE=multi: N threads run one io_context; each connection has its own strand.
   strand,
@@ -29,7 +27,6 @@ enum class thread_policy : std::uint8_t {
 
 // The threading policy of one connection (or of the accept loop), chosen once when it is
 // made, so the code that uses it reads the same in every mode:
-//   - one_thread: a handler runs as it is, and a call from elsewhere is made directly;
 //   - own_loop: a handler runs as it is (one thread runs the io_context), and a call from
 //     another thread is posted to the io_context;
 //   - strand: every handler is bound to the connection's own strand, as in the classic
@@ -38,14 +35,14 @@ class connection_executor {
  public:
   using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-  connection_executor(boost::asio::io_context::executor_type io, thread_policy policy)
-      : io_(io), policy_(policy) {
+  connection_executor(boost::asio::io_context::executor_type io, thread_policy policy) : io_(io) {
     if (policy == thread_policy::strand) strand_.emplace(boost::asio::make_strand(io));
   }
 
-  // True when other threads may look at the connection (multi mode, KNIT_HOSTS>1): what they
-  // read must then be published to them (an atomic), not read from the connection's state.
-  bool shared() const noexcept { return policy_ != thread_policy::one_thread; }
+  // Whether other threads may look at the connection: what they read must then be
+  // published to them (an atomic), not read from the connection's state. In every mode
+  // now, since the control thread that stops and counts the connections runs no loop.
+  bool shared() const noexcept { return true; }
 
   // Starts an asynchronous operation: initiate(handler), the handler bound to the strand.
   template <class Initiate, class Handler>
@@ -71,11 +68,10 @@ class connection_executor {
   }
 
   // Runs fn(owner) on the connection's thread from any thread (stop, the deadline sweep):
-  // now, or posted while a shared_ptr keeps `owner` alive. Posts nothing for an owner already
-  // being destroyed (weak_from_this() fails): nothing is left to do.
+  // posted while a shared_ptr keeps `owner` alive. Posts nothing for an owner already being
+  // destroyed (weak_from_this() fails): nothing is left to do.
   template <class Owner, class Fn>
   void from_any_thread(Owner& owner, Fn fn) {
-    if (policy_ == thread_policy::one_thread) return fn(owner);
     if (auto self = owner.weak_from_this().lock()) {
       auto run = [self = std::move(self), fn = std::move(fn)] { fn(*self); };
       if (strand_) {
@@ -87,22 +83,19 @@ class connection_executor {
   }
 
   // Runs fn() on the executor's thread from any thread, for an owner that outlives the loop
-  // (the listener): now, or posted.
+  // (the listener): posted.
   template <class Fn>
   void post(Fn&& fn) {
     if (strand_) {
       boost::asio::post(*strand_, std::forward<Fn>(fn));
-    } else if (policy_ == thread_policy::own_loop) {
-      boost::asio::post(io_, std::forward<Fn>(fn));
     } else {
-      std::forward<Fn>(fn)();
+      boost::asio::post(io_, std::forward<Fn>(fn));
     }
   }
 
  private:
-  boost::asio::io_context::executor_type io_;  // own_loop: where other threads post
-  thread_policy policy_;
-  std::optional<strand_type> strand_;  // multi mode only
+  boost::asio::io_context::executor_type io_;  // where other threads post (own_loop)
+  std::optional<strand_type> strand_;          // multi mode only
 };
 
 }  // namespace knit_server

@@ -55,9 +55,9 @@ class host_loop {
   server& srv() noexcept { return *server_; }
   const heavy_placement& placement() const noexcept { return *placement_; }
 
-  // The stop deadline with KNIT_HOSTS>1 (stop_deadline.hpp, step 2), on this loop's thread:
-  // every pool call of this host still pending gets errc::cancelled now, so each waiting
-  // session answers 503 (knit::asio_host::give_up). Empty without a pool.
+  // The stop deadline (stop_deadline.hpp, step 2), on this loop's thread: every pool call of
+  // this host still pending gets errc::cancelled now, so each waiting session answers 503
+  // (knit::asio_host::give_up). Empty without a pool.
   knit::shutdown_report give_up_pool_calls() {
     return knit_host_ ? knit_host_->give_up() : knit::shutdown_report{};
   }

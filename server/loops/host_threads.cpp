@@ -1,9 +1,11 @@
-// The host threads' start-up handshake, their loop, and their two-step end (host_threads.hpp).
+// The host threads' start-up handshake, their loop (and multi mode's helpers), and their
+// two-step end (host_threads.hpp).
 #include "loops/host_threads.hpp"
 
 #include <exception>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -45,19 +47,36 @@ void host_threads::run_host(host& h, std::uint16_t port, std::promise<tcp::endpo
                             std::future<void>& may_destroy) {
   std::optional<host_loop> loop;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running;
+  std::vector<std::thread> helpers;  // multi mode: the loop's other io threads
   try {
     loop.emplace(shared_);  // 1. built on this thread, which is to run it
-    const tcp::endpoint bound = loop->srv().listen_shared(port);
-    loop->srv().start();
+    // One loop never sets SO_REUSEPORT: a second server started on a taken port must fail
+    // to listen, not take half of the first one's connections.
+    const tcp::endpoint bound =
+        shared_.cfg.hosts > 1 ? loop->srv().listen_shared(port) : loop->srv().listen();
     keep_running.emplace(loop->io().get_executor());
+    // Before the accept loop starts: if one cannot be started, no connection exists yet and
+    // the loop can go with this thread.
+    for (int i = 1; i < shared_.io_threads; ++i) {
+      helpers.emplace_back([this, &loop] { loop->run(err_); });
+    }
+    loop->srv().start();
     h.loop = &*loop;  // published to the caller by set_value (the future's synchronization)
     listening.set_value(bound);
   } catch (...) {
+    if (loop) loop->io().stop();
+    for (std::thread& t : helpers) t.join();
     listening.set_exception(std::current_exception());
     return;  // the loop, if built, goes with this thread; nothing else has seen it
   }
-  loop->run(err_);     // 2. until stop()
+  loop->run(err_);  // 2. until stop()
+  for (std::thread& t : helpers) t.join();
   may_destroy.wait();  // 3. main has decided to end with destructors
+}
+
+void host_threads::post(std::size_t i, std::function<void(host_loop&)> fn) {
+  host_loop* loop = hosts_[i]->loop;
+  boost::asio::post(loop->io(), [loop, fn = std::move(fn)] { fn(*loop); });
 }
 
 void host_threads::give_up_pool_calls(std::function<void(const knit::shutdown_report&)> report) {

@@ -1,14 +1,17 @@
-// KNIT_HOSTS>1: one thread per event loop, each building its host_loop on itself, listening on
-// the shared port (SO_REUSEPORT) and running the loop; the connections it accepts stay on it.
+// The event loops' threads: KNIT_HOSTS=H threads, one per event loop, each building its
+// host_loop on itself, listening on the shared port (SO_REUSEPORT when H>1) and running the
+// loop; the connections it accepts stay on it. KNIT_MODE=multi has one loop, run by
+// KNIT_THREADS threads: this one and io_threads - 1 helpers it starts.
 //
 // A host thread's life:
 //   1. start(): builds its host_loop (on itself: with a knit pool, that makes it one of the
-//      pool's hosts), listens, and hands the bound endpoint, or what it threw, back to the
-//      caller, which waits for it;
+//      pool's hosts), listens, starts its helpers (multi mode) and then the accept loop, and
+//      hands the bound endpoint, or what it threw, back to the caller, which waits for it;
 //   2. accepts and serves until stop() stops its io_context. A work guard keeps the loop
 //      running until then, also once its last connection has gone: a result posted to it
 //      later (an asio thread_pool job finishing) must still find the loop running;
-//   3. waits for finish(), and only then destroys its host_loop, on itself, and ends.
+//   3. joins its helpers, waits for finish(), and only then destroys its host_loop, on
+//      itself (with a pool: its host leaves there), and ends.
 // Step 3 waits because the process may still end without destructors (the stop deadline
 // passed: main calls std::_Exit with sessions that still point into the loop), and because
 // the loop's io_context must outlive the asio threads that post to it (main joins them first).
@@ -41,16 +44,21 @@ class host_threads {
   ~host_threads();
 
   // Starts the next host's thread (steps 1 and 2) and waits until it listens on HOST:`port`
-  // with SO_REUSEPORT; returns the bound endpoint (the kernel's port when `port` is 0, for
-  // the next hosts to bind). Rethrows what building or listening threw on that thread
-  // (boost::system::system_error when it cannot listen), or std::system_error when the thread
-  // cannot be started. The host accepts connections from the moment it returns.
+  // (with SO_REUSEPORT when KNIT_HOSTS>1); returns the bound endpoint (the kernel's port when
+  // `port` is 0, for the next hosts to bind). Rethrows what building, listening or starting
+  // the helpers threw on that thread (boost::system::system_error when it cannot listen), or
+  // std::system_error when the thread cannot be started. The host accepts connections from
+  // the moment it returns.
   boost::asio::ip::tcp::endpoint start(std::uint16_t port);
 
   std::size_t size() const noexcept { return hosts_.size(); }
 
   // Host i's server (valid until finish()), to be stopped and counted from the control thread.
   server& srv(std::size_t i) noexcept { return hosts_[i]->loop->srv(); }
+
+  // Runs fn(loop) on host i's loop (posted), for what only that loop's thread may read (its
+  // placement's counters). Not run once the loop has stopped.
+  void post(std::size_t i, std::function<void(host_loop&)> fn);
 
   // The stop deadline (stop_deadline.hpp, step 2): posts host_loop::give_up_pool_calls to
   // every host's loop, and hands each one's report to `report` there, on that host's thread.
@@ -79,7 +87,7 @@ class host_threads {
   const host_resources& shared_;
   log_writer& err_;
   std::vector<std::unique_ptr<host>> hosts_;  // unique_ptr: a thread holds its host's address
-  bool finished_ = false;  // finish() has run; read by stop() (main and control: one thread)
+  bool finished_ = false;  // finish() has run; read by stop() (the control thread only)
 };
 
 }  // namespace knit_server

@@ -1,5 +1,5 @@
-// The threading chosen at start-up (one host thread, one thread per host with KNIT_HOSTS>1, or
-// KNIT_MODE=multi's N io threads) as the policies the server's parts apply.
+// The threading chosen at start-up (one thread per event loop, or KNIT_MODE=multi's N io
+// threads on its one loop) as the policies the server's parts apply.
 #pragma once
 
 #include <mutex>
@@ -13,13 +13,12 @@ namespace knit_server {
 
 // The server, the listener, each session and the stop path take their threading from here,
 // so none of them asks which mode it is in: each applies the policy it is given
-// (connection_executor.hpp names the three).
+// (connection_executor.hpp names the two).
 class io_threading {
  public:
-  io_threading(exec_mode mode, unsigned hosts) noexcept
-      : policy_(mode == exec_mode::multi_thread ? thread_policy::strand
-                : hosts > 1                     ? thread_policy::own_loop
-                                                : thread_policy::one_thread) {}
+  explicit io_threading(exec_mode mode) noexcept
+      : policy_(mode == exec_mode::multi_thread ? thread_policy::strand : thread_policy::own_loop) {
+  }
 
   // True when more than one thread runs the io_context (multi mode).
   bool multi() const noexcept { return policy_ == thread_policy::strand; }
@@ -31,13 +30,9 @@ class io_threading {
     return connection_executor(io, policy_);
   }
 
-  // Guards state that every connection shares (the session set): `m` is locked whenever
-  // another thread may look at it (multi mode, KNIT_HOSTS>1); with one thread there is nobody
-  // to exclude, and no lock is taken.
-  std::unique_lock<std::mutex> lock(std::mutex& m) const {
-    return policy_ != thread_policy::one_thread ? std::unique_lock(m)
-                                                : std::unique_lock(m, std::defer_lock);
-  }
+  // Guards state that every connection shares (the session set), which the control thread
+  // (the stop, its deadline) and, in multi mode, the other io threads look at too.
+  std::unique_lock<std::mutex> lock(std::mutex& m) const { return std::unique_lock(m); }
 
  private:
   thread_policy policy_;

@@ -15,8 +15,8 @@ class server;
 
 // Threads: one accept is pending at a time, so its handlers never overlap. They run on exec_
 // (connection_executor.hpp): in KNIT_MODE=multi a strand, where stop(), called from another
-// thread, posts the close too; in the other modes the host thread (with KNIT_HOSTS>1 stop()
-// posts the close to it).
+// thread, posts the close too; in the other modes the loop's own thread, where stop(), called
+// from the control thread, posts the close.
 class listener {
  public:
   listener(boost::asio::io_context& io, server& srv);
@@ -32,9 +32,8 @@ class listener {
   void run();
 
   // Closes the acceptor: the pending accept completes with operation_aborted and the loop
-  // ends. Connections already accepted are the server's business. Multi mode and
-  // KNIT_HOSTS>1: may be called from any thread; the close happens on the loop's thread
-  // (multi: its strand), shortly after.
+  // ends. Connections already accepted are the server's business. May be called from any
+  // thread; the close happens on the loop's thread (multi: its strand), shortly after.
   void stop();
 
  private:

@@ -19,7 +19,7 @@ server::server(net::io_context& io, const server_config& cfg, heavy_placement& p
                connection_limit& limit, write_budget& budget, const process_status* status)
     : io_(io),
       cfg_(cfg),
-      threading_(cfg.mode, cfg.hosts),
+      threading_(cfg.mode),
       placement_(placement),
       limit_(limit),
       budget_(budget),

@@ -32,12 +32,10 @@ class session;
 // One server per event loop: with KNIT_HOSTS=H there are H of them (server_group.hpp), each
 // with its own listener on the shared port, its own sessions and counters.
 //
-// Threads: threading_ (io_threading.hpp) is the policy chosen at start-up. With one host
-// thread (KNIT_HOSTS=1, every mode but multi) that thread touches every member and no lock is
-// taken. With KNIT_HOSTS>1 the loop's own thread runs every session, and the control thread
-// (signals, the stop deadline) calls stop(), cut_slow_clients(), connections() and
-// buffered_bytes(); with KNIT_MODE=multi's N io threads any of them runs any handler. The same
-// code holds in both, because:
+// Threads: threading_ (io_threading.hpp) is the policy chosen at start-up. The loop's own
+// thread runs every session (KNIT_MODE=multi: any of its N io threads runs any handler), and
+// the control thread (signals, the stop deadline: main.cpp) calls stop(), cut_slow_clients(),
+// connections() and buffered_bytes(). The same code holds in both, because:
 //   - each session's own state is touched only on its connection_executor's thread (multi
 //     mode: its strand); another thread posts there;
 //   - sessions_, sweeping_, sweep_timer_ and drained_ are guarded by sessions_mutex_, which
@@ -156,7 +154,7 @@ class server {
 
  private:
   boost::asio::ip::tcp::endpoint listen_on(std::uint16_t port, bool share_port);
-  // sessions_mutex_ held in multi mode and with KNIT_HOSTS>1, nothing otherwise.
+  // sessions_mutex_ (io_threading::lock).
   std::unique_lock<std::mutex> lock() const { return threading_.lock(sessions_mutex_); }
   void start_sweep();
   void on_sweep(boost::system::error_code ec);
@@ -172,7 +170,7 @@ class server {
   const process_status* status_;
   ping_cache ping_cache_;
   listener listener_;
-  mutable std::mutex sessions_mutex_;      // multi mode, KNIT_HOSTS>1: guards the four below
+  mutable std::mutex sessions_mutex_;      // guards the four below
   std::unordered_set<session*> sessions_;  // every open connection, for stop() and the sweep
   boost::asio::steady_timer sweep_timer_;
   bool sweeping_ = false;  // a sweep wait is pending

@@ -14,10 +14,9 @@
 
 namespace knit_server {
 
-// With KNIT_HOSTS=1 the group is the one server, and every call goes straight to it, on the
-// host thread, exactly as without a group. With KNIT_HOSTS=H>1 it holds H servers, each run by
-// its own thread, and is used from the control thread (signals and the stop deadline,
-// main.cpp): every call here is one each server takes from another thread (server.hpp).
+// It holds the H servers (KNIT_HOSTS=H), each run by its own thread, and is used from the
+// control thread (signals and the stop deadline, main.cpp): every call here is one each
+// server takes from another thread (server.hpp).
 class server_group {
  public:
   server_group() = default;

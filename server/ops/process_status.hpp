@@ -28,9 +28,7 @@ class server;
 // loaded with acquire; a host not added yet is not counted yet. What is read of another
 // host's server is what the knit-stats line reads from the control thread: relaxed counters,
 // and connections() / buffered_bytes() under that server's lock (server.hpp).
-// The pool's counters may be read on any of its hosts' threads (knit/pool.hpp, stats()):
-// main passes the pool outside multi mode, where every session runs on a host (the builder
-// with KNIT_HOSTS=1, an attached loop with KNIT_HOSTS>1).
+// The pool's counters may be read on any thread (knit/pool.hpp, stats()).
 class process_status {
  public:
   // `hosts`: KNIT_HOSTS. `pool`: see above (null: no pool figures).

@@ -1,27 +1,23 @@
-// The bounded stop: server::stop, then at the deadline the pool's shutdown and a short window to
-// flush the 503s.
+// The bounded stop: server::stop, then at the deadline every host gives up its pool calls, and a
+// short window flushes the 503s.
 #include "stop/stop_deadline.hpp"
 
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 
 namespace knit_server {
 
 namespace net = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
-stop_deadline::stop_deadline(net::io_context& io, server_group& servers, knit::pool* pool,
+stop_deadline::stop_deadline(net::io_context& io, server_group& servers,
                              std::chrono::milliseconds stop_timeout)
     : servers_(servers),
-      pool_(pool),
       stop_timeout_(stop_timeout),
-      // Multi mode: `drained` and the timer may complete on different io threads at once;
-      // on one strand, finish() and on_deadline() never overlap.
-      executor_(servers.multi_thread() ? net::any_io_executor(net::make_strand(io))
-                                       : net::any_io_executor(io.get_executor())),
+      // One thread runs the control loop: finish() and on_deadline() never overlap.
+      executor_(io.get_executor()),
       timer_(executor_) {}
 
 void stop_deadline::begin(std::function<void()> done) {
@@ -34,9 +30,8 @@ void stop_deadline::begin(std::function<void()> done) {
     timer_.expires_at(deadline_);
     timer_.async_wait([this](const boost::system::error_code& ec) { on_deadline(ec); });
   }
-  // Step 1. `drained` is posted (never called inside stop()), after the last session is gone.
-  // Multi mode and KNIT_HOSTS>1: `drained` is posted from whichever thread closed the last
-  // connection; bring it to executor().
+  // Step 1. `drained` is posted (never called inside stop()), after the last session is gone,
+  // from whichever loop's thread closed the last connection; bring it to executor().
   servers_.stop([this] { net::dispatch(executor_, [this] { finish(); }); });
 }
 
@@ -45,12 +40,10 @@ void stop_deadline::on_deadline(const boost::system::error_code& ec) {
   // The last session has gone and its `drained` is on its way (posted): nothing to give up.
   if (servers_.connections() == 0) return;
 
-  // Step 2. Slow clients first: cutting them after the pool's shutdown would cut the 503
-  // writes it starts. Then the handlers run inside shutdown(): each waiting session starts
-  // writing its 503 now, and the loop sends them once this handler returns.
+  // Step 2. Slow clients first (posted to each loop before the give-ups): cutting them after
+  // would cut the 503 writes the give-ups start, each on its loop.
   passed_ = true;
   servers_.cut_slow_clients();
-  if (pool_) report_ = pool_->shutdown(knit::shutdown_mode::drain, deadline_);
   if (give_up_on_hosts_) {
     // Each host reports from its own thread; the sum is kept here, on executor(). A report
     // that comes after finish() is too late for describe(): the exit code is 3 already.
