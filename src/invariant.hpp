@@ -1,6 +1,7 @@
 // invariant: KNIT_ASSERT, the library's runtime check of its own invariants (a record's
 // state transitions, "cannot fail" pushes, doorbell CASes). A failed check is a bug in knit,
-// never in the caller: it prints file:line and the condition to stderr and aborts.
+// never in the caller: it says file:line and the condition (to the log sink, knit/log.hpp;
+// stderr by default) and aborts.
 //
 // Checked builds only: active when NDEBUG is not set (Debug) or when KNIT_SANITIZE is set
 // (the sanitizer builds, which define it in the top-level CMakeLists.txt); a Release build
@@ -9,8 +10,9 @@
 // whatever the build (the assertion's own test uses it).
 #pragma once
 
-#include <cstdio>
 #include <cstdlib>
+
+#include "log_line.hpp"
 
 #if !defined(NDEBUG) || defined(KNIT_SANITIZE) || defined(KNIT_FORCE_INVARIANTS)
 #define KNIT_INVARIANTS_CHECKED 1
@@ -23,8 +25,7 @@ namespace knit::detail {
 // Out of line and cold, so a check costs one compare and a not-taken branch at its site.
 [[noreturn, gnu::cold, gnu::noinline]] inline void invariant_failed(
     const char* file, int line, const char* condition) noexcept {
-  std::fprintf(stderr, "knit: invariant violated at %s:%d: %s\n", file, line, condition);
-  std::fflush(stderr);
+  log_format("knit: invariant violated at %s:%d: %s", file, line, condition);
   std::abort();
 }
 

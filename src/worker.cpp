@@ -26,6 +26,7 @@
 #include "fault_injection.hpp"
 #include "host_state.hpp"
 #include "invariant.hpp"
+#include "log_line.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
 
@@ -316,8 +317,8 @@ void apply_affinity(const pool_options& options, unsigned self) noexcept {
   CPU_ZERO(&set);
   CPU_SET(options.worker_cpus[self % options.worker_cpus.size()], &set);
   if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-    std::fprintf(stderr, "knit: worker %u: could not pin to CPU %d (continuing unpinned)\n", self,
-                 options.worker_cpus[self % options.worker_cpus.size()]);
+    log_format("knit: worker %u: could not pin to CPU %d (continuing unpinned)", self,
+               options.worker_cpus[self % options.worker_cpus.size()]);
   }
 }
 
@@ -334,7 +335,7 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
       me->counters.sched_failures.bump();
       char text[320];
       me->sched_error.format(text, sizeof text, shared.options, self);
-      std::fprintf(stderr, "knit: %s; it keeps the host's setting\n", text);
+      log_format("knit: %s; it keeps the host's setting", text);
     }
     me->sched_applied.store(true, std::memory_order_release);  // publishes sched_error
     me->sched_applied.notify_all();

@@ -9,6 +9,7 @@ namespace knit {}
 #include "knit/call.hpp"      // call records and call_options (deadline)
 #include "knit/error.hpp"     // knit::errc, config_error
 #include "knit/job_ring.hpp"  // host -> worker ring: one producer, CAS-claiming consumers
+#include "knit/log.hpp"       // set_log_sink: where the library's own diagnostics go
 #include "knit/options.hpp"   // pool_options, from_env(): pool shape and idle policy
 #include "knit/pool.hpp"      // knit::pool: submit, drain, cancel, shutdown, stats
 #include "knit/process.hpp"   // process workers: tasks by name in child processes

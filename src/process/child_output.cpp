@@ -1,7 +1,6 @@
 // The forwarder (child_output.hpp): its thread, its epoll set, and each child's line so far.
 #include "process/child_output.hpp"
 
-#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -18,6 +17,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "log_line.hpp"
 
 namespace knit::detail {
 namespace {
@@ -138,7 +139,7 @@ class forwarder {
     // Not watched until this second ends: the child's own pipe fills meanwhile.
     if (over_bytes && !s->told) {
       s->told = true;
-      say(s->name + ": output held back (over 64 KiB/s)\n");
+      log_line(s->name + ": output held back (over 64 KiB/s)");
     }
     held_.emplace_back(s->window + 1s, id);
   }
@@ -172,33 +173,17 @@ class forwarder {
     }
   }
 
-  // One line, prefixed, as one write; control bytes shown as '?' (no escape sequence of a
-  // task's reaches the host's terminal).
+  // One line, prefixed, to the program's log sink (knit/log.hpp; by default the host's
+  // stderr, never waited on past 100 ms); control bytes shown as '?' (no escape sequence of
+  // a task's reaches the host's terminal).
   void emit(const source& s, std::string_view line) {
     std::string out = s.prefix;
-    out.reserve(out.size() + line.size() + 1);
+    out.reserve(out.size() + line.size());
     for (char c : line) {
       const auto u = static_cast<unsigned char>(c);
       out.push_back((u < 0x20 && c != '\t') || u == 0x7f ? '?' : c);
     }
-    out.push_back('\n');
-    say(out);
-  }
-
-  // To the host's stderr, when it can take it (child_output.hpp): a stderr that took nothing
-  // for 100 ms is not waited for again until it can.
-  void say(const std::string& text) {
-    pollfd p{STDERR_FILENO, POLLOUT, 0};
-    const int r = ::poll(&p, 1, stderr_stuck_ ? 0 : 100);
-    stderr_stuck_ = !(r == 1 && (p.revents & POLLOUT) && !(p.revents & (POLLERR | POLLNVAL)));
-    if (stderr_stuck_) return;
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t w = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return;
-      done += static_cast<std::size_t>(w);
-    }
+    log_line(out);
   }
 
   unique_fd epoll_;
@@ -207,7 +192,6 @@ class forwarder {
   std::uint64_t next_id_ = 0;
   // The forwarder's thread only:
   std::vector<std::pair<output_clock::time_point, std::uint64_t>> held_;  // until, source
-  bool stderr_stuck_ = false;
 };
 
 }  // namespace

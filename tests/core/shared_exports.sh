@@ -8,7 +8,7 @@ set -euo pipefail
 lib=$1
 public='knit::(pool|pool_host|pool_options|shutdown_report|pool_stats|config_error)(::|$)'
 public+='|knit::(process_options|process_error|process_workers|process_confinement)(::|$)'
-public+='|knit::(error_category|parse_cpu_list|to_json)(\[abi:cxx11\])?\('
+public+='|knit::(error_category|parse_cpu_list|to_json|set_log_sink)(\[abi:cxx11\])?\('
 public+='|knit::(register_process_task|has_process_task|worker_main)(\[abi:cxx11\])?\('
 public+='|knit::(current_process_stats|current_process_confinement)\('
 symbols=$(nm -D --defined-only -C "$lib" | cut -d' ' -f3-)

@@ -112,6 +112,15 @@ void register_sandbox_tasks() {
 void register_test_tasks() {
   knit::register_process_task("echo", [](std::string_view in) { return std::string(in); });
   knit::register_process_task("pid", [](std::string_view) { return std::to_string(::getpid()); });
+  // Writes its input and a newline to its stderr (the host forwards it to its log sink),
+  // returns its pid.
+  knit::register_process_task("say", [](std::string_view in) {
+    const std::string line = std::string(in) + "\n";
+    if (::write(2, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      throw std::runtime_error("say: short write");
+    }
+    return std::to_string(::getpid());
+  });
   knit::register_process_task("sleep_pid", [](std::string_view in) {
     std::this_thread::sleep_for(std::chrono::milliseconds(parse_size(in)));
     return std::to_string(::getpid());
