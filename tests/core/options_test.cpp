@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "knit/pool.hpp"
+
 namespace {
 
 // Sets KNIT_* variables for one test and clears them afterwards.
@@ -15,7 +17,8 @@ class env_test : public ::testing::Test {
     for (const char* n :
          {"KNIT_THREADS", "KNIT_SPIN", "KNIT_PARK", "KNIT_DOORBELL", "KNIT_STEAL",
           "KNIT_MAX_SPINNERS", "KNIT_WAKE_COST", "KNIT_QUEUE_CAPACITY", "KNIT_MAX_PENDING",
-          "KNIT_WORKER_CPUS", "KNIT_STUCK_MS", "KNIT_STOP_TIMEOUT_MS"})
+          "KNIT_WORKER_CPUS", "KNIT_STUCK_MS", "KNIT_STOP_TIMEOUT_MS", "KNIT_WORKER_SANDBOX",
+          "KNIT_PROCESS_LANES", "KNIT_WORKER_MEMORY_MB"})
       ::unsetenv(n);
   }
   static void set(const char* n, const char* v) { ::setenv(n, v, 1); }
@@ -108,6 +111,29 @@ TEST_F(env_test, doorbell_off_needs_a_park_timeout) {
   EXPECT_NE(error_of().find("park_ms > 0"), std::string::npos) << error_of();
   set("KNIT_PARK", "1");
   EXPECT_EQ(error_of(), "");
+}
+
+// The library reads the environment only in from_env(), when the program calls it: a pool
+// built from options set in code keeps them whatever KNIT_* says (the process variables are
+// knit-server's, read by the server, never by the library).
+TEST_F(env_test, a_pool_built_from_options_in_code_reads_no_environment) {
+  set("KNIT_THREADS", "3");
+  set("KNIT_MAX_PENDING", "5");
+  set("KNIT_STUCK_MS", "7");
+  set("KNIT_WORKER_SANDBOX", "strict");
+  set("KNIT_PROCESS_LANES", "7");
+  set("KNIT_WORKER_MEMORY_MB", "64");
+  knit::pool_options o;
+  o.threads = 2;
+  o.process.lanes = 1;
+  knit::pool p(o);
+  EXPECT_EQ(p.options().threads, 2u);
+  EXPECT_EQ(p.stats().threads, 2u);
+  EXPECT_EQ(p.options().max_pending, 0u);
+  EXPECT_EQ(p.options().stuck_after.count(), 0);
+  EXPECT_EQ(p.options().process.lanes, 1u);
+  EXPECT_EQ(p.options().process.sandbox, knit::process_sandbox::off);
+  EXPECT_EQ(p.options().process.memory_limit, 0u);
 }
 
 TEST(pool_options_validate, rejects_out_of_range) {
