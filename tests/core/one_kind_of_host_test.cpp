@@ -87,16 +87,19 @@ TEST(one_kind_of_host, shutdown_from_a_thread_that_is_no_host_while_hosts_submit
         p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 30s);
     EXPECT_FALSE(report.deadline_passed);
     EXPECT_FALSE(p.accepting());
+    // It returned only once every host had left: each one's calls are all delivered.
+    for (auto& h : hosts) {
+      EXPECT_EQ(h->delivered.load(), h->submitted.load()) << "every accepted call, once";
+    }
+    const knit::pool_stats s = p.stats();
+    EXPECT_EQ(s.calls_submitted, s.calls_completed);
   });
-  owner.join();  // returns only once every host has left
+  owner.join();
   for (auto& h : hosts) {
     h->thread.join();
-    EXPECT_EQ(h->delivered.load(), h->submitted.load()) << "every accepted call, once";
     EXPECT_EQ(h->wrong_thread.load(), 0);
     EXPECT_EQ(h->after_close, knit::errc::shut_down);
   }
-  const knit::pool_stats s = p.stats();
-  EXPECT_EQ(s.calls_submitted, s.calls_completed);
   EXPECT_THROW(knit::pool_host{p}, std::logic_error) << "no thread attaches after the shutdown";
 }
 
