@@ -21,6 +21,8 @@
 namespace knit_server {
 namespace {
 
+constexpr unsigned kDeadlineS = 20;
+
 struct run_result {
   int exit_code = -1;
   std::string out;
@@ -35,7 +37,9 @@ std::string read_file(const std::string& path) {
 }
 
 // Runs knit-server with `args` in an environment of `env` alone (no KNIT_* of the test's own)
-// and waits for it: every call here is one that prints and exits.
+// and waits for it: every call here is one that prints and exits. One that starts serving
+// instead (the behaviour under test broken) is ended by SIGALRM after kDeadlineS, which the
+// alarm survives execve to deliver, and reads as exit code -1: a failure, not a hung test.
 run_result run_server(const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& env = {}) {
   char out_path[] = "/tmp/knit-settings-out-XXXXXX";
@@ -53,6 +57,7 @@ run_result run_server(const std::vector<std::string>& args,
   envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::alarm(kDeadlineS);
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(err_fd, STDERR_FILENO);
     ::execve(argv[0], argv.data(), envp.data());
@@ -194,11 +199,12 @@ TEST(knit_server_cli, print_config_says_where_each_value_came_from) {
 }
 
 TEST(knit_server_cli, a_bad_value_exits_2_with_one_line_naming_it) {
-  const run_result flag = run_server({"--threads=0"}, {{"KNIT_THREADS", "4"}});
+  // PORT=0: were the flag not to win, the server would start, on a port nobody else needs.
+  const run_result flag = run_server({"--threads=0"}, {{"KNIT_THREADS", "4"}, {"PORT", "0"}});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_EQ(flag.err, "knit-server: --threads=\"0\": expected an integer from 1 to 1024\n");
   EXPECT_EQ(flag.out, "");
-  const run_result env = run_server({}, {{"KNIT_WORKER_SCHED", "fast"}});
+  const run_result env = run_server({}, {{"KNIT_WORKER_SCHED", "fast"}, {"PORT", "0"}});
   EXPECT_EQ(env.exit_code, 2);
   EXPECT_EQ(env.err, "knit-server: KNIT_WORKER_SCHED=\"fast\": expected other, batch or idle\n");
   // --print-config checks as the start does.
