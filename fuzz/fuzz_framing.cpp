@@ -61,7 +61,7 @@ bool is_limit(const boost::beast::error_code& ec) {
          ec == http::error::buffer_overflow;
 }
 
-// The session's steps (server/http/session.cpp: do_read, check_head, on_read_header, on_read) on
+// The session's steps (server/loops/session.cpp: do_read, check_head, on_read_header, on_read) on
 // bytes that are all there already. The read buffer's 16 KiB bound is kept for what Beast
 // holds at once after the head: a chunk line or trailer over it is refused (policy).
 knit_reading knit_framing(std::string_view in) {

@@ -67,10 +67,9 @@
 #include "limits/write_budget.hpp"
 #include "loops/host_loop.hpp"
 #include "loops/host_threads.hpp"
+#include "loops/process_status.hpp"
 #include "loops/server_group.hpp"
 #include "ops/banner.hpp"
-#include "ops/log_writer.hpp"
-#include "ops/process_status.hpp"
 #include "ops/service_notify.hpp"
 #include "placement/offload_policy.hpp"
 #include "placement/process_isolation.hpp"
@@ -78,6 +77,7 @@
 #include "stop/drain_sequence.hpp"
 #include "stop/signal_source.hpp"
 #include "stop/stop_deadline.hpp"
+#include "telemetry/log_writer.hpp"
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;

@@ -12,11 +12,11 @@
 #include "config.hpp"
 #include "limits/connection_limit.hpp"
 #include "limits/write_budget.hpp"
+#include "loops/process_status.hpp"
 #include "loops/server.hpp"
-#include "ops/log_writer.hpp"
-#include "ops/process_status.hpp"
 #include "placement/heavy_placement.hpp"
 #include "placement/offload_policy.hpp"
+#include "telemetry/log_writer.hpp"
 
 namespace knit_server {
 

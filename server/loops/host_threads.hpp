@@ -28,7 +28,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "loops/host_loop.hpp"
-#include "ops/log_writer.hpp"
+#include "telemetry/log_writer.hpp"
 
 namespace knit_server {
 

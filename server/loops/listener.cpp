@@ -12,8 +12,8 @@
 
 #include <boost/system/system_error.hpp>
 
-#include "http/session.hpp"
 #include "loops/server.hpp"
+#include "loops/session.hpp"
 
 namespace knit_server {
 

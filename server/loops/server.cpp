@@ -8,7 +8,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
-#include "http/session.hpp"
+#include "loops/session.hpp"
 
 namespace knit_server {
 

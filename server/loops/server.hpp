@@ -20,9 +20,9 @@
 #include "limits/write_budget.hpp"
 #include "loops/io_threading.hpp"
 #include "loops/listener.hpp"
-#include "ops/request_metrics.hpp"
-#include "ops/stats.hpp"
 #include "placement/heavy_placement.hpp"
+#include "telemetry/request_metrics.hpp"
+#include "telemetry/stats.hpp"
 
 namespace knit_server {
 

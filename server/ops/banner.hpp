@@ -10,8 +10,8 @@
 #include "config.hpp"
 #include "limits/memory_budget.hpp"
 #include "limits/write_budget.hpp"
-#include "ops/log_writer.hpp"
 #include "placement/offload_policy.hpp"
+#include "telemetry/log_writer.hpp"
 
 namespace knit_server {
 

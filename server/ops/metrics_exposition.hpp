@@ -40,8 +40,8 @@
 
 #include "http/responses.hpp"
 #include "ops/readiness.hpp"
-#include "ops/request_metrics.hpp"
-#include "ops/stats.hpp"
+#include "telemetry/request_metrics.hpp"
+#include "telemetry/stats.hpp"
 
 namespace knit_server {
 

@@ -13,10 +13,10 @@
 
 #include "http/responses.hpp"
 #include "http/router.hpp"
-#include "ops/health_events.hpp"
-#include "ops/stats.hpp"
 #include "placement/heavy_job.hpp"
-#include "placement/refusal_reason.hpp"
+#include "telemetry/health_events.hpp"
+#include "telemetry/refusal_reason.hpp"
+#include "telemetry/stats.hpp"
 
 namespace knit_server {
 

@@ -15,7 +15,6 @@
 
 #include "config.hpp"
 #include "http/router.hpp"
-#include "ops/log_writer.hpp"
 #include "placement/admission.hpp"
 #include "placement/heavy_job.hpp"
 #include "placement/heavy_outcome.hpp"
@@ -23,6 +22,7 @@
 #include "placement/held_handler_block.hpp"
 #include "placement/process_isolation.hpp"
 #include "placement/start_deadlines.hpp"
+#include "telemetry/log_writer.hpp"
 
 namespace knit_server {
 

@@ -22,8 +22,8 @@
 
 #include <knit/process.hpp>
 
-#include "ops/stats.hpp"
 #include "placement/heavy_job.hpp"
+#include "telemetry/stats.hpp"
 
 namespace knit_server {
 

@@ -28,7 +28,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "ops/process_status.hpp"
+#include "loops/process_status.hpp"
 
 namespace knit_server {
 

@@ -1,6 +1,6 @@
 // log_writer.hpp: whole lines or none, never blocking, never SIGPIPE, and the inherited fd left as
 // it was.
-#include "ops/log_writer.hpp"  // first: the header must be self-contained
+#include "telemetry/log_writer.hpp"  // first: the header must be self-contained
 
 #include <fcntl.h>
 #include <signal.h>

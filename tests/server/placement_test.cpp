@@ -13,8 +13,8 @@
 #include <knit/asio.hpp>
 #include <knit/knit.hpp>
 
-#include "ops/stats.hpp"
 #include "placement/heavy_placement.hpp"
+#include "telemetry/stats.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // stats.hpp: the exact knit-stats line the benchmark driver parses.
-#include "ops/stats.hpp"  // first: the header must be self-contained
+#include "telemetry/stats.hpp"  // first: the header must be self-contained
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // expires (stop(), check_deadline(), the requests already received that the stop still
 // answers, the reset that frees the kernel's send queue), the lingering close after
 // "Connection: close", and the bytes its buffers hold between requests.
-#include "http/session.hpp"
+#include "loops/session.hpp"
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>

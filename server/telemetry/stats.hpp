@@ -10,7 +10,7 @@
 
 #include "config.hpp"
 #include "http/router.hpp"
-#include "placement/refusal_reason.hpp"
+#include "telemetry/refusal_reason.hpp"
 
 namespace knit_server {
 

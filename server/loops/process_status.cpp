@@ -1,5 +1,5 @@
 // Gathers every host's health events for the readiness policy, and its figures for /metrics.
-#include "ops/process_status.hpp"
+#include "loops/process_status.hpp"
 
 #include <algorithm>
 #include <functional>

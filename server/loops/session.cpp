@@ -1,6 +1,6 @@
 // The session's read -> route -> write chain, narrated step by step in the manner of Beast's
 // examples. How it stops, expires and closes is in session_upkeep.cpp.
-#include "http/session.hpp"
+#include "loops/session.hpp"
 
 #include <algorithm>
 #include <array>
@@ -17,8 +17,8 @@
 #include <boost/beast/http/read.hpp>
 
 #include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
+#include "loops/process_status.hpp"
 #include "loops/server.hpp"
-#include "ops/process_status.hpp"
 
 namespace knit_server {
 

@@ -1,6 +1,6 @@
 // The non-blocking line writer: chooses a way to write per kind of file, then writes, keeps one
 // line's remainder, or drops.
-#include "ops/log_writer.hpp"
+#include "telemetry/log_writer.hpp"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 // Formats the knit-stats line; built by hand because every field is a number or a fixed word.
-#include "ops/stats.hpp"
+#include "telemetry/stats.hpp"
 
 namespace knit_server {
 

@@ -1,5 +1,5 @@
 // Counting a response in the calling thread's shard, and adding the shards up.
-#include "ops/request_metrics.hpp"
+#include "telemetry/request_metrics.hpp"
 
 namespace knit_server {
 
