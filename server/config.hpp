@@ -59,8 +59,9 @@ struct server_config {
   // KNIT_HOSTS: event loops, each with its own thread, io_context and SO_REUSEPORT listener
   // on the same port (docs/server-hosts.md). 1 is the single event loop on the main thread.
   static constexpr unsigned kMaxHosts = 1024;
-  static constexpr unsigned kMaxPoolHosts =
-      63;  // KNIT_HOSTS with a knit pool (its max_hosts is 64)
+  // KNIT_HOSTS with a knit pool: its max_hosts is at most 64, and the control thread that
+  // builds the pool never submits, so it takes no host index.
+  static constexpr unsigned kMaxPoolHosts = 64;
   unsigned hosts = 1;
 
   // KNIT_COST_PROFILE names the per-route CPU cost to emulate; KNIT_SSR_COST_US and

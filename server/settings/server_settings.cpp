@@ -66,13 +66,11 @@ void build_server(const setting_values& v, server_config& cfg) {
                                " (one io_context run by KNIT_THREADS threads); KNIT_MODE=inline "
                                "with KNIT_HOSTS=N is one event loop per thread");
   }
-  // A knit pool takes at most 64 hosts: the thread that builds it (the control thread) and
-  // the loops that attach (knit::pool_options::max_hosts).
+  // A knit pool takes at most 64 hosts (knit::pool_options::max_hosts): the loops that
+  // attach; the control thread that builds it never submits, so it takes none.
   if (cfg.hosts > server_config::kMaxPoolHosts && uses_knit_pool(cfg.mode)) {
     v.reject("KNIT_HOSTS", cat("at most ", std::to_string(server_config::kMaxPoolHosts), " with ") +
-                               mode_said +
-                               " (one knit pool takes 64 hosts: the control thread and 63 event "
-                               "loops)");
+                               mode_said + " (one knit pool takes 64 hosts, each an event loop)");
   }
 
   cfg.cost_profile = *v.word("KNIT_COST_PROFILE");
@@ -152,10 +150,8 @@ server_settings build_settings(const setting_values& v) {
   // A client that is slow to send or read while stopping gets no longer than the stop
   // itself may take.
   s.cfg.stop_grace = stop_grace_for(s.pool.stop_timeout);
-  // KNIT_HOSTS>1 on a knit pool: the H loops attach to it, beside the thread that builds it.
-  if (s.cfg.hosts > 1 && uses_knit_pool(s.cfg.mode)) {
-    s.pool.max_hosts = std::max(s.pool.max_hosts, s.cfg.hosts + 1);
-  }
+  // On a knit pool the H loops attach to it; the thread that builds it takes no index.
+  if (uses_knit_pool(s.cfg.mode)) s.pool.max_hosts = std::max(s.pool.max_hosts, s.cfg.hosts);
   // Every worker process is started before the server listens.
   if (s.cfg.worker_isolation == isolation::process) s.pool.process = s.process;
   // The library's own checks, behind the table's: a rule between its fields that the table

@@ -34,7 +34,7 @@ constexpr std::array kTable = std::to_array<setting>({
     {.env = "KNIT_HOSTS", .flag = "--hosts", .group = server, .kind = number, .unit = "N",
      .default_value = "1", .lo = 1, .hi = server_config::kMaxHosts,
      .help = "Event loops, each a thread with its own SO_REUSEPORT listener on the port: at most "
-             "63 with a knit pool (pooled, auto), 1 in multi mode (docs/server-hosts.md)"},
+             "64 with a knit pool (pooled, auto), 1 in multi mode (docs/server-hosts.md)"},
     {.env = "KNIT_AUTO_INLINE_US", .flag = "--auto-inline-us", .group = server, .kind = number,
      .unit = "US", .default_value = "10", .lo = 1, .hi = offload_options::kMaxInlineUs,
      .help = "auto mode: a route moves to the pool once its average CPU cost per call rises "

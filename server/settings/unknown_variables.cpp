@@ -26,6 +26,19 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// The variables of knit's own tools (deploy/fleet.sh, knit-bench, the stress build, the
+// package scripts): a shell that runs them exports these beside the server's, and they are
+// no typo of a setting.
+bool is_a_tool_variable(std::string_view name) {
+  constexpr std::string_view kPrefixes[] = {"KNIT_FLEET_", "KNIT_BENCH_"};
+  constexpr std::string_view kNames[] = {"KNIT_ENV_FILE", "KNIT_REPORT_SCRIPT", "KNIT_SERVER_PATH",
+                                         "KNIT_STRESS_SCALE"};
+  for (std::string_view prefix : kPrefixes) {
+    if (name.starts_with(prefix)) return true;
+  }
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 }  // namespace
 
 std::string_view closest_name(std::string_view name, std::span<const std::string_view> candidates) {
@@ -50,7 +63,7 @@ std::vector<std::string> unknown_variable_warnings(std::span<const std::string> 
   std::vector<std::string> warnings;
   for (const std::string& entry : environment) {
     const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
-    if (!name.starts_with("KNIT_") || find_setting(name)) continue;
+    if (!name.starts_with("KNIT_") || find_setting(name) || is_a_tool_variable(name)) continue;
     std::string line =
         cat("knit-server: warning: ", name, " is not a knit-server setting and is ignored");
     const std::string_view near = closest_name(name, shown);

@@ -14,7 +14,8 @@ namespace knit_server {
 // that the table does not hold, e.g.
 //   knit-server: warning: KNIT_THRADS is not a knit-server setting and is ignored (did you
 //   mean KNIT_THREADS?)
-// The table's hidden rows (test hooks, a removed setting) are known: never warned about.
+// The table's hidden rows (test hooks, a removed setting) and the variables of knit's own
+// tools (KNIT_FLEET_*, KNIT_BENCH_*, KNIT_ENV_FILE, ...) are known: never warned about.
 std::vector<std::string> unknown_variable_warnings(std::span<const std::string> environment);
 
 // The candidate closest to `name` by edit distance, if close enough to be a likely typo

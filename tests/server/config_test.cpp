@@ -200,9 +200,9 @@ TEST(config, bad_hosts_name_the_variable_and_the_value) {
                 .find("expected 1 with KNIT_MODE=multi"),
             std::string::npos);
   for (const char* mode : {"pooled", "auto"}) {
-    EXPECT_EQ(parse({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "63"}}).hosts, 63u) << mode;
-    const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "64"}});
-    EXPECT_NE(message.find("expected at most 63 with KNIT_MODE=" + std::string(mode)),
+    EXPECT_EQ(parse({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "64"}}).hosts, 64u) << mode;
+    const std::string message = error_of({{"KNIT_MODE", mode}, {"KNIT_HOSTS", "65"}});
+    EXPECT_NE(message.find("expected at most 64 with KNIT_MODE=" + std::string(mode)),
               std::string::npos)
         << message;
   }

@@ -274,8 +274,9 @@ TEST(setting_values, the_rules_between_settings_name_them_as_given) {
 TEST(server_settings, the_pool_and_process_options_the_server_builds) {
   const server_settings s = build({}, {{"KNIT_ISOLATION", "process"}, {"KNIT_HOSTS", "4"}});
   EXPECT_EQ(s.pool.stuck_after, std::chrono::milliseconds(30'000));
-  EXPECT_EQ(s.pool.max_hosts, 16u);  // room for 4 loops beside the thread that builds the pool
-  EXPECT_EQ(build({"--hosts=40", "--mode=auto"}).pool.max_hosts, 41u);
+  EXPECT_EQ(s.pool.max_hosts, 16u);  // room for the 4 loops (the building thread takes none)
+  EXPECT_EQ(build({"--hosts=40", "--mode=auto"}).pool.max_hosts, 40u);
+  EXPECT_EQ(build({"--hosts=64", "--mode=pooled"}).pool.max_hosts, 64u);
   EXPECT_EQ(build({"--hosts=1024", "--mode=asio"}).pool.max_hosts, 16u);  // no knit pool
   EXPECT_EQ(s.pool.process.sandbox, knit::process_sandbox::strict);
   EXPECT_EQ(s.pool.process.lanes, 32u);
@@ -300,10 +301,15 @@ TEST(server_settings, the_secret_is_never_printed) {
 }
 
 TEST(unknown_variables, a_knit_variable_that_is_no_setting_is_named_with_the_closest_one) {
-  const std::vector<std::string> environment = {
-      "KNIT_THRADS=2",           "KNIT_THREADS=2",           "HOME=/root",
-      "KNIT_TEST_WORKER_EXIT=3", "KNIT_PROCESS_HOST_RING=0", "KNIT_ZZZZZZZZZZZZ=1",
-      "KNIT_WORKER_SANDBOXX=off"};
+  const std::vector<std::string> environment = {"KNIT_THRADS=2",
+                                                "KNIT_THREADS=2",
+                                                "HOME=/root",
+                                                "KNIT_TEST_WORKER_EXIT=3",
+                                                "KNIT_PROCESS_HOST_RING=0",
+                                                "KNIT_ZZZZZZZZZZZZ=1",
+                                                "KNIT_WORKER_SANDBOXX=off",
+                                                "KNIT_FLEET_DIR=/tmp/f",
+                                                "KNIT_STRESS_SCALE=10"};
   EXPECT_EQ(unknown_variable_warnings(environment),
             (std::vector<std::string>{
                 "knit-server: warning: KNIT_THRADS is not a knit-server setting and is ignored "
