@@ -108,7 +108,11 @@ TEST(one_kind_of_host, shutdown_from_a_thread_that_is_no_host_while_hosts_submit
 // thread that is no host, counts it.
 TEST(one_kind_of_host, shutdown_from_no_host_gives_up_a_hosts_call_at_the_deadline) {
   static knit_test::gate g;  // static: the abandoned worker may outlive this test
+  // A run before this one (--gtest_repeat) waited for its worker to leave the gate: start
+  // the counts afresh, or the waits below would pass at once.
   g.open = false;
+  g.waiting = 0;
+  g.returned = 0;
   knit::pool_options o;
   o.threads = 2;
   auto p = std::make_unique<knit::pool>(o);
