@@ -21,20 +21,18 @@
 //      message, exit 2);
 //   2. what every event loop shares: the pool (pooled and auto mode), the thread_pool (asio
 //      mode), the connection limit;
-//   3. the event loops. KNIT_HOSTS=1: one, built on this thread (with a pool, the pool's
-//      host: its completions bound to the loop's io_context), run by this thread only (multi
-//      mode: by KNIT_THREADS threads, this one included), which also takes the signals and
-//      runs the stop. KNIT_HOSTS>1: this thread is the control thread, with an io_context
-//      of its own for the signals and the stop deadline; the H hosts start in step 5;
+//   3. the control loop: this thread's own io_context, for the signals, the stop and its
+//      deadline; this thread builds the pool but never submits to it (it takes no host
+//      index), and runs no connection, so a signal never waits behind a busy loop;
 //   4. open the signalfd that takes SIGINT/SIGTERM/SIGUSR1 (blocked in every thread from the
 //      first line; SIGPIPE is ignored from the very start);
-//   5. bind and listen (KNIT_HOSTS>1: start each host's thread, which builds its loop on
-//      itself and listens on the same port), print the banner, then "listening on ..." (the
-//      line scripts wait for);
-//   6. run the loops until SIGINT/SIGTERM, after the drain delay (drain_sequence.hpp), has
-//      drained every connection of every host
-//      (SIGUSR1: print stats), or until the stop deadline has given up on what was left
-//      (stop_deadline.hpp);
+//   5. start the KNIT_HOSTS event loops, each on a thread of its own that builds its loop
+//      (with a pool: a host of it) and listens on the port (multi mode: the one loop, run by
+//      its thread and KNIT_THREADS - 1 helpers), print the banner, then "listening on ..."
+//      (the line scripts wait for);
+//   6. run the control loop until SIGINT/SIGTERM, after the drain delay
+//      (drain_sequence.hpp), has drained every connection of every loop (SIGUSR1: print
+//      stats), or until the stop deadline has given up on what was left (stop_deadline.hpp);
 //   7. join the asio threads, end the host threads, shut the pool down (drain, bounded by the
 //      same deadline), exit 0 or 3.
 // Every line the server prints once the configuration is read goes through a log_writer:
@@ -48,13 +46,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <functional>
-#include <iostream>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
