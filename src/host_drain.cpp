@@ -31,6 +31,10 @@ bool host_state::cancel(call_id id) {
   if (!try_move(*c, call_state::queued, call_state::abandoned)) return false;
   counters_.calls_cancelled.bump();
   deliver(c, make_error_code(errc::cancelled));
+  // Answered: its captures (a connection, a work guard) go now, on this thread, not when the
+  // record comes back from the worker that will skip it, which may be long after (a slow
+  // call ahead of it) or never wake this host at all (a skipped call signals no one).
+  c->drop_handler();
   return true;
 }
 
@@ -138,6 +142,7 @@ std::size_t host_state::expire_deadlines(std::chrono::steady_clock::time_point n
     try_move(*c, call_state::queued, call_state::abandoned);
     counters_.calls_timed_out.bump();
     deliver(c, make_error_code(errc::timed_out));
+    c->drop_handler();  // answered: its captures go now (cancel(), above, says why)
     ++n;
   }
   return n;

@@ -62,10 +62,12 @@ class call_base {
   virtual void run() noexcept = 0;
   // Host: call the handler once, with the stored result (ec empty) or with ec.
   virtual void deliver(std::error_code ec) noexcept = 0;
-  // Host: destroy the handler now, on the host thread, after a stuck call's delivery. The
-  // record itself may later be destroyed by its retired worker thread, perhaps after the
-  // pool and the host's event loop are gone, and a handler's captures (an Asio work guard,
-  // a connection) belong to the host. The worker never touches the handler.
+  // Host: destroy the handler now, on the host thread, once the call is answered before
+  // its record comes back (cancelled, past its deadline, stuck). A stuck call's record may
+  // later be destroyed by its retired worker thread, perhaps after the pool and the host's
+  // event loop are gone; a skipped one may come back long after, waking no host. A
+  // handler's captures (an Asio work guard, a connection) belong to the host and must go
+  // when the call is answered. The worker never touches the handler.
   virtual void drop_handler() noexcept = 0;
   // Host: destroy in place (memory is returned by the pool's allocator).
   virtual void destroy() noexcept = 0;
@@ -141,7 +143,7 @@ class call final : public call_base {
  private:
   Fn fn_;
   Arg arg_;
-  std::optional<Handler> handler_;  // emptied by drop_handler() once a stuck call is delivered
+  std::optional<Handler> handler_;  // emptied by drop_handler() once a call is answered early
   std::optional<value_type> value_;
   std::exception_ptr exception_;
 };

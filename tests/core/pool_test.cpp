@@ -209,6 +209,47 @@ TEST(pool, cancel_a_queued_call) {
   EXPECT_FALSE(ran);
 }
 
+// A call answered before a worker reaches it (cancelled, or past its deadline while queued
+// behind a running one) lets go of its handler's captures at once, on the host thread: a
+// connection a handler holds must not stay open until the worker gets to skip the record,
+// which may be long after, and wakes no host when it does.
+TEST(pool, an_answered_queued_call_releases_its_handler_at_once) {
+  knit::pool_options o;
+  o.threads = 1;
+  knit::pool p(o);
+  gate g;
+  bool blocker_done = false;
+  ASSERT_FALSE(p.submit(
+      [&](int) {
+        g.wait();
+        return 0;
+      },
+      0, [&](knit::result<int>) { blocker_done = true; }));
+  while (g.waiting.load() == 0) std::this_thread::yield();  // the blocker holds the worker
+  auto cancelled_token = std::make_shared<int>(1);
+  auto timed_out_token = std::make_shared<int>(2);
+  knit::call_id victim = 0;
+  int answered = 0;
+  ASSERT_FALSE(p.submit([](int x) { return x; }, 0,
+                        [&answered, t = cancelled_token](knit::result<int>) { ++answered; }, {},
+                        &victim));
+  knit::call_options short_deadline;
+  short_deadline.timeout = 1ms;
+  ASSERT_FALSE(p.submit([](int x) { return x; }, 0,
+                        [&answered, t = timed_out_token](knit::result<int> r) {
+                          EXPECT_EQ(r.error(), knit::errc::timed_out);
+                          ++answered;
+                        },
+                        short_deadline));
+  ASSERT_TRUE(p.cancel(victim));
+  ASSERT_TRUE(drain_until(p, [&] { return answered == 2; }));
+  // Both records still wait in the held worker's ring; their handlers are gone already.
+  EXPECT_EQ(cancelled_token.use_count(), 1);
+  EXPECT_EQ(timed_out_token.use_count(), 1);
+  g.open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return blocker_done; }));
+}
+
 TEST(pool, queue_full_fails_at_once_without_calling_the_handler) {
   knit::pool_options o;
   o.threads = 1;
