@@ -505,7 +505,16 @@ TEST_F(process_host_ring, an_answer_forged_ahead_in_the_next_lane_is_never_taken
 TEST_F(process_host_ring, a_child_that_rings_without_answers_is_killed) {
   knit::pool pool(knit_test::threads(1));
   const auto before = knit::current_process_stats();
-  ASSERT_EQ(run_one(pool, "ring_spin", "").value(), "ok");
+  // The task's thread starts ringing before the task returns: the host may kill the child
+  // for its rings before or after the answer reaches it (a slow machine, TSan). Either way
+  // only this call may fail, and then with the broken protocol named.
+  auto first = run_one(pool, "ring_spin", "");
+  if (first.ok()) {
+    EXPECT_EQ(first.value(), "ok");
+  } else {
+    EXPECT_NE(knit::failure_message(first).find("broke the protocol"), std::string::npos)
+        << knit::failure_message(first);
+  }
   ASSERT_TRUE(knit_test::within_10s([&] {
     pool.drain();
     return knit::current_process_stats().protocol_kills > before.protocol_kills;
