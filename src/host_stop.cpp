@@ -46,15 +46,19 @@ bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   return true;
 }
 
+// Two passes: every queued call is abandoned before the first handler runs, so a handler
+// that unblocks a worker (opens a gate, finishes the call ahead) cannot let the worker start
+// a call this cancellation was about to take. cancel() and expire_deadlines deliver at
+// once, so a call abandoned and not yet delivered is one of this first pass's.
 std::size_t host_state::abandon_queued() {
   std::size_t n = 0;
   calls_.for_each([&](call_base* c) {
-    if (c->delivered) return;
-    if (try_move(*c, call_state::queued, call_state::abandoned)) {
-      counters_.calls_cancelled.bump();
-      deliver(c, make_error_code(errc::cancelled));
-      ++n;
-    }
+    if (!c->delivered && try_move(*c, call_state::queued, call_state::abandoned)) ++n;
+  });
+  calls_.for_each([&](call_base* c) {
+    if (c->delivered || c->state.load(std::memory_order_relaxed) != call_state::abandoned) return;
+    counters_.calls_cancelled.bump();
+    deliver(c, make_error_code(errc::cancelled));
   });
   return n;
 }

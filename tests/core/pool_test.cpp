@@ -341,22 +341,33 @@ TEST(pool, shutdown_cancel_fails_queued_calls_and_finishes_running_ones) {
       },
       0, [&](knit::result<int> r) { running.emplace(std::move(r)); }));
   while (g.waiting.load() == 0) std::this_thread::yield();
+  std::atomic<bool> a_queued_call_ran{false};
   for (int i = 0; i < 100; ++i) {
-    ASSERT_FALSE(p.submit([](int x) { return x; }, i,
-                          [&](knit::result<int> r) {
-                            if (r.ok()) ++values;
-                            else if (r.error() == knit::errc::cancelled) ++cancelled;
-                            // The running call may finish only once shutdown has cancelled
-                            // the queue (its first cancellation opens the gate): no timing
-                            // decides whether a queued call ran first.
-                            g.open = true;
-                          }));
+    ASSERT_FALSE(p.submit(
+        [&](int x) {
+          a_queued_call_ran = true;
+          return x;
+        },
+        i,
+        [&](knit::result<int> r) {
+          if (r.ok()) ++values;
+          else if (r.error() == knit::errc::cancelled) ++cancelled;
+          if (g.open.exchange(true)) return;
+          // The first cancellation opens the gate, so the running call finishes while the
+          // shutdown is still answering the queue; then it gives the worker time to take
+          // the next queued call. Every queued call must already be cancelled: none may run.
+          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+          while (!a_queued_call_ran && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+          }
+        }));
   }
   p.shutdown(knit::shutdown_mode::cancel);
   ASSERT_TRUE(running.has_value());
   EXPECT_EQ(running->value(), 9) << "the running call finishes normally";
   EXPECT_EQ(cancelled + values, 100) << "every queued call completes exactly once";
   EXPECT_EQ(cancelled, 100) << "queued calls behind a running one are cancelled";
+  EXPECT_FALSE(a_queued_call_ran.load());
 }
 
 TEST(pool, destructor_drains_pending_calls_and_nothing_leaks) {
