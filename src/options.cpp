@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "heavy_share.hpp"
+
 namespace knit {
 namespace {
 
@@ -128,6 +130,10 @@ void pool_options::validate() const {
     throw config_error("worker_nice=" + std::to_string(worker_nice) +
                        " (KNIT_WORKER_NICE): expected 0 to 19");
   }
+  if (heavy_share > 100) {
+    throw config_error("heavy_share=" + std::to_string(heavy_share) +
+                       " (KNIT_HEAVY_SHARE): expected 0 to 100 (percent)");
+  }
   if (worker_sched != sched_class::other && worker_sched != sched_class::batch &&
       worker_sched != sched_class::idle) {
     throw config_error("worker_sched=" + std::to_string(static_cast<int>(worker_sched)) +
@@ -166,6 +172,8 @@ pool_options pool_options::from_env() {
   if (const char* v = env("KNIT_WORKER_NICE"))
     o.worker_nice = static_cast<int>(parse_unsigned(v, "KNIT_WORKER_NICE", 0, 19));
   if (const char* v = env("KNIT_WORKER_SCHED")) o.worker_sched = parse_sched(v);
+  if (const char* v = env("KNIT_HEAVY_SHARE"))
+    o.heavy_share = static_cast<unsigned>(parse_unsigned(v, "KNIT_HEAVY_SHARE", 0, 100));
   try {
     o.validate();
   } catch (const config_error& e) {
@@ -173,6 +181,8 @@ pool_options pool_options::from_env() {
   }
   return o;
 }
+
+int pool_options::heavy_share_nice() const noexcept { return detail::nice_for_share(heavy_share); }
 
 std::string pool_options::describe() const {
   std::ostringstream out;
@@ -196,6 +206,10 @@ std::string pool_options::describe() const {
   out << " worker_nice=" << worker_nice << (worker_nice == 0 ? "(inherited)" : "")
       << " worker_sched=" << sched_name(worker_sched)
       << (worker_sched == sched_class::other ? "(inherited)" : "");
+  out << " heavy_share=" << heavy_share;
+  if (heavy_share == 0 || heavy_share >= 100) out << "(off)";
+  else if (worker_nice != 0) out << "%(worker_nice wins)";
+  else out << "%(workers nice +" << heavy_share_nice() << ")";
   return out.str();
 }
 

@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "heavy_share.hpp"
+
 namespace knit::detail {
 namespace {
 
@@ -24,7 +26,8 @@ const char* sched_name(sched_class c) noexcept {
 }  // namespace
 
 bool worker_sched_requested(const pool_options& options) noexcept {
-  return options.worker_nice != 0 || options.worker_sched != sched_class::other;
+  return options.worker_nice != 0 || options.worker_sched != sched_class::other ||
+         nice_for_share(options.heavy_share) != 0;
 }
 
 worker_sched_error apply_worker_sched(const pool_options& options) noexcept {
@@ -33,9 +36,14 @@ worker_sched_error apply_worker_sched(const pool_options& options) noexcept {
     sched_param param{};  // both classes take priority 0
     if (::sched_setscheduler(0, policy, &param) != 0) return {errno, "worker_sched"};
   }
-  if (options.worker_nice != 0) {
-    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options.worker_nice) != 0) {
-      return {errno, "worker_nice"};
+  // An explicit worker_nice is absolute; heavy_share's step goes on top of the nice the
+  // thread inherited from the host, so the loop-to-worker weight ratio is the one chosen
+  // whatever nice the program runs at.
+  const int inherited = current_thread_nice();
+  const int nice = worker_nice_for(options, inherited);
+  if (nice != inherited || options.worker_nice != 0) {
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0) {
+      return {errno, options.worker_nice != 0 ? "worker_nice" : "heavy_share"};
     }
   }
   return {};
@@ -44,16 +52,23 @@ worker_sched_error apply_worker_sched(const pool_options& options) noexcept {
 void worker_sched_error::format(char* out, std::size_t size, const pool_options& options,
                                 unsigned worker) const noexcept {
   const bool nice = setting && std::strcmp(setting, "worker_nice") == 0;
-  char value[16];
+  const bool share = setting && std::strcmp(setting, "heavy_share") == 0;
+  char value[48];
   if (nice) {
     std::snprintf(value, sizeof value, "%d", options.worker_nice);
+  } else if (share) {
+    std::snprintf(value, sizeof value, "%u (nice +%d)", options.heavy_share,
+                  nice_for_share(options.heavy_share));
   } else {
     std::snprintf(value, sizeof value, "%s", sched_name(options.worker_sched));
   }
   char reason[128];
   const char* text = ::strerror_r(error, reason, sizeof reason);  // GNU: returns the text
   std::snprintf(out, size, "worker %u could not apply %s=%s (%s): %s%s", worker,
-                setting ? setting : "?", value, nice ? "KNIT_WORKER_NICE" : "KNIT_WORKER_SCHED",
+                setting ? setting : "?", value,
+                nice    ? "KNIT_WORKER_NICE"
+                : share ? "KNIT_HEAVY_SHARE"
+                        : "KNIT_WORKER_SCHED",
                 text,
                 error == EPERM || error == EACCES
                     ? " (a nice below the thread's current one, or leaving SCHED_IDLE, needs "

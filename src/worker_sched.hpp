@@ -1,6 +1,6 @@
 // worker_sched: a worker thread puts itself in the scheduling class and nice value the pool
-// was given (pool_options::worker_sched, worker_nice), so workers can yield the CPU to the
-// host when both want it.
+// was given (pool_options::worker_sched, worker_nice, or the nice heavy_share gives:
+// heavy_share.hpp), so workers can yield the CPU to the host when both want it.
 //
 // Linux keeps both per thread: sched_setscheduler(0, ...) and
 // setpriority(PRIO_PROCESS, gettid(), ...) change the calling thread only, which is why
@@ -19,7 +19,7 @@ namespace knit::detail {
 
 struct worker_sched_error {
   int error = 0;                  // errno of the call that failed; 0 = applied
-  const char* setting = nullptr;  // "worker_sched" or "worker_nice"
+  const char* setting = nullptr;  // "worker_sched", "worker_nice" or "heavy_share"
 
   // "worker 3 could not apply worker_nice=5 (KNIT_WORKER_NICE): Permission denied (...)",
   // into `out` (no allocation: a worker thread's start is noexcept).
@@ -30,7 +30,8 @@ struct worker_sched_error {
 // Whether the options ask a worker to change anything.
 bool worker_sched_requested(const pool_options& options) noexcept;
 
-// Applies worker_sched, then worker_nice, to the calling thread; stops at the first failure.
+// Applies worker_sched, then worker_nice (or heavy_share's nice step when worker_nice is 0),
+// to the calling thread; stops at the first failure.
 worker_sched_error apply_worker_sched(const pool_options& options) noexcept;
 
 }  // namespace knit::detail

@@ -110,6 +110,17 @@ struct KNIT_API pool_options {
   /// KNIT_WORKER_SCHED=other|batch|idle.
   sched_class worker_sched = sched_class::other;
 
+  /// Share of a CPU, in percent, that heavy work keeps when a worker and an event loop share
+  /// the CPU and both want all of it; 0 (or 100) = off, nothing changed. Each worker (thread,
+  /// or worker process from its parent) raises its nice by the step whose kernel weight w
+  /// gives w / (w + 1024) nearest this share (src/heavy_share.hpp: 25 -> +5, 10 -> +10;
+  /// 50 and above -> +0, as only a negative nice could give more), on top of the nice it
+  /// inherits. The loop below the share preempts the worker at once only if it also asks for
+  /// a short slice (knit/loop_slice.hpp; knit-server does). An explicit worker_nice wins over
+  /// it. It guarantees nothing against other processes on the CPU, and a loop that is not
+  /// saturated gets all it asks for either way. KNIT_HEAVY_SHARE (0-100).
+  unsigned heavy_share = 0;
+
   /// The pool's worker processes (knit/process.hpp): as many children as `threads`, called
   /// by each host through shared memory. Used only by process calls (submit_process).
   process_options process;
@@ -129,6 +140,10 @@ struct KNIT_API pool_options {
     return spin_gate ? *spin_gate : !spin_us.has_value();
   }
 
+  /// The nice step heavy_share gives each worker on top of the nice it inherits (0: off, or
+  /// a share only a negative nice could give).
+  int heavy_share_nice() const noexcept;
+
   /// Checks every setting's range, and that doorbell off comes with park_ms > 0.
   /// @throws config_error naming the bad setting and its value.
   void validate() const;
@@ -137,7 +152,8 @@ struct KNIT_API pool_options {
   /// KNIT_STEAL, KNIT_MAX_SPINNERS, KNIT_WAKE_COST (µs), KNIT_QUEUE_CAPACITY,
   /// KNIT_MAX_PENDING, KNIT_WORKER_CPUS ("0,2,4-7"), KNIT_STUCK_MS (unset: 30000; 0 = never),
   /// KNIT_STOP_TIMEOUT_MS (unset: 10000; 0 = no bound), KNIT_SPIN_GATE (auto|off),
-  /// KNIT_WORKER_NICE (0-19) and KNIT_WORKER_SCHED (other|batch|idle). Unset or empty =
+  /// KNIT_WORKER_NICE (0-19), KNIT_WORKER_SCHED (other|batch|idle) and KNIT_HEAVY_SHARE
+  /// (0-100). Unset or empty =
   /// default.
   /// @throws config_error on any malformed or out-of-range value (validate() included).
   static pool_options from_env();

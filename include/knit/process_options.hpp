@@ -74,6 +74,11 @@ struct KNIT_API process_options {
   /// idle), counted in children_live. Off by default in the library (a program that never
   /// crashes pays nothing); knit-server turns it on.
   bool spare_child = false;
+  /// Nice value each child is given as it starts, 0 to 19, set by the host with setpriority on
+  /// the child's pid (so the sandbox's filter need not allow it); 0 = inherited. A pool's
+  /// children, when it is left 0, get what the pool's worker threads get from
+  /// pool_options::worker_nice or heavy_share.
+  int nice = 0;
 
   /// @throws config_error naming the first bad field.
   void validate() const;

@@ -10,6 +10,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
+#include "knit/loop_slice.hpp"
+
 namespace knit_server {
 
 namespace net = boost::asio;
@@ -48,6 +50,13 @@ void host_threads::run_host(host& h, std::uint16_t port, std::promise<tcp::endpo
   std::optional<host_loop> loop;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running;
   std::vector<std::thread> helpers;  // multi mode: the loop's other io threads
+  // KNIT_HEAVY_SHARE: the workers gave up weight; a short slice lets this loop, woken by a
+  // request, preempt the worker running on its CPU at once. A refusal (a kernel before 6.12,
+  // a seccomp filter) keeps the default slice; the banner says so (loop_slice_now()).
+  if (shared_.pool) {
+    const unsigned share = shared_.pool->options().heavy_share;
+    if (share > 0 && share < 100) knit::request_loop_slice();
+  }
   try {
     loop.emplace(shared_);  // 1. built on this thread, which is to run it
     // One loop never sets SO_REUSEPORT: a second server started on a taken port must fail

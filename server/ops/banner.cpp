@@ -1,6 +1,9 @@
 // The start-up banner and the listening URL.
 #include "ops/banner.hpp"
 
+#include <cstring>
+
+#include "knit/loop_slice.hpp"
 #include "knit/process.hpp"
 
 namespace knit_server {
@@ -38,6 +41,31 @@ std::string sandbox_line(const knit::process_options& options) {
   line += c.host_undumpable ? ", host undumpable" : ", host dumpable";
   if (c.namespaces && !c.private_proc_not.empty())
     line += ", no private /proc: " + c.private_proc_not;
+  return line;
+}
+
+// What KNIT_HEAVY_SHARE did: the workers' nice, and whether the loops got their short slice
+// (refused on kernels before 6.12 or under a seccomp filter: then only the nice acts).
+std::string heavy_share_line(const knit::pool_options& p) {
+  if (p.heavy_share == 0 || p.heavy_share >= 100) {
+    return "heavy share: off (KNIT_HEAVY_SHARE=" + std::to_string(p.heavy_share) +
+           ": workers and loops at the scheduler's defaults)";
+  }
+  std::string line =
+      "heavy share: " + std::to_string(p.heavy_share) +
+      "% of a CPU a worker shares with a loop, when both saturate (" +
+      (p.worker_nice != 0 ? "KNIT_WORKER_NICE=" + std::to_string(p.worker_nice) + " wins"
+                          : "workers nice +" + std::to_string(p.heavy_share_nice())) +
+      "); loop slice ";
+  const knit::loop_slice_status s = knit::loop_slice_now();
+  line += std::to_string(s.slice.count()) + " us: ";
+  if (s.refused == 0) {
+    line += "applied on " + std::to_string(s.applied) + " loop thread(s)";
+  } else {
+    line += "refused on " + std::to_string(s.refused) + " loop thread(s) (" +
+            std::strerror(s.first_error) +
+            "; a kernel before 6.12 or a seccomp filter: loops wait out a worker's slice)";
+  }
   return line;
 }
 
@@ -96,6 +124,7 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
     out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
   out.write_line(hosts_line(cfg.hosts));
+  if (pool) out.write_line(heavy_share_line(pool->options()));
   out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
                  " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");
   out.write_line(

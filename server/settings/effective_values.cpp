@@ -78,6 +78,7 @@ std::string pool_value(std::string_view env, const knit::pool_options& p) {
   if (env == "KNIT_WORKER_CPUS") return cpus(p.worker_cpus);
   if (env == "KNIT_WORKER_NICE") return num(static_cast<std::uint64_t>(p.worker_nice));
   if (env == "KNIT_WORKER_SCHED") return sched_name(p.worker_sched);
+  if (env == "KNIT_HEAVY_SHARE") return num(p.heavy_share);
   if (env == "KNIT_MAX_PENDING") return num(p.max_pending);
   if (env == "KNIT_STUCK_MS") return ms(p.stuck_after);
   if (env == "KNIT_STOP_TIMEOUT_MS") return ms(p.stop_timeout);

@@ -122,6 +122,7 @@ void build_pool(const setting_values& v, knit::pool_options& p) {
   if (auto cpus = v.cpu_list("KNIT_WORKER_CPUS")) p.worker_cpus = std::move(*cpus);
   p.worker_nice = number_of<int>(v, "KNIT_WORKER_NICE");
   p.worker_sched = sched_named(*v.word("KNIT_WORKER_SCHED"));
+  p.heavy_share = number_of<unsigned>(v, "KNIT_HEAVY_SHARE");
 }
 
 void build_process(const setting_values& v, knit::process_options& o) {

@@ -89,6 +89,17 @@ constexpr std::array kTable = std::to_array<setting>({
      .unit = "CLASS", .default_value = "other", .choices = "other batch idle",
      .help = "Scheduling class of each worker thread: other (inherited), batch (never preempts "
              "on wake-up) or idle (runs only when nothing else wants the CPU)"},
+    {.env = "KNIT_HEAVY_SHARE", .flag = "--heavy-share", .group = pool, .kind = number,
+     .unit = "PERCENT", .default_value = "25", .lo = 0, .hi = 100, .zero_means = "off",
+     .help = "Share of a CPU /ssr and /jwt keep when a worker shares it with an event loop and "
+             "both want all of it: the workers raise their nice (25: +5, 10: +10; 50 or 100: "
+             "unchanged) and each loop asks the kernel for a 200 us slice, so a request wakes "
+             "its loop at once instead of after the worker's slice; KNIT_WORKER_NICE, when "
+             "set, wins. No guarantee against other processes on the CPU",
+     .why = "The library's default is 0 (pool_options::heavy_share): a program that did not "
+            "ask keeps its threads' scheduling. The server's loop answers /ping beside "
+            "saturated heavy routes: on a shared CPU a loop at equal weight waited out the "
+            "worker's slice (p99 8x its quiet value)"},
 
     // --- Process workers ---------------------------------------------------------------------
     {.env = "KNIT_ISOLATION", .flag = "--isolation", .group = process_workers, .kind = choice,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "heavy_share.hpp"
 #include "process/counters.hpp"
 #include "process/slot_bell.hpp"
 #include "process/spawn.hpp"
@@ -36,6 +37,9 @@ child_process start_child(unsigned number, const process_options& options) {
                   static_cast<std::uint64_t>(options.spin.count()), sandbox);
   const std::string who = "knit: process worker knit-proc-" + std::to_string(number) + " (pid " +
                           std::to_string(c.pid) + ", " + options.worker_executable + ")";
+  // Raising a same-user child's nice needs no privilege; only a child already gone can
+  // refuse (ESRCH), which the handshake below reports.
+  apply_child_nice(c.pid, options.nice);
   region_header& header = c.region.header();
   const bell_end end =
       wait_for_ring([&] { return load(header.ready, std::memory_order_acquire) != 0; },

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "heavy_share.hpp"
 #include "invariant.hpp"
 #include "knit/process.hpp"
 #include "process/counters.hpp"
@@ -61,7 +62,7 @@ std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_opt
 process_workers::process_workers(const pool& pool)
     : batch_(next_batch.fetch_add(1, std::memory_order_relaxed)), count_(pool.options().threads) {
   detail::task_registry::instance().freeze();
-  const process_options& options = pool.options().process;
+  const process_options options = detail::process_options_of(pool.options());
   std::vector<std::shared_ptr<detail::worker_box>> boxes;
   for (unsigned i = 0; i < count_; ++i) {
     boxes.push_back(std::make_shared<detail::worker_box>(
@@ -131,6 +132,7 @@ void process_options::validate() const {
     bad("lanes must be 1 .. " + std::to_string(detail::region_max_lanes) + ", not " +
         std::to_string(lanes));
   }
+  if (nice < 0 || nice > 19) bad("nice must be 0 .. 19, not " + std::to_string(nice));
   if (open_files < 8 || open_files > 65536) {
     bad("open_files must be 8 .. 65536, not " + std::to_string(open_files));
   }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "call_state.hpp"
+#include "heavy_share.hpp"
 #include "invariant.hpp"
 #include "pool_shared.hpp"
 #include "process/counters.hpp"
@@ -51,7 +52,7 @@ std::unique_ptr<process_ring> process_ring::make_if_tasks(int bell_fd, unsigned 
 
 process_ring::process_ring(int bell_fd, unsigned children, const pool_options& pool,
                            single_writer_counter& calls_stuck)
-    : options_(pool.process),
+    : options_(process_options_of(pool)),
       pool_key_(&pool),
       children_(children),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),

@@ -69,7 +69,7 @@ TEST(settings_table, each_flag_is_its_variable_in_lower_case_and_hidden_rows_hav
 }
 
 TEST(settings_table, every_variable_the_server_reads_is_a_row) {
-  // The 37 the server reads (server_settings.cpp), the removed one it refuses and the two test
+  // The 38 the server reads (server_settings.cpp), the removed one it refuses and the two test
   // hooks a worker process reads (process_isolation.cpp).
   for (const char* name : {"HOST",
                            "PORT",
@@ -89,6 +89,7 @@ TEST(settings_table, every_variable_the_server_reads_is_a_row) {
                            "KNIT_WORKER_CPUS",
                            "KNIT_WORKER_NICE",
                            "KNIT_WORKER_SCHED",
+                           "KNIT_HEAVY_SHARE",
                            "KNIT_ISOLATION",
                            "KNIT_WORKER_SANDBOX",
                            "KNIT_PROCESS_LANES",
@@ -113,7 +114,7 @@ TEST(settings_table, every_variable_the_server_reads_is_a_row) {
                            "KNIT_TEST_WORKER_EXIT"}) {
     EXPECT_NE(find_setting(name), nullptr) << name;
   }
-  EXPECT_EQ(settings_table().size(), 40u);
+  EXPECT_EQ(settings_table().size(), 41u);
   for (const char* name : {"KNIT_COST_PROFILE", "KNIT_SSR_COST_US", "KNIT_JWT_COST_US"}) {
     EXPECT_EQ(find_setting(name)->group, setting_group::benchmark) << name;
   }
@@ -168,9 +169,9 @@ TEST(settings_defaults, a_why_line_exactly_where_the_library_default_differs) {
         << row.env << ": library " << effective_value(row, library) << ", server "
         << effective_value(row, server);
   }
-  EXPECT_EQ(differ, (std::vector<std::string_view>{"KNIT_WORKER_SANDBOX", "KNIT_PROCESS_LANES",
-                                                   "KNIT_WORKER_MEMORY_MB", "KNIT_WORKER_SPARE",
-                                                   "KNIT_STUCK_MS"}));
+  EXPECT_EQ(differ, (std::vector<std::string_view>{"KNIT_HEAVY_SHARE", "KNIT_WORKER_SANDBOX",
+                                                   "KNIT_PROCESS_LANES", "KNIT_WORKER_MEMORY_MB",
+                                                   "KNIT_WORKER_SPARE", "KNIT_STUCK_MS"}));
 }
 
 TEST(command_line, a_flag_beats_its_variable_and_the_variable_beats_the_default) {
@@ -291,6 +292,10 @@ TEST(server_settings, the_pool_and_process_options_the_server_builds) {
   EXPECT_EQ(effective("KNIT_SPIN_GATE", gate), "off");
   EXPECT_EQ(effective("KNIT_MAX_QUEUE_WAIT_MS", build({"--max-queue-ms=1"})), "1.4");
   EXPECT_EQ(effective("KNIT_WORKER_CPUS", build({"--worker-cpus=0,2-3"})), "0,2,3");
+  // The server keeps heavy work a quarter of a shared CPU unless told otherwise.
+  EXPECT_EQ(build({}).pool.heavy_share, 25u);
+  EXPECT_EQ(build({"--heavy-share=0"}).pool.heavy_share, 0u);
+  EXPECT_EQ(effective("KNIT_HEAVY_SHARE", build({}, {{"KNIT_HEAVY_SHARE", "10"}})), "10");
 }
 
 TEST(server_settings, the_secret_is_never_printed) {
