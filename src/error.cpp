@@ -28,7 +28,7 @@ class category_impl final : public std::error_category {
         return "knit: the process task made a system call its sandbox refuses";
       case errc::memory_limit: return "knit: the process task went over its memory limit";
       case errc::wrong_thread:
-        return "knit: called on a thread that is no host of the pool; call not accepted";
+        return "knit: called off the thread of the host it names; call not accepted";
     }
     return "knit: unknown error " + std::to_string(value);
   }

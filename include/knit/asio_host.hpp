@@ -14,7 +14,9 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include <unistd.h>
@@ -64,10 +66,17 @@ class asio_host {
   /// pool::submit, plus arming the io_context watch. `handler(knit::result<R>)` runs on the
   /// io_context thread. Returns errc::queue_full / errc::shut_down without calling it (and
   /// without moving from `fn`, `arg` or `handler`); otherwise an empty error_code, and
-  /// `*id` (if given) names the call for pool::cancel(). Host thread only.
+  /// `*id` (if given) names the call for pool::cancel(). Host thread only: on any other
+  /// thread, another asio_host's included, it throws std::logic_error (the call would be
+  /// registered with that thread's host and answered on its loop, not on `io`).
   template <class Fn, class Arg, class Handler>
   [[nodiscard]] std::error_code submit(Fn&& fn, Arg&& arg, Handler&& handler,
                                        call_options options = {}, call_id* id = nullptr) {
+    if (!on_its_thread()) {
+      throw std::logic_error(
+          "knit::asio_host::submit: called off the thread that built this asio_host (each "
+          "event loop submits through its own asio_host)");
+    }
     std::error_code ec = state_->pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
                                                std::forward<Handler>(handler), options, id);
     if (!ec) {
@@ -80,6 +89,10 @@ class asio_host {
   /// knit::pool_host::give_up: for a stop deadline, every call of this host not finished
   /// gets errc::cancelled now.
   shutdown_report give_up() { return host_->give_up(); }
+
+  /// Whether the calling thread is the one that built this host (the thread that runs its
+  /// io_context). Any thread may ask.
+  bool on_its_thread() const noexcept { return thread_ == std::this_thread::get_id(); }
 
   /// The pool whose completions this host delivers.
   pool& get_pool() noexcept { return *state_->pool_; }
@@ -126,13 +139,18 @@ class asio_host {
   // timer that fires no later than that already covers it: the drain it triggers re-arms
   // for what is left. So a steady stream under a pool-wide stuck_after costs one clock read
   // per submit, not a pool::next_deadline() scan of every worker's current call.
+  // With lending on (pool_options::lend_after), a call queued behind long calls may make
+  // the pool lend a worker at once (src/lent_workers.cpp): the timer is re-armed from
+  // next_deadline() unless it fires now already.
   bool needs_timer(const call_options& options) const {
     const auto stuck = options.stuck_after.count() > 0 ? options.stuck_after
                                                        : state_->pool_->options().stuck_after;
     const bool timed = options.timeout.count() > 0;
-    if (!timed && stuck.count() <= 0) return false;  // nothing of this call's to time
+    const bool lends = state_->pool_->options().effective_lent_limit() > 0;
+    if (!timed && stuck.count() <= 0 && !lends) return false;  // nothing of this call's to time
     if (!state_->timer_armed) return true;
     const auto now = std::chrono::steady_clock::now();
+    if (lends && state_->timer_at > now) return true;
     auto earliest = std::chrono::steady_clock::time_point::max();
     if (timed) earliest = now + options.timeout;
     if (stuck.count() > 0) earliest = std::min(earliest, now + stuck);
@@ -165,6 +183,7 @@ class asio_host {
 
   std::optional<pool_host> host_;  // this thread as a host; reset first in the destructor
   std::shared_ptr<state> state_;
+  std::thread::id thread_ = std::this_thread::get_id();  // the host thread: set once, read only
 };
 
 }  // namespace knit

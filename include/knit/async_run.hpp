@@ -179,12 +179,13 @@ struct initiate_run {
   void operator()(Handler&& handler, Fn&& fn, Arg&& arg) const {
     run_operation<std::decay_t<Handler>, Value, Delivery> op(std::forward<Handler>(handler),
                                                              host->context().get_executor());
-    // pool::submit throws std::logic_error on a thread that is no host of the pool. An
-    // initiating function reports through its completion instead (so a handler is still
-    // called exactly once, and use_future / use_awaitable raise it where the result is
-    // awaited): nothing of the pool is touched here, and completing posts to the host's
-    // io_context, which any thread may do.
-    if (!host->get_pool().is_host()) {
+    // asio_host::submit throws std::logic_error off its own thread (a thread that is no
+    // host, or another asio_host's, whose loop would answer the call and whose host would
+    // take its cancellation's id for one of its own). An initiating function reports
+    // through its completion instead (so a handler is still called exactly once, and
+    // use_future / use_awaitable raise it where the result is awaited): nothing of the pool
+    // is touched here, and completing posts to the host's io_context, which any thread may do.
+    if (!host->on_its_thread()) {
       op(result<Value>(make_error_code(errc::wrong_thread)));
       return;
     }
@@ -222,10 +223,11 @@ struct initiate_run {
 ///  - `ec == knit::errc::stuck`: the call ran past pool_options::stuck_after;
 ///  - `ec == knit::errc::task_failed`: the task threw. The exception object is not in this
 ///    signature; use knit::async_run_result to receive it;
-///  - `ec == knit::errc::wrong_thread`: async_run was called on a thread that is no host of
-///    the pool (a programming error: the task never runs). Like every error it arrives
-///    through the completion, posted to the host's io_context, never thrown; the pool's
-///    own submit() throws std::logic_error in that case instead.
+///  - `ec == knit::errc::wrong_thread`: async_run was called off the thread that built
+///    `host` (a thread that is no host of the pool, or another asio_host's: a programming
+///    error, the task never runs). Like every error it arrives through the completion,
+///    posted to the host's io_context, never thrown; asio_host::submit and pool::submit
+///    throw std::logic_error in that case instead.
 ///
 /// `ec` is of knit::boost_error_category(): `ec.category().name()` is "knit", `ec.value()`
 /// the knit::errc number (stable: it prints as "knit:2" for timed_out in every run), and
@@ -240,8 +242,7 @@ struct initiate_run {
 /// inside async_run or inside pool::drain()), associated allocator (used for both hops)
 /// and associated cancellation slot (see detail::run_canceller: any cancellation type
 /// abandons a call not yet started; a running call finishes). Call it on the thread that
-/// built `host` (from any other thread that is no host of the pool it completes with
-/// errc::wrong_thread).
+/// built `host` (from any other thread it completes with errc::wrong_thread).
 ///
 /// @param host    the asio_host whose pool runs the call
 /// @param fn      the task; moved into the call record

@@ -36,8 +36,8 @@ enum class errc {
                         ///< was replaced.
   memory_limit,         ///< A process task allocated past its worker's memory limit
                         ///< (process_options::memory_limit); the worker was replaced.
-  wrong_thread,         ///< knit::async_run was called on a thread that is no host of the
-                        ///< pool (a programming error); the call was not accepted.
+  wrong_thread,         ///< knit::async_run was called off the thread that built its
+                        ///< asio_host (a programming error); the call was not accepted.
 };
 
 /// The std::error_category of knit::errc: name() is "knit", message() describes each value

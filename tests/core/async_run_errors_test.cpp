@@ -1,7 +1,8 @@
-// async_run's errors: called on a thread that is no host of the pool it completes with
-// errc::wrong_thread and throws nothing; its codes are of a category named "knit" whose
-// values are the knit::errc numbers (not "std:unknown" and a hashed address), and knit's
-// std::error_category names and describes each value.
+// async_run's errors: called off the thread that built its asio_host (a thread that is no
+// host of the pool, or another asio_host's) it completes with errc::wrong_thread and throws
+// nothing; its codes are of a category named "knit" whose values are the knit::errc numbers (not
+// "std:unknown" and a hashed address), and knit's std::error_category names and describes each
+// value.
 //
 // No test depends on timing: the rejected call is queued behind a task that spins until the
 // test releases it, on a pool with one worker and max_pending 1.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <future>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -118,6 +120,47 @@ TEST_F(async_run_errors_test, async_run_result_from_a_stranger_gets_wrong_thread
   stranger.join();
   io.run();
   EXPECT_EQ(got.error(), knit::errc::wrong_thread);
+}
+
+// The other loop's thread is a host of the same pool, so the pool alone would take the
+// call: it would be registered with that thread's host and answered on its loop, and a
+// cancellation posted to `host` would look its id up among `host`'s own calls.
+TEST_F(async_run_errors_test, on_another_asio_hosts_thread_it_completes_with_wrong_thread) {
+  std::atomic<bool> ran{false};
+  error_code got;
+  bool called = false;
+  bool submit_threw = false;
+  std::thread other_loop([&] {
+    asio::io_context other_io;
+    knit::asio_host other{other_io, pool};
+    knit::async_run(
+        host,
+        [&](int x) {
+          ran = true;
+          return x;
+        },
+        1,
+        [&](error_code ec, int) {
+          called = true;
+          got = ec;
+        });
+    try {
+      (void)host.submit([](int x) { return x; }, 1, [](knit::result<int>) {});
+    } catch (const std::logic_error&) {
+      submit_threw = true;
+    }
+    other_io.run();  // nothing of `host`'s may complete here
+  });
+  other_loop.join();
+  EXPECT_FALSE(called);
+  // Returns once the completion has run; bounded only so that the misuse this guards
+  // against (`host` left waiting for a completion the other host took) fails, not hangs.
+  io.run_for(10s);
+  EXPECT_TRUE(called);
+  EXPECT_EQ(got, knit::errc::wrong_thread);
+  EXPECT_TRUE(submit_threw);
+  EXPECT_FALSE(ran.load());
+  EXPECT_EQ(pool.stats().calls_submitted, 0u);
 }
 
 TEST_F(async_run_errors_test, its_codes_are_named_knit_with_the_errc_number_as_value) {
