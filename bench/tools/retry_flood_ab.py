@@ -105,6 +105,12 @@ def one_run(args, case, rep, seq):
             "pool_end": stats1.get("pool") if stats1 else None, "loadavg": sp.loadavg()}
 
 
+def ms(percentiles, which):
+    """A percentile of the client's, or n/a where it had no response to measure (a run no
+    longer than the client's warm-up has none after it)."""
+    return "n/a" if percentiles is None else f"{percentiles[which + '_ms']:.1f}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,11 +145,11 @@ def main():
                           c["accepted_after_warmup_arrive_minus_send"])
                 print(f"rep {rep} {case['label']:>10}: codes {c['codes']} errors {c['errors']}, "
                       f"{c['accepted_per_s']:.0f}/s accepted, {c['responses_per_s']:.0f}/s in all; "
-                      f"accepted p50/p99/max ms: client {tot['p50_ms']:.1f}/{tot['p99_ms']:.1f}/"
-                      f"{tot['max_ms']:.1f}, kernel arrival {srv['p50_ms']:.1f}/{srv['p99_ms']:.1f}/"
-                      f"{srv['max_ms']:.1f}, client read lag p99 {lag['p99_ms']:.1f}; after the first "
-                      f"{c['warmup_s']} s: client p99 {wt['p99_ms']:.1f}, kernel arrival p99 "
-                      f"{ws['p99_ms']:.1f} (n {ws['n']}); server "
+                      f"accepted p50/p99/max ms: client {ms(tot, 'p50')}/{ms(tot, 'p99')}/"
+                      f"{ms(tot, 'max')}, kernel arrival {ms(srv, 'p50')}/{ms(srv, 'p99')}/"
+                      f"{ms(srv, 'max')}, client read lag p99 {ms(lag, 'p99')}; after the first "
+                      f"{c['warmup_s']} s: client p99 {ms(wt, 'p99')}, kernel arrival p99 "
+                      f"{ms(ws, 'p99')} (n {ws['n'] if ws else 0}); server "
                       f"responses over 0.1/0.25/0.5/1 s: {row['server_responses_over']}; "
                       f"refused by reason {row['rejected']}; "
                       f"server cores {row['server_cores']:.2f}; load {row['loadavg']}", flush=True)
