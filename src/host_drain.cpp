@@ -72,10 +72,16 @@ std::size_t host_state::drain_steps(bool reset_doorbell) {
   if (shared_.seats_need_care.load(std::memory_order_relaxed)) owner_.tend_seats();
   // Clock read only when needed. The stuck test comes after the deadlines: their handlers
   // may have submitted calls.
-  if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0)) {
+  const bool may_lend = shared_.lent_limit > 0 && out_ > 0;
+  if (!deadlines_.empty() || (min_stuck_ns_ > 0 && out_ > 0) || may_lend) {
     const auto now = std::chrono::steady_clock::now();
     if (!deadlines_.empty()) delivered += expire_deadlines(now);
     if (min_stuck_ns_ > 0 && out_ > 0) delivered += check_stuck(now);
+    // After the stuck check: a worker it retired is no longer held (lent_workers.cpp).
+    if (shared_.lent_limit > 0 && out_ > 0) {
+      lend_if_starved(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+    }
   }
   if (!backlog_.empty()) flush_backlog();
   return delivered;
@@ -155,6 +161,12 @@ std::optional<std::chrono::steady_clock::time_point> host_state::next_deadline()
   }
   if (ring_) {
     if (auto limit = ring_->next_limit(); limit && (!best || *limit < *best)) best = limit;
+  }
+  if (const auto lend = lend_due(std::nullopt)) {  // lent_workers.cpp, "When"
+    const std::chrono::steady_clock::time_point at(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::nanoseconds(*lend)));
+    if (!best || at < *best) best = at;
   }
   return best;
 }

@@ -175,6 +175,9 @@ class host_state {
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
   std::size_t check_stuck(std::chrono::steady_clock::time_point now);
   bool give_up_on(const running_call& r, std::error_code ec);
+  // lent_workers.cpp.
+  std::optional<std::int64_t> lend_due(std::optional<std::int64_t> now) const;
+  void lend_if_starved(std::int64_t now);
   std::size_t abandon_queued();
   void reclaim_rings() noexcept;
   void deliver(call_base* c, std::error_code ec) noexcept;

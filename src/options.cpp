@@ -118,6 +118,14 @@ void pool_options::validate() const {
     throw config_error("stuck_after=" + std::to_string(stuck_after.count()) +
                        "ms: expected 0 to 86400000");
   }
+  if (lend_after.count() < 0 || lend_after > std::chrono::hours(24)) {
+    throw config_error("lend_after=" + std::to_string(lend_after.count()) +
+                       "ms: expected 0 to 86400000");
+  }
+  if (max_lent_workers && *max_lent_workers > 1024) {
+    throw config_error("max_lent_workers=" + std::to_string(*max_lent_workers) +
+                       ": expected 0 to 1024");
+  }
   if (stop_timeout.count() < 0 || stop_timeout > std::chrono::hours(24)) {
     throw config_error("stop_timeout=" + std::to_string(stop_timeout.count()) +
                        "ms: expected 0 to 86400000");
@@ -163,6 +171,11 @@ pool_options pool_options::from_env() {
   o.stuck_after = std::chrono::milliseconds(30'000);
   if (const char* v = env("KNIT_STUCK_MS"))
     o.stuck_after = std::chrono::milliseconds(parse_unsigned(v, "KNIT_STUCK_MS", 0, 86'400'000));
+  if (const char* v = env("KNIT_LEND_AFTER_MS"))
+    o.lend_after =
+        std::chrono::milliseconds(parse_unsigned(v, "KNIT_LEND_AFTER_MS", 0, 86'400'000));
+  if (const char* v = env("KNIT_LEND_WORKERS"))
+    o.max_lent_workers = static_cast<unsigned>(parse_unsigned(v, "KNIT_LEND_WORKERS", 0, 1024));
   if (const char* v = env("KNIT_STOP_TIMEOUT_MS"))
     o.stop_timeout =
         std::chrono::milliseconds(parse_unsigned(v, "KNIT_STOP_TIMEOUT_MS", 0, 86'400'000));
@@ -197,7 +210,8 @@ std::string pool_options::describe() const {
   if (max_pending == 0) out << "unlimited";
   else out << max_pending;
   out << " stuck_ms=" << stuck_after.count() << (stuck_after.count() == 0 ? "(never)" : "")
-      << " stop_timeout_ms=" << stop_timeout.count()
+      << " lend_after_ms=" << lend_after.count() << (lend_after.count() == 0 ? "(never)" : "")
+      << " lend_workers=" << effective_lent_limit() << " stop_timeout_ms=" << stop_timeout.count()
       << (stop_timeout.count() == 0 ? "(unbounded)" : "");
   if (!worker_cpus.empty()) {
     out << " worker_cpus=";

@@ -61,6 +61,7 @@ pool_impl::pool_impl(const pool_options& options)
   took_part_.assign(options.max_hosts, false);
   // No host yet: the building thread attaches at its first submit, any thread with
   // knit::pool_host (pool_host.cpp).
+  make_lent_slots();
   start_workers();
   if (worker_sched_requested(options)) await_sched();
 }
@@ -165,6 +166,9 @@ pool_stats pool_impl::stats() const {
     std::lock_guard lock(seats_mutex_);
     s.workers_replaced = workers_replaced_;
     s.calls_stuck = retirements_;  // every seat retired for a stuck record, whoever's
+    s.lent_workers_started = lent_started_;
+    s.lent_workers_now = lent_now();
+    s.lent_workers_retired = lent_started_ - s.lent_workers_now;
   }
   s.threads = shared_.seat_count;
   s.retired_running = retired_running_.load(std::memory_order_relaxed);

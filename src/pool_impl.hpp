@@ -73,6 +73,8 @@ class pool_impl {
   // Any host's drain, when shared_.seats_need_care is set: frees the stuck records whose
   // task returned and retries seats whose replacement could not start.
   void tend_seats() noexcept;
+  // lent_workers.cpp: a host's calls wait behind long calls on every worker.
+  void lend_worker() noexcept;
 
  private:
   enum class stop_phase { running, stopping, stopped };
@@ -83,6 +85,11 @@ class pool_impl {
   std::shared_ptr<worker_slot> start_fresh_slot(unsigned i, worker_slot& old) noexcept;
   void collect_handoffs() noexcept;
   void stop_workers(shutdown_report& report) noexcept;
+  // lent_workers.cpp.
+  void make_lent_slots();
+  void retire_lent(unsigned k, worker_slot* slot, call_base* stuck) noexcept;
+  void join_lent() noexcept;
+  std::uint64_t lent_now() const noexcept;
   // pool_host.cpp. Under hosts_mutex_: the first free index, its state made if it is new
   // (@throws std::logic_error when max_hosts hosts are attached); then taken for a host.
   unsigned free_index_or_throw(const char* who);
@@ -104,11 +111,14 @@ class pool_impl {
   // The seats (worker_seats.cpp). Guarded by seats_mutex_: shared_.seats' stores and each
   // slot's retired, stuck_record and next_retired; any host retires a worker.
   mutable std::mutex seats_mutex_;
-  std::vector<std::shared_ptr<worker_slot>> slots_;  // slots_[i]: seat i's current slot
-  std::shared_ptr<worker_slot> retired_head_;        // retired slots, newest first
-  std::uint64_t workers_replaced_ = 0;               // as each fresh thread starts
-  std::uint64_t retirements_ = 0;                    // seats retired for a stuck record
-  bool seats_closed_ = false;                        // stop_workers began: no fresh workers
+  std::vector<std::shared_ptr<worker_slot>> slots_;       // slots_[i]: seat i's current slot
+  std::shared_ptr<worker_slot> retired_head_;             // retired slots, newest first
+  std::uint64_t workers_replaced_ = 0;                    // as each fresh thread starts
+  std::uint64_t retirements_ = 0;                         // seats retired for a stuck record
+  bool seats_closed_ = false;                             // stop_workers began: no fresh workers
+  std::vector<std::shared_ptr<worker_slot>> lent_slots_;  // [k]: lent slot k (lent_workers.cpp)
+  std::uint64_t lent_started_ = 0;                        // lent threads started
+  std::uint64_t lent_retired_stuck_ = 0;                  // lent workers retired for a stuck call
   // Retired slots whose stuck record is not back. Writer: under seats_mutex_; partner:
   // stats()'s relaxed load (a level, not a hand-off).
   std::atomic<std::size_t> retired_running_{0};

@@ -123,6 +123,14 @@ struct worker_slot {
   std::atomic<bool> sched_applied{false};
   std::thread thread;
 
+  // A lent slot's phase (lent_workers.cpp): idle (no thread, or its thread has ended),
+  // working (claiming or running calls), leaving (found nothing; re-checking before it
+  // ends). Writers: the pool under its seats mutex (idle -> working, as it starts the
+  // thread) and the lent worker (working -> leaving -> working or idle). Partners: the
+  // hosts' loads after their fence (lent_workers.cpp), the pool's acquire load.
+  enum class lent_phase : int { idle, working, leaving };
+  std::atomic<lent_phase> phase{lent_phase::idle};
+
   // Under pool_impl's seats mutex (any host retires a seat): whether this slot's worker
   // was retired, the record its thread still runs, and the pool's list of retired slots.
   bool retired = false;
@@ -168,6 +176,21 @@ struct pool_shared {
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
+  // Lent workers (lent_workers.cpp): lent[k] is lent slot k, seat index seat_count + k in
+  // the stuck scan. Each entry always names a slot that lives as long as the pool (one
+  // retired for a stuck call is replaced, like a seat's). Writer: the pool under its seats
+  // mutex (release); partner: any_slot()'s acquire load.
+  std::unique_ptr<std::atomic<worker_slot*>[]> lent;
+  unsigned lent_limit = 0;         // options.effective_lent_limit()
+  std::int64_t lend_after_ns = 0;  // options.lend_after
+  // Lent workers that ended idle. Writer: each lent worker (fetch_add, before its phase
+  // turns idle); partner: stats()'s relaxed load (a count).
+  std::atomic<std::uint64_t> lent_retired_idle{0};
+  unsigned slot_count() const noexcept { return seat_count + lent_limit; }
+  // Seat i's current slot, or lent slot i - seat_count.
+  worker_slot& any_slot(unsigned i) const noexcept {
+    return i < seat_count ? seat(i) : *lent[i - seat_count].load(std::memory_order_acquire);
+  }
   // The hosts (host_state.hpp): seat_pending[w] names those with work for seat w; hosts[h]
   // is host h's state, published (release) when index h is first used and kept until the
   // pool is destroyed. Writer of hosts: the pool, under its hosts mutex; partner: the

@@ -45,7 +45,10 @@ std::string to_json(const pool_stats& s) {
       << ",\"calls_timed_out\":" << s.calls_timed_out << ",\"calls_failed\":" << s.calls_failed
       << ",\"host_wakes\":" << s.host_wakes << ",\"completion_batches\":" << s.completion_batches
       << ",\"calls_stuck\":" << s.calls_stuck << ",\"workers_replaced\":" << s.workers_replaced
-      << ",\"retired_running\":" << s.retired_running;
+      << ",\"retired_running\":" << s.retired_running
+      << ",\"lent_workers_started\":" << s.lent_workers_started
+      << ",\"lent_workers_retired\":" << s.lent_workers_retired
+      << ",\"lent_workers_now\":" << s.lent_workers_now;
   bool first = false;
   write_worker(out, s.totals(), first);
   out << "},\"workers\":[";

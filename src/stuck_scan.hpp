@@ -21,11 +21,12 @@ struct running_call {
   std::int64_t started_ns = 0;  // this call's start or later (never earlier)
 };
 
-// Calls f(running_call) for every seat whose worker runs one of host h's calls.
+// Calls f(running_call) for every seat whose worker runs one of host h's calls, and every
+// lent worker that does (`seat` seat_count + k for lent slot k: lent_workers.cpp).
 template <class F>
 void for_each_running(const pool_shared& shared, unsigned h, F&& f) {
-  for (unsigned w = 0; w < shared.seat_count; ++w) {
-    worker_slot& slot = shared.seat(w);
+  for (unsigned w = 0; w < shared.slot_count(); ++w) {
+    worker_slot& slot = shared.any_slot(w);
     // Partner: the worker's release store of current_of[h] after call_started_ns
     // (worker.cpp, execute): the start read below is at least this call's.
     call_base* c = slot.current_of[h].load(std::memory_order_acquire);

@@ -12,6 +12,9 @@
 // this worker's CAS running -> done fails. It then touches nothing but its own slot and
 // that record: it hands the record over through the slot's handoff flag (destroying it
 // itself if the pool already gave it up) and the thread ends.
+//
+// A lent worker (lent_workers.cpp) has no seat: it claims from every seat's rings, never
+// spins or parks, and ends when it finds nothing (its leaving re-check, run_lent).
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -47,8 +50,34 @@ class worker_loop {
         self_(self),
         me_(me),
         n_(shared.seat_count),
-        steal_(shared.options.steal && n_ > 1),
+        lent_(self >= shared.seat_count),
+        steal_(shared.options.steal && n_ > 1 && !lent_),
         doorbell_(shared.options.doorbell) {}
+
+  // A lent worker's loop ("Leaving" in lent_workers.cpp): every call it can claim, then
+  // leaving, a fence and a re-check of every ring; it ends only when that finds none.
+  void run_lent() noexcept {
+    for (;;) {
+      call_base* c = nullptr;
+      unsigned from = 0;
+      if (claim_any(c, from)) {
+        if (!execute(c, true, from)) return;  // retired for a stuck call
+        continue;
+      }
+      me_.phase.store(worker_slot::lent_phase::leaving, std::memory_order_relaxed);
+      // Partner: the host's fence between its pushes and its loads of the phases
+      // (lent_workers.cpp, lend_if_starved): it sees leaving, or this re-check sees its push.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (any_work()) {
+        me_.phase.store(worker_slot::lent_phase::working, std::memory_order_relaxed);
+        continue;
+      }
+      s_.lent_retired_idle.fetch_add(1, std::memory_order_relaxed);
+      // Partner: the pool's acquire load before it joins this thread and reuses the slot.
+      me_.phase.store(worker_slot::lent_phase::idle, std::memory_order_release);
+      return;
+    }
+  }
 
   void run() noexcept {
     for (;;) {
@@ -75,6 +104,30 @@ class worker_loop {
   }
 
  private:
+  // A lent worker's claim: every seat's rings, from the seat after the one served last.
+  bool claim_any(call_base*& c, unsigned& from) noexcept {
+    for (unsigned k = 0; k < n_; ++k) {
+      const unsigned j = (cursor_ + 1 + k) % n_;
+      const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
+      for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
+        const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+        if (s_.host(h)->ring(j).try_pop(c)) {
+          cursor_ = j;
+          from = h;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  bool any_work() const noexcept {
+    for (unsigned j = 0; j < n_; ++j) {
+      if (work_in(j)) return true;
+    }
+    return false;
+  }
+
   // The hosts' rings into this seat first (each FIFO, served in turn), then one pass over
   // the peers' seats. `from` names the host the record goes back to.
   bool claim(call_base*& c, bool& stolen, unsigned& from) noexcept {
@@ -164,7 +217,7 @@ class worker_loop {
   bool execute(call_base* c, bool stolen, unsigned from) noexcept {
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
-    if (steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
+    if (!lent_ && steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
       wake_one_peer();
     }
 
@@ -302,9 +355,11 @@ class worker_loop {
   const unsigned self_;
   worker_slot& me_;
   const unsigned n_;
+  const bool lent_;  // a lent worker (self_ >= n_): it has no seat of its own
   const bool steal_;
   const bool doorbell_;
-  std::atomic<std::uint64_t>& my_hosts_ = s_.seat_pending[self_].hosts;  // host_state.hpp
+  // host_state.hpp; a lent worker never reads it (it has no seat: seat 0's stands in).
+  std::atomic<std::uint64_t>& my_hosts_ = s_.seat_pending[lent_ ? 0 : self_].hosts;
   unsigned cursor_ = 0;             // the host served last from this seat (claim_in_turn)
   spin_backoff backoff_;            // this worker's own: no other thread reads it
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
@@ -326,7 +381,9 @@ void apply_affinity(const pool_options& options, unsigned self) noexcept {
 
 void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) noexcept {
   char name[16];
-  std::snprintf(name, sizeof name, "knit-worker-%u", self);
+  const bool lent = self >= shared.seat_count;
+  std::snprintf(name, sizeof name, lent ? "knit-lent-%u" : "knit-worker-%u",
+                lent ? self - shared.seat_count : self);
   pthread_setname_np(pthread_self(), name);
   apply_affinity(shared.options, self);
   if (worker_sched_requested(shared.options)) {
@@ -340,7 +397,11 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
     me->sched_applied.store(true, std::memory_order_release);  // publishes sched_error
     me->sched_applied.notify_all();
   }
-  worker_loop(shared, *me, self).run();
+  if (lent) {
+    worker_loop(shared, *me, self).run_lent();
+  } else {
+    worker_loop(shared, *me, self).run();
+  }
 }
 
 }  // namespace knit::detail

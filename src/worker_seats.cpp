@@ -88,6 +88,7 @@ void pool_impl::await_sched() {
 // Step 3, on the thread of the host that gave the record up (host_state::give_up_on).
 void pool_impl::retire_seat(unsigned seat, worker_slot* slot, call_base* stuck) noexcept {
   std::lock_guard lock(seats_mutex_);
+  if (seat >= shared_.seat_count) return retire_lent(seat - shared_.seat_count, slot, stuck);
   // The stuck call runs on `slot`, so nobody else retired it: it still holds the seat.
   KNIT_ASSERT(slots_[seat].get() == slot && !slot->retired && slot->stuck_record == nullptr);
   slot->retired = true;
@@ -178,6 +179,7 @@ void pool_impl::stop_workers(shutdown_report& report) noexcept {
   for (auto& w : slots_) {
     if (!w->retired && w->thread.joinable()) w->thread.join();
   }
+  join_lent();
   collect_handoffs();
   // Step 5: never join a task that may never return.
   for (worker_slot* w = retired_head_.get(); w; w = w->next_retired.get()) {

@@ -93,6 +93,23 @@ struct KNIT_API pool_options {
   /// defaults it to 30 s.
   std::chrono::milliseconds stuck_after{0};
 
+  /// Lending a worker (src/lent_workers.cpp): when every worker has run its current call
+  /// for at least lend_after and calls wait in the rings, the pool starts a temporary extra
+  /// worker that takes the waiting calls and exits once it finds none; the held calls run
+  /// on and deliver their results. Zero = never lend; at most 24 h. from_env():
+  /// KNIT_LEND_AFTER_MS (unset: 0).
+  std::chrono::milliseconds lend_after{0};
+
+  /// Most lent workers alive at once; unset = threads, 0 = never lend. At the limit the
+  /// waiting calls wait (their deadlines, if any, decide). KNIT_LEND_WORKERS.
+  std::optional<unsigned> max_lent_workers;
+
+  /// How many workers the pool may lend: 0 when lending is off.
+  unsigned effective_lent_limit() const noexcept {
+    if (lend_after.count() <= 0) return 0;
+    return max_lent_workers ? *max_lent_workers : threads;
+  }
+
   /// The deadline the destructor gives shutdown(drain, now + stop_timeout) when shutdown()
   /// was not called: calls not started by then are cancelled, running ones abandoned and
   /// their threads detached. Zero = wait for every call (unbounded); at most 24 h.

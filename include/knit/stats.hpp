@@ -44,7 +44,7 @@ struct host_stats {
 /// Returned by pool::stats(); to_json() renders it. The host-side fields are the sums over
 /// every host that ever used the pool (each index: an index's counts carry over to the
 /// next thread that attaches there). Counters only grow, except
-/// retired_running, which is a level.
+/// retired_running and lent_workers_now, which are levels.
 struct KNIT_API pool_stats {
   unsigned threads = 0;  ///< Worker seats (pool_options::threads).
   // Host side.
@@ -64,6 +64,12 @@ struct KNIT_API pool_stats {
   std::uint64_t workers_replaced = 0;  ///< Retired workers whose seat got a fresh thread.
   std::uint64_t retired_running =
       0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
+  /// Lent workers (pool_options::lend_after): started while every worker was held by a
+  /// long call and calls waited; retired (exited idle, or retired for a stuck call); alive
+  /// now (a level).
+  std::uint64_t lent_workers_started = 0;
+  std::uint64_t lent_workers_retired = 0;
+  std::uint64_t lent_workers_now = 0;
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
 

@@ -207,6 +207,14 @@ void write_pool(page& p, const knit::pool_stats& ps) {
   p.family("knit_pool_retired_running", "gauge",
            "Retired workers whose stuck task has not returned yet.");
   p.sample("knit_pool_retired_running", "", ps.retired_running);
+  p.family("knit_pool_lent_workers_started_total", "counter",
+           "Extra workers lent while every worker was held by a long call and calls waited.");
+  p.sample("knit_pool_lent_workers_started_total", "", ps.lent_workers_started);
+  p.family("knit_pool_lent_workers_retired_total", "counter",
+           "Lent workers that ended (idle, or retired for a stuck call).");
+  p.sample("knit_pool_lent_workers_retired_total", "", ps.lent_workers_retired);
+  p.family("knit_pool_lent_workers", "gauge", "Lent workers alive now.");
+  p.sample("knit_pool_lent_workers", "", ps.lent_workers_now);
   // Every worker counter, from the one list of them, with its description as the help.
 #define KNIT_METRICS_WORKER_FAMILY(name, description)                                 \
   p.family("knit_pool_worker_" #name "_total", "counter", description);               \

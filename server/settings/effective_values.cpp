@@ -81,6 +81,7 @@ std::string pool_value(std::string_view env, const knit::pool_options& p) {
   if (env == "KNIT_HEAVY_SHARE") return num(p.heavy_share);
   if (env == "KNIT_MAX_PENDING") return num(p.max_pending);
   if (env == "KNIT_STUCK_MS") return ms(p.stuck_after);
+  if (env == "KNIT_LEND_WORKERS") return num(p.effective_lent_limit());
   if (env == "KNIT_STOP_TIMEOUT_MS") return ms(p.stop_timeout);
   return "";
 }

@@ -147,6 +147,13 @@ server_settings build_settings(const setting_values& v) {
   build_server(v, s.cfg);
   s.offload.inline_below_us = number_of<std::uint32_t>(v, "KNIT_AUTO_INLINE_US");
   build_pool(v, s.pool);
+  // Lending (pool_options::lend_after): a call waits at most half its queue-wait deadline
+  // behind long calls before a lent worker takes it; with no deadline, half the default's.
+  const auto wait = s.cfg.max_queue_wait().count() > 0 ? s.cfg.max_queue_wait()
+                                                       : std::chrono::microseconds(350'000);
+  s.pool.lend_after = std::max(std::chrono::milliseconds(1),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(wait / 2));
+  if (auto n = v.number("KNIT_LEND_WORKERS")) s.pool.max_lent_workers = static_cast<unsigned>(*n);
   build_process(v, s.process);
   // A client that is slow to send or read while stopping gets no longer than the stop
   // itself may take.

@@ -104,6 +104,7 @@ TEST(settings_table, every_variable_the_server_reads_is_a_row) {
                            "KNIT_MAX_QUEUE_WAIT_MS",
                            "KNIT_MAX_PENDING",
                            "KNIT_STUCK_MS",
+                           "KNIT_LEND_WORKERS",
                            "KNIT_DRAIN_DELAY_MS",
                            "KNIT_STOP_TIMEOUT_MS",
                            "KNIT_COST_PROFILE",
@@ -114,7 +115,7 @@ TEST(settings_table, every_variable_the_server_reads_is_a_row) {
                            "KNIT_TEST_WORKER_EXIT"}) {
     EXPECT_NE(find_setting(name), nullptr) << name;
   }
-  EXPECT_EQ(settings_table().size(), 41u);
+  EXPECT_EQ(settings_table().size(), 42u);
   for (const char* name : {"KNIT_COST_PROFILE", "KNIT_SSR_COST_US", "KNIT_JWT_COST_US"}) {
     EXPECT_EQ(find_setting(name)->group, setting_group::benchmark) << name;
   }
@@ -171,7 +172,8 @@ TEST(settings_defaults, a_why_line_exactly_where_the_library_default_differs) {
   }
   EXPECT_EQ(differ, (std::vector<std::string_view>{"KNIT_HEAVY_SHARE", "KNIT_WORKER_SANDBOX",
                                                    "KNIT_PROCESS_LANES", "KNIT_WORKER_MEMORY_MB",
-                                                   "KNIT_WORKER_SPARE", "KNIT_STUCK_MS"}));
+                                                   "KNIT_WORKER_SPARE", "KNIT_STUCK_MS",
+                                                   "KNIT_LEND_WORKERS"}));
 }
 
 TEST(command_line, a_flag_beats_its_variable_and_the_variable_beats_the_default) {

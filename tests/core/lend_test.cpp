@@ -1,0 +1,154 @@
+// Lending a worker (src/lent_workers.cpp): with every worker held by a long call, calls
+// queued behind it run on a temporary extra worker while the held call runs on and still
+// delivers its own result; at the lending limit the queued calls wait for their deadlines;
+// a lent worker ends once idle, and a shutdown with one running frees every record once.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "knit/pool.hpp"
+#include "support/counting_value.hpp"
+#include "support/gate.hpp"
+#include "support/pool_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using knit_test::counting_value;
+using knit_test::drain_until;
+using knit_test::eventually;
+using knit_test::gate;
+
+knit::pool_options one_worker(unsigned lent) {
+  knit::pool_options o;
+  o.threads = 1;
+  o.lend_after = 20ms;
+  o.max_lent_workers = lent;
+  return o;
+}
+
+// Submits a call blocked on `g` that returns `value` into `out`.
+void submit_held(knit::pool& p, const std::shared_ptr<gate>& g, std::uint64_t value,
+                 std::optional<knit::result<std::uint64_t>>& out, knit::call_options options = {}) {
+  ASSERT_FALSE(p.submit(
+      [g](counting_value v) {
+        g->wait();
+        return v.value;
+      },
+      counting_value(value), [&out](knit::result<std::uint64_t> r) { out = std::move(r); },
+      options));
+}
+
+TEST(lend, calls_behind_a_held_call_run_on_a_lent_worker_and_the_held_call_delivers) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker(1));
+  std::optional<knit::result<std::uint64_t>> held;
+  submit_held(p, g, 7, held);
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
+
+  constexpr int kBehind = 10;
+  int ok = 0;
+  for (int i = 0; i < kBehind; ++i) {
+    ASSERT_FALSE(p.submit([](counting_value v) { return v.value; },
+                          counting_value(static_cast<std::uint64_t>(i)),
+                          [&ok, i](knit::result<std::uint64_t> r) {
+                            if (r.ok() && r.value() == static_cast<std::uint64_t>(i)) ++ok;
+                          }));
+  }
+  ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind; }))
+      << "the calls behind the held one ran while it is held";
+  EXPECT_FALSE(held.has_value()) << "the held call is still running";
+  EXPECT_EQ(g->returned.load(), 0);
+  auto s = p.stats();
+  EXPECT_EQ(s.lent_workers_started, 1u);
+  EXPECT_EQ(s.calls_stuck, 0u);
+  EXPECT_EQ(s.workers_replaced, 0u);
+
+  g->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return held.has_value(); }));
+  ASSERT_TRUE(held->ok());
+  EXPECT_EQ(held->value(), 7u) << "the held call's own result was delivered";
+
+  // Idle, the lent worker ends (no timer, no spin: it found nothing and left).
+  ASSERT_TRUE(eventually([&] {
+    const auto t = p.stats();
+    return t.lent_workers_now == 0 && t.lent_workers_retired == 1;
+  }));
+  EXPECT_NE(knit::to_json(p.stats()).find("\"lent_workers_retired\":1"), std::string::npos);
+}
+
+TEST(lend, at_the_limit_the_waiting_calls_meet_their_deadline) {
+  auto g1 = std::make_shared<gate>(), g2 = std::make_shared<gate>();
+  knit::pool p(one_worker(1));
+  std::optional<knit::result<std::uint64_t>> a, b, c;
+  submit_held(p, g1, 1, a);
+  ASSERT_TRUE(eventually([&] { return g1->waiting.load() == 1; }));
+  submit_held(p, g2, 2, b);  // the lent worker takes it, and is held too
+  ASSERT_TRUE(drain_until(p, [&] { return g2->waiting.load() == 1; }));
+  knit::call_options start_by;
+  start_by.timeout = 100ms;
+  ASSERT_FALSE(p.submit([](counting_value v) { return v.value; }, counting_value(3),
+                        [&c](knit::result<std::uint64_t> r) { c = std::move(r); }, start_by));
+  ASSERT_TRUE(drain_until(p, [&] { return c.has_value(); }));
+  EXPECT_EQ(c->error(), knit::errc::timed_out) << "no second lent worker: the limit is 1";
+  const auto s = p.stats();
+  EXPECT_EQ(s.lent_workers_started, 1u);
+  EXPECT_EQ(s.lent_workers_now, 1u);
+  EXPECT_FALSE(a.has_value());
+  EXPECT_FALSE(b.has_value());
+  g1->open = true;
+  g2->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return a.has_value() && b.has_value(); }));
+  EXPECT_EQ(a->value(), 1u);
+  EXPECT_EQ(b->value(), 2u);
+}
+
+TEST(lend, lending_off_leaves_the_calls_behind_the_held_one) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker(0));
+  std::optional<knit::result<std::uint64_t>> held, behind;
+  submit_held(p, g, 1, held);
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
+  knit::call_options start_by;
+  start_by.timeout = 100ms;
+  ASSERT_FALSE(p.submit([](counting_value v) { return v.value; }, counting_value(2),
+                        [&behind](knit::result<std::uint64_t> r) { behind = std::move(r); },
+                        start_by));
+  ASSERT_TRUE(drain_until(p, [&] { return behind.has_value(); }));
+  EXPECT_EQ(behind->error(), knit::errc::timed_out);
+  EXPECT_EQ(p.stats().lent_workers_started, 0u);
+  g->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return held.has_value(); }));
+}
+
+// A lent worker still running at the shutdown's deadline is given up like a seat's worker:
+// its call fails, its thread is detached and frees its record once the task returns.
+TEST(lend, shutdown_with_a_lent_worker_running_frees_every_record_once) {
+  const long baseline = counting_value::live.load();
+  auto g1 = std::make_shared<gate>(), g2 = std::make_shared<gate>();
+  std::optional<knit::result<std::uint64_t>> a, b;
+  {
+    knit::pool p(one_worker(1));
+    submit_held(p, g1, 1, a);
+    ASSERT_TRUE(eventually([&] { return g1->waiting.load() == 1; }));
+    submit_held(p, g2, 2, b);
+    ASSERT_TRUE(drain_until(p, [&] { return g2->waiting.load() == 1; }));
+    EXPECT_EQ(p.stats().lent_workers_now, 1u);
+    const auto report =
+        p.shutdown(knit::shutdown_mode::drain, std::chrono::steady_clock::now() + 50ms);
+    EXPECT_EQ(report.threads_detached, 2u) << "the seat's worker and the lent one";
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    EXPECT_EQ(a->error(), knit::errc::cancelled);
+    EXPECT_EQ(b->error(), knit::errc::cancelled);
+  }
+  g1->open = true;
+  g2->open = true;
+  ASSERT_TRUE(eventually([&] {
+    return counting_value::live.load() == baseline && g1.use_count() == 1 && g2.use_count() == 1;
+  }));
+}
+
+}  // namespace

@@ -1,0 +1,70 @@
+// A slow call lends a worker instead of refusing the calls behind it (src/lent_workers.cpp,
+// KNIT_LEND_WORKERS): one worker thread held by a long /ssr, and the /jwt calls sent beside
+// it on other connections, over two event loops, are answered 200, not 503 by the queue-wait
+// deadline; a stuck call still fails alone at its own limit.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "server_fixture.hpp"
+
+namespace {
+
+using namespace knit_test;
+
+server_process start_one_worker(env_map env) {
+  env.insert({{"KNIT_MODE", "pooled"}, {"KNIT_HOSTS", "2"}, {"KNIT_THREADS", "1"}});
+  return server_process(env);
+}
+
+// Sends /ssr on `slow` without reading the answer, then waits until the pool runs it.
+void start_slow_ssr(server_process& server, connection& slow) {
+  ASSERT_TRUE(slow.send(make_request("POST", "/ssr", kSsrBody)));
+  wait_until_pool_busy(server);
+}
+
+void expect_jwts_answered_200(std::uint16_t port, int n) {
+  for (int i = 0; i < n; ++i) {
+    connection c(port);
+    const auto res = c.request("POST", "/jwt", kJwtBody);
+    ASSERT_TRUE(res) << i;
+    EXPECT_EQ(res->status, 200) << i << ": " << res->body;
+  }
+}
+
+TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
+  server_process server = start_one_worker({{"KNIT_SSR_COST_US", "3000000"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
+  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 10));
+  http_response ssr;
+  ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+  EXPECT_EQ(ssr.status, 200) << "the held call's own answer";
+
+  connection c(server.port());
+  const auto metrics = c.request("GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->body.find("knit_pool_lent_workers_started_total 0\n"), std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("knit_pool_lent_workers_started_total "), std::string::npos);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+TEST(lend, a_stuck_call_fails_alone_and_the_calls_beside_and_after_it_get_200) {
+  server_process server = start_one_worker({{"KNIT_SSR_COST_US", "10000000"},
+                                            {"KNIT_STUCK_MS", "500"},
+                                            {"KNIT_STOP_TIMEOUT_MS", "300"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(30));
+  ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
+  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 3));
+  http_response ssr;
+  ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+  EXPECT_EQ(ssr.status, 504);
+  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 3));
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(std::chrono::seconds(8)), 0) << server.stderr_text();
+}
+
+}  // namespace
