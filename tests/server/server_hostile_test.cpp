@@ -289,9 +289,11 @@ TEST(admission_control, TheCountCapRefusesBeforeAnyEstimateExists) {
 TEST(admission_control, ACallNotStartedWithinTheQueueWaitDeadlineIsAnswered503) {
   // Cold (no call has come back: the estimate is 0), so admission accepts a second call behind
   // a 3 s one; it cannot start within KNIT_MAX_QUEUE_WAIT_MS and is answered 503 then, counted
-  // as queue_wait, instead of waiting 3 s.
+  // as queue_wait, instead of waiting 3 s. No worker to lend (KNIT_LEND_WORKERS=0: the
+  // lending limit is reached at once), as with every lent worker held too.
   server_process server({{"KNIT_MODE", "pooled"},
                          {"KNIT_THREADS", "1"},
+                         {"KNIT_LEND_WORKERS", "0"},
                          {"KNIT_SSR_COST_US", "3000000"},
                          {"KNIT_MAX_QUEUE_WAIT_MS", "200"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
