@@ -12,6 +12,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -68,11 +69,32 @@ void session::run() {
   // Registered only now that a shared_ptr owns the session: from here on the server's
   // stop() and sweep may reach it, and in multi mode they need weak_from_this().
   if (!server_.attach(*this)) return;  // stopping: the connection closes unanswered
+  // Responses are written with a synchronous write_some first (write_response), which must
+  // take what the kernel takes now and never block the loop. Asio's asynchronous
+  // operations work alike either way.
+  beast::error_code ec;
+  socket_.non_blocking(true, ec);
+  if (ec) return;  // the connection is already unusable: it closes unanswered
   // We are on the accept loop's thread; the chain starts on the session's own.
   exec_.enter([self = shared_from_this()] { self->do_read(); });
 }
 
 void session::do_read() {
+  // A trampoline: start_request() may answer a pipelined request and write its response
+  // without waiting, and come back here; that call only asks for another turn.
+  if (in_read_loop_) {
+    read_again_ = true;
+    return;
+  }
+  in_read_loop_ = true;
+  do {
+    read_again_ = false;
+    start_request();
+  } while (read_again_);
+  in_read_loop_ = false;
+}
+
+void session::start_request() {
   phase_ = phase::reading;
 
   // Make a fresh parser for this request: Beast parsers are single-use. Emplacing into the
@@ -126,7 +148,7 @@ void session::check_head() {
 void session::on_read_head(beast::error_code ec, std::size_t bytes) {
   // End of stream, a reset, or the deadline (operation_aborted): like a failed header read,
   // the session ends without an answer; bytes of an unfinished head are not a request.
-  if (ec) return;
+  if (ec) return end_with_batch();
   buffer_.commit(bytes);
   check_head();
 }
@@ -150,10 +172,13 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
   const auto& req = parser_->get();
   if (req.version() == 11 && beast::iequals(req[http::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    // The responses to pipelined requests before this one (batch_) go first.
+    const std::array<net::const_buffer, 2> buffers{net::buffer(batch_),
+                                                   net::buffer(kContinue.data(), kContinue.size())};
+    server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
     exec_.start(
-        [this](auto&& handler) {
-          net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                           std::forward<decltype(handler)>(handler));
+        [this, &buffers](auto&& handler) {
+          net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
         },
         beast::bind_front_handler(&session::on_continue, shared_from_this()));
     return;
@@ -162,6 +187,8 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
 }
 
 void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
+  batch_parked_.release();
+  batch_.clear();
   if (ec) return;  // the client is gone
   do_read_body();
 }
@@ -202,6 +229,25 @@ void session::on_read(beast::error_code ec, std::size_t /*bytes*/) {
   //                      connection;
   //   anything else      the connection failed (reset and the like).
   // Returning drops the last reference: the session is destroyed and the socket closed.
+  end_with_batch();
+}
+
+void session::end_with_batch() {
+  // The read of a pipelined request ended the connection while the responses to the requests
+  // before it wait in batch_: they were answered, so they still go out, within the idle
+  // timeout (a write that outlives it is reset: expire()). Then the session ends.
+  if (batch_.empty()) return;
+  phase_ = phase::writing;
+  set_deadline(deadline_after(server_.config().idle_timeout));
+  server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
+  exec_.start(
+      [this](auto&& handler) {
+        net::async_write(socket_, net::buffer(batch_), std::forward<decltype(handler)>(handler));
+      },
+      [self = shared_from_this()](beast::error_code, std::size_t) {
+        self->batch_parked_.release();
+        self->batch_.clear();
+      });
 }
 
 void session::handle_request() {
@@ -343,25 +389,84 @@ void session::send_response() {
   // heavy page has its reservation already (respond); the rest are small.
   if (parked_.bytes() == 0) parked_ = server_.budget().reserve(head_.size() + res_.body.size());
 
-  // Write the head and the body with one gathering write (one writev). HEAD: the same
-  // head, Content-Length included, and no body.
-  const std::array<net::const_buffer, 2> buffers{
-      net::buffer(head_), head_only_ ? net::const_buffer() : net::buffer(res_.body)};
-  exec_.start(
-      [this, &buffers](auto&& handler) {
-        net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
-      },
-      beast::bind_front_handler(&session::on_write, shared_from_this(), !keep));
+  // Pipelined: the next request is already here and cheap to answer. Keep this response in
+  // batch_ and answer that one first; both leave in one write. Not while stopping (each
+  // response then decides the close on its own), and not past kBatchBytes.
+  const std::size_t body_bytes = head_only_ ? 0 : res_.body.size();
+  if (keep && !server_.stopping() && batch_.size() + head_.size() + body_bytes <= kBatchBytes &&
+      next_request_is_cheap()) {
+    batch_ += head_;
+    if (!head_only_) batch_ += res_.body;
+    batch_parked_ = server_.budget().reserve(batch_.size());
+    parked_.release();
+    // Answered: timed now, as its bytes will not change; they leave with the batch.
+    record_response();
+    return do_read();
+  }
+  write_response(!keep);
 }
 
-void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
-  // The response is out (or the client is gone): one response, timed from the request.
+bool session::next_request_is_cheap() const {
+  // The whole head of the next request must be here (the head check's verdict on the raw
+  // bytes, as check_head will judge them); its request line then says its route. A head
+  // that check_head will refuse is answered at once too (refuse, then the close).
+  std::string_view rest(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  request_head_reader probe(server_config::kHeaderLimit);
+  const head_verdict verdict = probe.feed(rest);
+  if (verdict == head_verdict::need_more) return false;
+  if (verdict != head_verdict::complete) return true;
+  rest.remove_prefix(probe.skip());
+  const std::size_t method_end = rest.find(' ');
+  if (method_end == std::string_view::npos) return true;  // the parser refuses it
+  const std::size_t target_end = rest.find(' ', method_end + 1);
+  if (target_end == std::string_view::npos) return true;
+  // GET and HEAD: a request that has a body may wait for it (or for a 100 Continue).
+  const http::verb method = http::string_to_verb(rest.substr(0, method_end));
+  if (method != http::verb::get && method != http::verb::head) return false;
+  return !is_heavy(match_route(method, rest.substr(method_end + 1, target_end - method_end - 1)));
+}
+
+void session::write_response(bool close) {
+  // The responses held back (batch_), then this one's head and body, in one gathering write.
+  // HEAD: the same head, Content-Length included, and no body.
+  const std::array<net::const_buffer, 3> buffers{
+      net::buffer(batch_), net::buffer(head_),
+      head_only_ ? net::const_buffer() : net::buffer(res_.body)};
+  const std::size_t total = net::buffer_size(buffers);
+  server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
+
+  // First what the kernel takes now (the socket is non-blocking): usually all of it, and then
+  // on_write runs here, with no completion posted to the loop.
+  beast::error_code ec;
+  const std::size_t sent = socket_.write_some(buffers, ec);
+  if (ec != net::error::would_block && (ec || sent == total)) return on_write(close, ec, sent);
+
+  // The rest when the socket can take it.
+  beast::buffers_suffix<std::array<net::const_buffer, 3>> rest(buffers);
+  rest.consume(ec ? 0 : sent);
+  server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
+  exec_.start(
+      [this, &rest](auto&& handler) {
+        net::async_write(socket_, rest, std::forward<decltype(handler)>(handler));
+      },
+      beast::bind_front_handler(&session::on_write, shared_from_this(), close));
+}
+
+void session::record_response() noexcept {
+  // One response, timed from the request.
   const auto took = clock_type::now() - request_read_at_;
   server_.metrics().record(route_, static_cast<unsigned>(res_.status),
                            static_cast<std::uint64_t>(
                                std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+}
+
+void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
+  // The response is out (or the client is gone).
+  record_response();
   // Written, or given up: either way the strings are about to be freed or reused.
   parked_.release();
+  batch_parked_.release();
+  batch_.clear();
   // The client is gone, or it stopped reading until the deadline passed.
   if (ec) return;
 

@@ -72,8 +72,23 @@ using socket_type =
 // built (heavy_outcome.hpp: the page, or 503 + Retry-After for a refusal, with the connection
 // kept open, 500, 504, ...), written as it is by respond().
 //
-// Exactly one request is in progress at a time. A pipelined request waits in buffer_ until
-// the previous response has been written, so responses always leave in request order.
+// Exactly one request is in progress at a time, and responses always leave in request order.
+// A pipelined request already whole in buffer_ behind a response is answered before that
+// response is written when it is cheap: a GET or HEAD of /ping, the operations endpoints or a
+// 404 (not /ssr or /jwt, which may wait for a worker; not a method that carries a body, which
+// may come later or after a 100 Continue). The responses collect in batch_ (at most
+// kBatchBytes) and leave together in one gathering write, with the same bytes as one by one.
+// If reading the next request ends the connection instead (a GET whose body never comes),
+// batch_ is still written (end_with_batch). The stop does not batch: each response is written
+// as it comes, as described above.
+//
+// System calls: the socket is in non-blocking mode, and a response is written at once with
+// one write_some (sendmsg); only what the kernel does not take goes to async_write. A write
+// that completes there posts no completion, so the loop does not poll epoll again before it
+// waits. The writes are counted (request_counters::writes, the knit-stats line). The next
+// read is Asio's async_read_some, whose speculative recvfrom usually finds the socket empty
+// after a response: Asio's async_wait would replace it with an epoll_ctl, not remove it
+// (docs/not-done.md).
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //
@@ -120,6 +135,8 @@ class session : public std::enable_shared_from_this<session> {
   // A buffer whose capacity exceeds this is freed once its response has been written, so an
   // idle keep-alive connection keeps only small buffers whatever its last request was.
   static constexpr std::size_t kKeepBytes = 4 * 1024;
+  // The most bytes of pipelined responses held back to be written together.
+  static constexpr std::size_t kBatchBytes = 16 * 1024;
 
  private:
   enum class phase : std::uint8_t {
@@ -155,17 +172,25 @@ class session : public std::enable_shared_from_this<session> {
   void publish_buffered_bytes() noexcept;
 
   void do_read();
+  void start_request();
   void check_head();
   void on_read_head(boost::beast::error_code ec, std::size_t bytes);
   void on_read_header(boost::beast::error_code ec, std::size_t bytes);
   void on_continue(boost::beast::error_code ec, std::size_t bytes);
   void do_read_body();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
+  // A read failed and the session ends: writes the responses still in batch_ first.
+  void end_with_batch();
   void handle_request();
   void answer_ops_endpoint(const process_status& status);
   void respond(heavy_outcome&& out) noexcept;
   void refuse(boost::beast::http::status status);
   void send_response();
+  // Whether the next request, whole in buffer_ already, is one answered on this thread at once
+  // (its route is not heavy): then the current response waits in batch_ for it.
+  bool next_request_is_cheap() const;
+  void write_response(bool close);
+  void record_response() noexcept;
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
   void release_large_buffers() noexcept;
   void do_close();
@@ -190,6 +215,11 @@ class session : public std::enable_shared_from_this<session> {
   std::optional<parser_type> parser_;
   response res_;      // the current response, reused
   std::string head_;  // its serialized status line and headers, reused
+  // Responses to pipelined requests answered and not yet written, in order (send_response):
+  // they leave with the current one. Empty between writes.
+  std::string batch_;
+  // batch_'s bytes in the server's write budget, until the write that sends them completes.
+  write_budget::reservation batch_parked_;
   server& server_;
   // When the pending read or write gives up. max() while a route runs: waiting for a pool
   // worker is the server's time, not the client's. Written on the session's thread (relaxed
@@ -218,7 +248,12 @@ class session : public std::enable_shared_from_this<session> {
   bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed
   bool head_only_ = false;          // HEAD request: send the headers only
   bool took_received_ = false;      // stopping: the kernel's received bytes are in buffer_
-  std::size_t lingered_ = 0;        // bytes discarded while closing
+  // do_read() is running its loop: a do_read() reached again from inside it (a pipelined
+  // request answered, a write completed at once) only asks the loop for one more turn, so
+  // the stack does not grow with the requests already in buffer_.
+  bool in_read_loop_ = false;
+  bool read_again_ = false;
+  std::size_t lingered_ = 0;  // bytes discarded while closing
 };
 
 }  // namespace knit_server

@@ -141,6 +141,7 @@ void session::release_large_buffers() noexcept {
   // reusing them is what makes the next /ping allocate nothing.
   if (res_.body.capacity() > kKeepBytes) std::string().swap(res_.body);
   if (head_.capacity() > kKeepBytes) std::string().swap(head_);
+  if (batch_.capacity() > kKeepBytes) std::string().swap(batch_);
   // shrink_to_fit keeps the bytes of a pipelined request already received.
   if (buffer_.capacity() > kKeepBytes) buffer_.shrink_to_fit();
 }
@@ -154,7 +155,8 @@ void session::publish_buffered_bytes() noexcept {
 }
 
 std::size_t session::measure_buffers() const noexcept {
-  std::size_t bytes = buffer_.capacity() + res_.body.capacity() + head_.capacity();
+  std::size_t bytes =
+      buffer_.capacity() + res_.body.capacity() + head_.capacity() + batch_.capacity();
   if (parser_) bytes += parser_->get().body().capacity();
   return bytes;
 }

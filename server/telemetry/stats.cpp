@@ -37,6 +37,8 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(gauges.log_dropped);
   line += ",\"parked_bytes\":";
   line += std::to_string(gauges.parked_bytes);
+  line += ",\"writes\":";
+  line += std::to_string(counters.writes.load(std::memory_order_relaxed));
   line += ",\"pool\":";
   line += pool_json ? *pool_json : std::string_view("null");
   if (auto_json) {

@@ -31,6 +31,9 @@ struct request_counters {
   // 404s, requests refused before routing (400, 413, 431), and the operations endpoints
   // (/livez, /readyz, /metrics: a load balancer's checks are not the benchmark's traffic).
   relaxed_counter other = 0;
+  // Write system calls that sent responses (a session's sendmsg, synchronous or Asio's): one
+  // per response, or one per batch of pipelined responses written together (session.hpp).
+  relaxed_counter writes = 0;
 
   void count(route r) noexcept {
     switch (r) {
@@ -50,6 +53,7 @@ struct request_counters {
     ssr.fetch_add(part.ssr.load(std::memory_order_relaxed), std::memory_order_relaxed);
     jwt.fetch_add(part.jwt.load(std::memory_order_relaxed), std::memory_order_relaxed);
     other.fetch_add(part.other.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    writes.fetch_add(part.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
 
   // Every route's count added up.
@@ -124,7 +128,7 @@ struct worker_process_figures {
 // The whole line, without the newline:
 //   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N,"write_budget":N},
-//               "connections":N,"buffered_bytes":N,"log_dropped":N,"parked_bytes":N,
+//               "connections":N,"buffered_bytes":N,"log_dropped":N,"parked_bytes":N,"writes":N,
 //               "pool":{...}[,"auto":{...}],"isolation":"thread"|"process"
 //               [,"workers":{"crashed":N,"respawned":N,"killed":N,"live":N,"degraded":N}]
 //               [,"hosts":[{"requests":N,"connections":N},...]]}

@@ -25,7 +25,7 @@ TEST(stats, inline_line) {
             R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
             R"("queue_wait":0},)"
-            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
+            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,"writes":0,)"
             R"("pool":null,"isolation":"thread"})");
 }
 
@@ -35,7 +35,7 @@ TEST(stats, pooled_line_embeds_the_pool_json) {
             R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
             R"("queue_wait":0},)"
-            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,)"
+            R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,"writes":0,)"
             R"("pool":{"threads":1},"isolation":"thread"})");
 }
 
