@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "knit/pool.hpp"
+#include "knit/pool_host.hpp"
 #include "support/counting_value.hpp"
 #include "support/gate.hpp"
+#include "support/host_thread.hpp"
 #include "support/pool_helpers.hpp"
 
 namespace {
@@ -78,6 +80,33 @@ TEST(lend, calls_behind_a_held_call_run_on_a_lent_worker_and_the_held_call_deliv
     return t.lent_workers_now == 0 && t.lent_workers_retired == 1;
   }));
   EXPECT_NE(knit::to_json(p.stats()).find("\"lent_workers_retired\":1"), std::string::npos);
+}
+
+// Another host's calls behind the builder's held call: that host sees only its own calls'
+// records, and the seats' start times, and lends a worker on its own thread.
+TEST(lend, an_attached_hosts_calls_behind_another_hosts_held_call_run_on_a_lent_worker) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker(2));
+  std::optional<knit::result<std::uint64_t>> held;
+  submit_held(p, g, 5, held);
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
+  int ok = 0;
+  knit_test::host_thread t(p, [&](knit::pool_host& h) {
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_FALSE(h.submit([](int x) { return x; }, i,
+                            [&ok, i](knit::result<int> r) {
+                              if (r.ok() && r.value() == i) ++ok;
+                            }));
+    }
+    EXPECT_TRUE(knit_test::drain_host_until(h, [&] { return ok == 10; }));
+  });
+  t.join();
+  EXPECT_EQ(ok, 10);
+  EXPECT_FALSE(held.has_value());
+  EXPECT_GE(p.stats().lent_workers_started, 1u);
+  g->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return held.has_value(); }));
+  EXPECT_EQ(held->value(), 5u);
 }
 
 TEST(lend, at_the_limit_the_waiting_calls_meet_their_deadline) {
