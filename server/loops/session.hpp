@@ -253,6 +253,8 @@ class session : public std::enable_shared_from_this<session> {
   // the stack does not grow with the requests already in buffer_.
   bool in_read_loop_ = false;
   bool read_again_ = false;
+  // write_response wrote the whole response at once and calls on_write itself.
+  bool wrote_at_once_ = false;
   std::size_t lingered_ = 0;  // bytes discarded while closing
 };
 
