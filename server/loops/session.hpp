@@ -83,12 +83,12 @@ using socket_type =
 // as it comes, as described above.
 //
 // System calls: the socket is in non-blocking mode, and a response is written at once with
-// one write_some (sendmsg); only what the kernel does not take goes to async_write. A write
-// that completes there posts no completion, so the loop does not poll epoll again before it
-// waits. The writes are counted (request_counters::writes, the knit-stats line). The next
-// read is Asio's async_read_some, whose speculative recvfrom usually finds the socket empty
-// after a response: Asio's async_wait would replace it with an epoll_ctl, not remove it
-// (docs/not-done.md).
+// one write_some (sendmsg); only what the kernel does not take goes to async_write. The
+// writes are counted (request_counters::writes, the knit-stats line). The next read is then
+// posted behind the loop's other ready handlers (on_write): Asio's async_read_some tries a
+// recvfrom at once, which right after the response finds the socket empty (EAGAIN); later it
+// often finds the next request. Asio's async_wait would replace that try with an epoll_ctl,
+// not remove it (docs/not-done.md).
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# System calls and server CPU per request, knit-server before/after issue 35's session
+# changes beside nginx, in one interleaved run (REPS rounds of every case):
+#   knit /ping inline and pooled, knit /jwt pooled, nginx `return 200` /ping
+#     (wrk -t1 -c50, one request per round trip): requests/s, server CPU us per request,
+#     system calls per request (perf stat -e raw_syscalls:sys_enter -p <server pids>);
+#   pipelined depth 16 /ping (pipeline.lua), knit before/after and nginx: the same figures.
+# Server on CPU 0, wrk on CPU 1 (taskset). Usage:
+#   run.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=...
+# About 10 cases x REPS x (WINDOW + 2) s: 6 minutes with the defaults.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+out=${1:-$here/out-$(date -u +%Y%m%dT%H%M%S)}
+WINDOW=${WINDOW:-10}
+REPS=${REPS:-3}
+BEFORE=${BEFORE:-/work/ab/knit-server-before-sys}
+AFTER=${AFTER:-$repo/build-sys/bin/knit-server}
+NGINX=${NGINX:-/usr/sbin/nginx}
+PORT=${PORT:-18435}
+mkdir -p "$out"
+rows=$out/rows.tsv
+printf 'rep\tcase\trequests\trps\tcpu_us_per_req\tsyscalls_per_req\n' > "$rows"
+hz=$(getconf CLK_TCK)
+
+pids=()
+stop_server() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_server EXIT
+
+wait_port() {
+  for _ in $(seq 100); do
+    if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "nothing listens on $PORT" >&2; return 1
+}
+
+# start_knit BINARY MODE: knit-server on CPU 0; pids=(its pid).
+start_knit() {
+  PORT=$PORT KNIT_MODE=$2 KNIT_THREADS=1 taskset -c 0 "$1" >"$out/server.log" 2>&1 &
+  pids=($!)
+  wait_port
+}
+
+# start_nginx: the repo's nginx peer (bench/peers/nginx-ping.conf) on CPU 0; pids=(master).
+start_nginx() {
+  local d=$out/nginx
+  mkdir -p "$d/tmp"
+  sed -e "s/@PORT@/$PORT/" -e "s/@HOST@/127.0.0.1/" "$repo/bench/peers/nginx-ping.conf" > "$d/nginx.conf"
+  taskset -c 0 "$NGINX" -p "$d" -c "$d/nginx.conf" -e stderr >"$out/nginx.log" 2>&1 &
+  pids=($!)
+  wait_port
+}
+
+# The server's process tree: its pid and its children's (nginx's worker).
+tree_pids() {
+  local all=${pids[0]} kids
+  kids=$(pgrep -P "${pids[0]}" | tr '\n' ',' | sed 's/,$//') || true
+  [ -n "$kids" ] && all="$all,$kids"
+  echo "$all"
+}
+
+# CPU ticks (user + system) of the pids (comma separated), every thread included.
+cpu_ticks() {
+  local sum=0 p
+  for p in ${1//,/ }; do
+    sum=$((sum + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$sum"
+}
+
+# measure REP CASE PATH [wrk args...]: one wrk window against the running server.
+measure() {
+  local rep=$1 name=$2 path=$3; shift 3
+  local tp c0 c1 wrk_out perf_out reqs rps calls
+  tp=$(tree_pids)
+  # Warm up the connections and the caches (not measured).
+  taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT$path" "$@" >/dev/null
+  perf_out=$out/perf-$rep-$name.txt
+  perf stat -x, -e raw_syscalls:sys_enter -p "$tp" -o "$perf_out" -- sleep $((WINDOW + 1)) &
+  local perf_pid=$!
+  sleep 0.3
+  c0=$(cpu_ticks "$tp")
+  wrk_out=$(taskset -c 1 wrk -t1 -c50 -d"${WINDOW}s" "http://127.0.0.1:$PORT$path" "$@")
+  c1=$(cpu_ticks "$tp")
+  wait "$perf_pid" || true
+  echo "$wrk_out" > "$out/wrk-$rep-$name.txt"
+  reqs=$(echo "$wrk_out" | awk '/requests in/ {print $1}')
+  rps=$(echo "$wrk_out" | awk '/Requests\/sec/ {print $2}')
+  calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$perf_out")
+  case $calls in ''|*[!0-9]*) calls=n/a ;; esac
+  awk -v rep="$rep" -v name="$name" -v reqs="$reqs" -v rps="$rps" -v ticks=$((c1 - c0)) \
+      -v hz="$hz" -v calls="$calls" 'BEGIN {
+    cpu = reqs > 0 ? ticks * 1e6 / hz / reqs : 0
+    sys = (calls == "n/a" || reqs == 0) ? "n/a" : sprintf("%.3f", calls / reqs)
+    printf "%s\t%s\t%d\t%s\t%.2f\t%s\n", rep, name, reqs, rps, cpu, sys }' | tee -a "$rows"
+}
+
+pipe=(-s "$here/pipeline.lua")
+jwt=(-s "$here/jwt.lua")
+for rep in $(seq "$REPS"); do
+  for bin in before after; do
+    b=$BEFORE; [ $bin = after ] && b=$AFTER
+    start_knit "$b" inline
+    measure "$rep" "knit-$bin-inline-ping" /ping
+    measure "$rep" "knit-$bin-inline-ping-pipe16" /ping "${pipe[@]}" -- 16
+    stop_server
+    start_knit "$b" pooled
+    measure "$rep" "knit-$bin-pooled-ping" /ping
+    measure "$rep" "knit-$bin-pooled-jwt" /jwt "${jwt[@]}"
+    stop_server
+  done
+  start_nginx
+  measure "$rep" nginx-ping /ping
+  measure "$rep" nginx-ping-pipe16 /ping "${pipe[@]}" -- 16
+  stop_server
+done
+
+# Medians over the rounds, one line per case.
+{
+  printf 'case\tmedian_rps\tmedian_cpu_us_per_req\tmedian_syscalls_per_req\n'
+  tail -n +2 "$rows" | cut -f2 | awk '!seen[$0]++' | while read -r name; do
+    awk -F'\t' -v n="$name" '$2 == n {print $4 "\t" $5 "\t" $6}' "$rows" | python3 -c '
+import statistics, sys
+cols = list(zip(*(l.split("\t") for l in sys.stdin.read().split("\n") if l)))
+def med(c):
+    try: return "%.3f" % statistics.median(float(x) for x in c)
+    except ValueError: return "n/a"
+print("\t".join(med(c) for c in cols))' | sed "s/^/$name\t/"
+  done
+} | tee "$out/summary.tsv" | column -t
