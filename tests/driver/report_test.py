@@ -304,12 +304,12 @@ class PeerReport(Case):
         self.assertGreaterEqual(at, 0, s)
         self.assert_lines(s[at:], [
             "| server | /ping rps, saturating | /ping p99 ms, saturating | /ping p99 ms, fixed "
-            "rate | CPU-us/req, fixed rate |",
-            "| peer: nginx (/ping only) | 30000 | 20.00 | 2.00 | 143 |",
+            "rate | CPU-us/req, fixed rate | syscalls/req, saturating |",
+            "| peer: nginx (/ping only) | 30000 | 20.00 | 2.00 | 143 | - |",
             # knit's best row per measure: pooled 1 on /ping rps, auto 1 on p99 (7.5 ms), inline
             # first among the 2.00 ms ties at a fixed rate and lowest on CPU (238 us).
             "| knit, best row | `threads: 1`: 6000 (5800–6200) | `auto: 1`: 7.50 | `inline`: "
-            "2.00 | `inline`: 238 |"])
+            "2.00 | `inline`: 238 | - |"])
         summary = ("External peers, a reference (table below): `peer: nginx` (/ping only) against "
                    "knit's best row: /ping rps, saturating 0.20× (0.19–0.21); /ping p99 ms, "
                    "saturating 2.67×; /ping p99 ms, fixed rate 1.00×; CPU-us/req, fixed rate "

@@ -38,6 +38,12 @@ def cpu_per_req(r):
     return r["cpu_us_per_req"]
 
 
+def syscalls_per_req(r):
+    """perf's system calls over the window per response (knit-bench's syscall_counter); None
+    where perf was absent or could not count: the cell says "-"."""
+    return (r.get("cpu") or {}).get("syscalls_per_req")
+
+
 PEER_METRICS = [
     Metric("total rps, saturating", "sat", True, True, False, lambda r: r["total_rps"]),
     Metric("/ping p99, saturating", "sat", False, False, False, ping_p99),
@@ -53,6 +59,7 @@ EXTERNAL_MEASURES = [
     Metric("/ping p99 ms, saturating", "sat", False, False, False, ping_p99),
     Metric("/ping p99 ms, fixed rate", "rate", False, False, True, ping_p99),
     Metric("CPU-us/req, fixed rate", "rate", False, False, True, cpu_per_req, 0),
+    Metric("syscalls/req, saturating", "sat", False, False, False, syscalls_per_req),
 ]
 
 

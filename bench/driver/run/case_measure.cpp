@@ -13,6 +13,7 @@
 #include "driver/system/case_process.hpp"
 #include "driver/system/interrupt.hpp"
 #include "driver/system/process_tree.hpp"
+#include "driver/system/syscall_counter.hpp"
 
 namespace knit::bench {
 namespace {
@@ -114,9 +115,11 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
     // generator's (reaped inside run_load) bracket both.
     const double own0 = own_and_reaped_children_cpu_s();
     std::optional<machine_cpu_sample> mc0 = machine_sample();
+    syscall_counter calls(srv.pid(), (logs / (stem + ".syscalls.csv")).string());
     auto w0 = sample("window");
     m.load = run_load(ls, cfg.gen_cpus, (logs / (stem + ".load.log")).string());
     auto w1 = sample("window");
+    m.syscalls = calls.finish();
     std::optional<machine_cpu_sample> mc1 = machine_sample();
     const double own1 = own_and_reaped_children_cpu_s();
     m.window = Cpu::delta(w0, w1);

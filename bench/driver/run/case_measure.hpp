@@ -3,6 +3,8 @@
 // machine was busy elsewhere.
 #pragma once
 
+#include <cstdint>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -33,7 +35,9 @@ struct case_measurement {
   std::vector<std::string> notes;  // things worth a line on stderr (no stats reply, unclean exit)
   std::optional<double> foreign_cores;  // machine busy CPU outside the measured processes, cores
   std::optional<double> steal_cores;    // hypervisor steal over the window, cores
-  int foreign_reruns = 0;               // windows measured again before this one was kept
+  // System calls the server's process tree made over the window (perf; absent without it).
+  std::optional<std::uint64_t> syscalls;
+  int foreign_reruns = 0;  // windows measured again before this one was kept
   // External peers: the command as run, and how many processes its tree had at the end.
   std::string peer_command;
   int processes = 0;

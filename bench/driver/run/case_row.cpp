@@ -36,12 +36,14 @@ result_row build_row(const plan_case& c, int rep, const case_measurement& m,
   // derived ratios from the unrounded values.
   const double cores = m.window_s > 0 ? m.window.best_s() / m.window_s : 0;
   double total = 0;
+  double answered = 0;  // every response, refusals too: each cost the server its system calls
   const bool peer = is_peer_case(c);
   for (const auto& [name, lr] : m.load.routes) {
     route_row_stats rs;
     // Only successful answers are throughput: a 503 from admission control (a starved pool
     // refuses almost every heavy request in microseconds) or a peer's 404 for a route it
     // lacks would otherwise count as served requests. The success rate is kept beside it.
+    answered += lr.rps;
     const double rps = lr.rps * lr.success_rate;
     rs.rps = py_round(rps, 2);
     rs.p50 = py_round(lr.p50 * 1000, 2);
@@ -95,6 +97,11 @@ result_row build_row(const plan_case& c, int rep, const case_measurement& m,
   cpu["idle_cores_ticks"] = idle_wall > 0 ? py_round(m.idle.ticks_s / idle_wall, 3) : 0.0;
   if (m.load.gen_cpu_s) cpu["gen_cpu_s"] = six(*m.load.gen_cpu_s);
   if (m.steal_cores) cpu["steal_cores"] = py_round(*m.steal_cores, 3);
+  // perf's count over the window, per response (all routes); null without perf.
+  cpu["syscalls"] = m.syscalls ? json::value(*m.syscalls) : json::value(nullptr);
+  cpu["syscalls_per_req"] = m.syscalls && answered > 0 && m.window_s > 0
+                                ? json::value(py_round(*m.syscalls / (answered * m.window_s), 3))
+                                : json::value(nullptr);
   r.cpu = std::move(cpu);
   if (m.foreign_cores) {
     r.foreign_cores = py_round(*m.foreign_cores, 3);
