@@ -14,8 +14,10 @@
 //   lend_after, and, after a seq_cst fence (after h's pushes), no lent worker is working
 //   without a long call of its own (phase working and call_started_ns 0 or recent), and
 //   fewer than lent_limit are working. Then h asks the pool to lend one (lend_worker).
-//   next_deadline names the moment that becomes true (the latest start + lend_after), so
-//   a loop asleep on its timer wakes for it; nothing is timed while no call waits.
+//   next_deadline names the moment that becomes true (the latest start + lend_after; a
+//   worker between calls counts as starting one now, since the worker waking for h's queue
+//   may take a long call first), so a loop asleep on its timer wakes for it; nothing is
+//   timed while none of h's calls waits.
 //   Lending (the pool, under the seats mutex): none if the workers are being stopped, or
 //   a lent worker is already working with no call (it takes the waiting ones: two hosts
 //   asking at once lend one); else an idle slot: join its ended thread, phase = working,
@@ -124,15 +126,26 @@ std::uint64_t pool_impl::lent_now() const noexcept {  // under seats_mutex_
 }
 
 // "When": the moment host h's waiting calls make the pool lend (in the past: now), or
-// nothing. With `now` (the drain), stops at the first seat that is not held that long.
+// nothing. With `now` (the drain), stops at the first worker that is not held that long.
+// Without (next_deadline), a worker between calls counts as starting one now: it may take
+// a long call ahead of h's (a seat's worker waking for the call h queued behind it), so h
+// looks again lend_after later, for as long as its calls wait.
 std::optional<std::int64_t> host_state::lend_due(std::optional<std::int64_t> now) const {
   if (shared_.lent_limit == 0 || out_ == 0) return std::nullopt;
   const std::int64_t after = shared_.lend_after_ns;
+  const std::int64_t t = now ? *now : steady_now_ns();
   std::int64_t due = 0;
+  // Whether a worker that started at `started` (0: none yet) has been held for `after`,
+  // else the moment it will be; false when it is not held in the drain's check.
+  auto held = [&](std::int64_t started) {
+    if (now && (started == 0 || t - started < after)) return false;
+    due = std::max(due, (started == 0 ? t : started) + after);
+    return true;
+  };
   for (unsigned w = 0; w < shared_.seat_count; ++w) {
-    const std::int64_t started = shared_.seat(w).call_started_ns.load(std::memory_order_relaxed);
-    if (started == 0 || (now && *now - started < after)) return std::nullopt;
-    due = std::max(due, started + after);
+    if (!held(shared_.seat(w).call_started_ns.load(std::memory_order_relaxed))) {
+      return std::nullopt;
+    }
   }
   std::size_t running = 0;
   for_each_running(shared_, index_, [&](const running_call&) { ++running; });
@@ -144,9 +157,9 @@ std::optional<std::int64_t> host_state::lend_due(std::optional<std::int64_t> now
     worker_slot& w = *shared_.lent[k].load(std::memory_order_acquire);
     if (w.phase.load(std::memory_order_relaxed) != worker_slot::lent_phase::working) continue;
     ++working;
+    // A lent worker between calls takes h's waiting ones: none to lend now.
     const std::int64_t started = w.call_started_ns.load(std::memory_order_relaxed);
-    if (started == 0 || (now && *now - started < after)) return std::nullopt;
-    due = std::max(due, started + after);
+    if (!held(started)) return std::nullopt;
   }
   if (working >= shared_.lent_limit) return std::nullopt;  // the limit: nothing to time
   return due;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "knit/asio_host.hpp"
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
 #include "support/counting_value.hpp"
@@ -107,6 +108,38 @@ TEST(lend, an_attached_hosts_calls_behind_another_hosts_held_call_run_on_a_lent_
   g->open = true;
   ASSERT_TRUE(drain_until(p, [&] { return held.has_value(); }));
   EXPECT_EQ(held->value(), 5u);
+}
+
+// A loop asleep on its timer (asio_host arms it from next_deadline): the call queued right
+// behind a long one, before the worker has even started that one, still gets its worker.
+// The loop has no other wake-up: no stuck_after, no deadline, and the held call never ends
+// before the quick one is answered.
+TEST(lend, a_loop_on_its_timer_lends_for_a_call_queued_before_the_long_one_started) {
+  for (int round = 0; round < 20; ++round) {
+    boost::asio::io_context io;
+    auto g = std::make_shared<gate>();
+    knit::pool p(one_worker(1));
+    knit::asio_host host(io, p);
+    std::optional<knit::result<std::uint64_t>> held;
+    bool quick = false;
+    ASSERT_FALSE(host.submit(
+        [g](counting_value v) {
+          g->wait();
+          return v.value;
+        },
+        counting_value(1), [&](knit::result<std::uint64_t> r) { held = std::move(r); }));
+    ASSERT_FALSE(host.submit([](int x) { return x; }, 2,
+                             [&](knit::result<int> r) { quick = r.ok() && r.value() == 2; }));
+    // The rescue (30 s) only keeps a broken build from hanging: a lend comes after 20 ms.
+    const auto rescue = std::chrono::steady_clock::now() + 30s;
+    while (!quick && std::chrono::steady_clock::now() < rescue) io.run_one_for(100ms);
+    ASSERT_TRUE(quick) << "round " << round;
+    EXPECT_FALSE(held.has_value());
+    g->open = true;
+    while (!held && std::chrono::steady_clock::now() < rescue) io.run_one_for(100ms);
+    ASSERT_TRUE(held.has_value());
+    EXPECT_EQ(held->value(), 1u);
+  }
 }
 
 TEST(lend, at_the_limit_the_waiting_calls_meet_their_deadline) {

@@ -12,8 +12,13 @@ namespace {
 
 using namespace knit_test;
 
+// The queue-wait deadline at 2 s (lending at 1 s): a margin for a lent thread to start on a
+// loaded machine, and still far below the slow call, so without lending the calls get 503.
 server_process start_one_worker(env_map env) {
-  env.insert({{"KNIT_MODE", "pooled"}, {"KNIT_HOSTS", "2"}, {"KNIT_THREADS", "1"}});
+  env.insert({{"KNIT_MODE", "pooled"},
+              {"KNIT_HOSTS", "2"},
+              {"KNIT_THREADS", "1"},
+              {"KNIT_MAX_QUEUE_WAIT_MS", "2000"}});
   return server_process(env);
 }
 
@@ -37,7 +42,7 @@ void expect_jwts_answered_200(std::uint16_t port, int n) {
 TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
   server_process server = start_one_worker({{"KNIT_SSR_COST_US", "3000000"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  connection slow(server.port(), std::chrono::seconds(30));
+  connection slow(server.port(), std::chrono::seconds(90));
   ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
   ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 10));
   http_response ssr;
@@ -55,10 +60,10 @@ TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
 
 TEST(lend, a_stuck_call_fails_alone_and_the_calls_beside_and_after_it_get_200) {
   server_process server = start_one_worker({{"KNIT_SSR_COST_US", "10000000"},
-                                            {"KNIT_STUCK_MS", "1000"},
+                                            {"KNIT_STUCK_MS", "3000"},
                                             {"KNIT_STOP_TIMEOUT_MS", "300"}});
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  connection slow(server.port(), std::chrono::seconds(30));
+  connection slow(server.port(), std::chrono::seconds(90));
   ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
   ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 3));
   http_response ssr;
