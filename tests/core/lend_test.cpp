@@ -66,7 +66,9 @@ TEST(lend, calls_behind_a_held_call_run_on_a_lent_worker_and_the_held_call_deliv
   EXPECT_FALSE(held.has_value()) << "the held call is still running";
   EXPECT_EQ(g->returned.load(), 0);
   auto s = p.stats();
-  EXPECT_EQ(s.lent_workers_started, 1u);
+  // One, unless a lent worker was itself preempted for lend_after in a quick call (a loaded
+  // machine, TSan): held by wall time, it made the host lend another.
+  EXPECT_GE(s.lent_workers_started, 1u);
   EXPECT_EQ(s.calls_stuck, 0u);
   EXPECT_EQ(s.workers_replaced, 0u);
 
@@ -78,9 +80,11 @@ TEST(lend, calls_behind_a_held_call_run_on_a_lent_worker_and_the_held_call_deliv
   // Idle, the lent worker ends (no timer, no spin: it found nothing and left).
   ASSERT_TRUE(eventually([&] {
     const auto t = p.stats();
-    return t.lent_workers_now == 0 && t.lent_workers_retired == 1;
+    return t.lent_workers_now == 0 && t.lent_workers_retired == t.lent_workers_started;
   }));
-  EXPECT_NE(knit::to_json(p.stats()).find("\"lent_workers_retired\":1"), std::string::npos);
+  const auto retired = p.stats().lent_workers_retired;
+  EXPECT_NE(knit::to_json(p.stats()).find("\"lent_workers_retired\":" + std::to_string(retired)),
+            std::string::npos);
 }
 
 // Another host's calls behind the builder's held call: that host sees only its own calls'
