@@ -74,6 +74,27 @@ int request_loop_slice(std::chrono::microseconds slice) noexcept {
   return 0;
 }
 
+namespace detail {
+
+// A thread inherits its creator's custom slice (clone copies it): a worker started from a
+// loop thread that asked for a short slice (a replacement or lent worker) would get an
+// early virtual deadline too and preempt the loop it should yield to. sched_runtime 0 puts
+// the default slice back; policy and nice are passed back as they are.
+int drop_inherited_loop_slice() noexcept {
+  if (applied.load(std::memory_order_relaxed) == 0) return 0;  // none asked for in this process
+  sched_attr_v1 attr{};
+  if (!get_attr(attr)) return errno;
+  if (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH) return 0;
+  attr.size = sizeof attr;
+  attr.sched_flags = 0;
+  attr.sched_runtime = 0;
+  attr.sched_deadline = 0;
+  attr.sched_period = 0;
+  return ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
+}
+
+}  // namespace detail
+
 std::chrono::microseconds current_loop_slice() noexcept {
   sched_attr_v1 attr{};
   if (!get_attr(attr)) return std::chrono::microseconds(0);

@@ -32,6 +32,7 @@
 #include "log_line.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
+#include "worker_sched.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -386,6 +387,7 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
                 lent ? self - shared.seat_count : self);
   pthread_setname_np(pthread_self(), name);
   apply_affinity(shared.options, self);
+  (void)drop_inherited_loop_slice();  // refused: it keeps the loop's slice, nothing worse
   if (worker_sched_requested(shared.options)) {
     me->sched_error = apply_worker_sched(shared.options);
     if (me->sched_error.error != 0) {

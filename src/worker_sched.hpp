@@ -34,4 +34,10 @@ bool worker_sched_requested(const pool_options& options) noexcept;
 // to the calling thread; stops at the first failure.
 worker_sched_error apply_worker_sched(const pool_options& options) noexcept;
 
+// Puts the calling thread back on the kernel's default slice if this process has asked for a
+// loop slice (knit::request_loop_slice): a thread inherits its creator's, so a worker started
+// from a loop thread (a replacement or lent one) has it. 0 or the errno of the refusal.
+// In src/loop_slice.cpp.
+int drop_inherited_loop_slice() noexcept;
+
 }  // namespace knit::detail

@@ -181,4 +181,26 @@ TEST(loop_slice, the_kernel_reports_the_slice_asked_for_or_the_refusal_is_named)
   });
 }
 
+// A thread inherits its creator's custom slice: a worker a loop thread starts (a lent or
+// replacement one) would get the loop's short slice and preempt it. Workers put the default
+// slice back once the process has asked for a loop slice.
+TEST(loop_slice, a_worker_started_from_a_loop_thread_keeps_the_default_slice) {
+  if (!kernel_keeps_custom_slices()) GTEST_SKIP() << "kernel before 6.12 keeps no custom slice";
+  on_own_thread([] {
+    const auto default_slice = knit::current_loop_slice();
+    ASSERT_EQ(knit::request_loop_slice(std::chrono::microseconds(200)), 0);
+    ASSERT_NE(default_slice, std::chrono::microseconds(200));
+    knit::pool_options o;
+    o.threads = 1;
+    knit::pool p(o);  // its worker is started by this thread, which has the short slice
+    std::chrono::microseconds seen{0};
+    ASSERT_FALSE(
+        p.submit([](int) { return knit::current_loop_slice().count(); }, 0,
+                 [&](knit::result<long> r) { seen = std::chrono::microseconds(r.value()); }));
+    p.shutdown(knit::shutdown_mode::drain);
+    EXPECT_EQ(seen, default_slice);
+    EXPECT_EQ(knit::current_loop_slice(), std::chrono::microseconds(200));  // the loop keeps its
+  });
+}
+
 }  // namespace
