@@ -23,15 +23,18 @@ namespace knit::detail {
 inline std::atomic<int> allocation_countdown{0};
 
 // Interleaving points: a test-only pause (or action) in a worker or a host at a window the
-// many-hosts protocol guards (src/host_state.hpp), so a test can make the other side act
-// inside it every time instead of hoping a loop hits it
-// (tests/core/many_hosts_interleaving_test.cpp). Off (null) it costs a relaxed load, on
-// paths where the worker has found nothing to do or the host is about to wait.
+// many-hosts protocol guards (src/host_state.hpp), or the lending one (src/lent_workers.cpp),
+// so a test can make the other side act inside it every time instead of hoping a loop hits
+// it (tests/core/many_hosts_interleaving_test.cpp, lend_interleavings_test.cpp). Off
+// (null) it costs a relaxed load, on paths where the worker has found nothing to do or the
+// host is about to wait.
 enum class interleaving_point {
   ring_found_empty,        // worker going to park: ring(h, w) empty, bit h not cleared yet
   before_park,             // worker: nothing claimed, empty rings' bits cleared, not parked
   host_took_completions,   // host: its drain took its completion list (drain_steps)
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
+  lent_found_nothing,      // lent worker: claimed nothing, still working (leaving not stored)
+  lent_leaving,            // lent worker: leaving stored, its fence and re-check not done yet
 };
 // Writer: a test; partner: the worker's relaxed load in at_interleaving_point.
 inline std::atomic<void (*)(interleaving_point)> interleaving_hook{nullptr};

@@ -29,7 +29,11 @@
 //   Guarantee (no stranded call): host h pushes, fences, loads the phases; the worker
 //   stores leaving, fences, loads the rings (Dekker): either h sees leaving or idle (and
 //   lends a fresh one, or retries at its next drain while the leaving one ends), or the
-//   worker's re-check sees h's call.
+//   worker's re-check sees h's call. Forced, both places the host may decide while the
+//   worker goes (before its leaving store, and between it and the re-check): tests/core/
+//   lend_interleavings_test.cpp.
+//   Counters: a lent slot's worker counters stay with the slot (pool_stats::lent), so a
+//   call run on a lent worker counts in pool_stats::totals() like any other.
 //   Stop: the pool stops the workers only once every record came back, so each lent
 //   worker ends on its own; stop_workers joins them (worker_seats.cpp).
 #include <algorithm>
@@ -103,6 +107,9 @@ void pool_impl::retire_lent(unsigned k, worker_slot* slot, call_base* stuck) noe
   retired_head_ = lent_slots_[k];
   try {
     auto fresh = std::make_shared<worker_slot>(shared_.options.max_hosts);
+    // The lent counts only grow (pool_stats::lent): the retired thread bumps nothing more
+    // (it counted its stuck call as it claimed it), so the fresh slot goes on from here.
+    fresh->counters.carry_over(slot->counters);
     shared_.lent[k].store(fresh.get(), std::memory_order_release);
     lent_slots_[k] = std::move(fresh);
   } catch (...) {
@@ -123,6 +130,20 @@ std::uint64_t pool_impl::lent_now() const noexcept {  // under seats_mutex_
   const std::uint64_t retired =
       lent_retired_stuck_ + shared_.lent_retired_idle.load(std::memory_order_relaxed);
   return lent_started_ > retired ? lent_started_ - retired : 0;
+}
+
+// pool_stats::lent, under seats_mutex_: every lent slot's counters together. A slot's
+// counts stay with it from one lent thread to the next, and go on in the fresh slot that
+// replaces a retired one (retire_lent), so the sum only grows.
+worker_stats pool_impl::lent_counters() const noexcept {
+  worker_stats sum;
+  for (const auto& w : lent_slots_) {
+    const worker_stats one = w->counters.snapshot();
+#define KNIT_ADD_LENT_COUNTER(name, description) sum.name += one.name;
+    KNIT_WORKER_COUNTERS(KNIT_ADD_LENT_COUNTER)
+#undef KNIT_ADD_LENT_COUNTER
+  }
+  return sum;
 }
 
 // "When": the moment host h's waiting calls make the pool lend (in the past: now), or

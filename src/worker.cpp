@@ -65,7 +65,9 @@ class worker_loop {
         if (!execute(c, true, from)) return;  // retired for a stuck call
         continue;
       }
+      at_interleaving_point(interleaving_point::lent_found_nothing);
       me_.phase.store(worker_slot::lent_phase::leaving, std::memory_order_relaxed);
+      at_interleaving_point(interleaving_point::lent_leaving);
       // Partner: the host's fence between its pushes and its loads of the phases
       // (lent_workers.cpp, lend_if_starved): it sees leaving, or this re-check sees its push.
       std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -1,0 +1,177 @@
+// Forced interleavings of lending (src/lent_workers.cpp, "Guarantee"): the lent worker has
+// found nothing and is on its way out; it pauses there (src/fault_injection.hpp,
+// interleaving_hook) while its host pushes a call and runs its lend decision inside that
+// window, every run, instead of a loop that hits it by luck.
+//   Before the leaving store, the host sees the worker between calls and lends none; just
+//   after it, with the limit reached, it can lend none either: in both only the worker's
+//   re-check of the rings after its fence can take the call (without it the worker ends
+//   and the call waits, every run). With a free slot the host sees leaving and lends a
+//   fresh worker. The fence itself cannot be forced this way: the pause orders the host's
+//   push before the re-check, so the reordering it forbids (the leaving store still in the
+//   store buffer while the rings are read) never happens here; lend_stress_test runs the
+//   unforced race under ThreadSanitizer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "fault_injection.hpp"
+#include "knit/pool.hpp"
+#include "support/gate.hpp"
+#include "support/pool_helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using knit::detail::interleaving_point;
+using knit_test::drain_until;
+using knit_test::eventually;
+using knit_test::gate;
+
+// The point to pause at once (-1: none), whether the worker is paused there, and the go.
+std::atomic<int> armed{-1};
+std::atomic<bool> paused{false}, go{false};
+
+void pause_once(interleaving_point where) {
+  int want = static_cast<int>(where);
+  if (!armed.compare_exchange_strong(want, -1)) return;
+  paused = true;
+  const auto rescue = std::chrono::steady_clock::now() + 10s;  // a broken test fails, not hangs
+  while (!go && std::chrono::steady_clock::now() < rescue) std::this_thread::sleep_for(100us);
+}
+
+// Arms one pause at `where` for the test's lifetime.
+class pause_at {
+ public:
+  explicit pause_at(interleaving_point where) {
+    paused = false;
+    go = false;
+    armed = static_cast<int>(where);
+    knit::detail::interleaving_hook = pause_once;
+  }
+  ~pause_at() {
+    go = true;
+    armed = -1;
+    knit::detail::interleaving_hook = nullptr;
+  }
+  pause_at(const pause_at&) = delete;
+  pause_at& operator=(const pause_at&) = delete;
+};
+
+// Opens the gate when a test ends early (a failed ASSERT), before the pool waits for the
+// call blocked on it.
+struct opens_on_exit {
+  std::shared_ptr<gate> g;
+  ~opens_on_exit() { g->open = true; }
+};
+
+knit::pool_options one_worker_lending(unsigned lent) {
+  knit::pool_options o;
+  o.threads = 1;
+  // Long enough that B's own run never looks held (a second lend in the set-up).
+  o.lend_after = 20ms;
+  o.max_lent_workers = lent;
+  return o;
+}
+
+// The seat's worker is held in A (on `g`); B, queued behind it, makes the host lend a
+// worker, which runs B, finds nothing more and pauses at `where` (armed by the caller).
+void lend_one_and_let_it_pause(knit::pool& p, const std::shared_ptr<gate>& g) {
+  ASSERT_FALSE(p.submit(
+      [g](int x) {
+        g->wait();
+        return x;
+      },
+      1, [](knit::result<int>) {}));
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }, 10s));
+  bool b = false;
+  ASSERT_FALSE(p.submit([](int x) { return x; }, 2, [&b](knit::result<int> r) { b = r.ok(); }));
+  ASSERT_TRUE(drain_until(
+      p, [&] { return b && paused.load(); }, 10s));
+  ASSERT_EQ(p.stats().lent_workers_started, 1u);
+}
+
+// C, pushed inside the window; `runs` counts its runs, `done` its delivery.
+void submit_c(knit::pool& p, const std::shared_ptr<std::atomic<int>>& runs, bool& done) {
+  ASSERT_FALSE(p.submit(
+      [runs](int x) {
+        ++*runs;
+        return x;
+      },
+      3, [&done](knit::result<int> r) { done = r.ok() && r.value() == 3; }));
+}
+
+// The host decides inside the window at `where` with the limit (1) reached: it lends none,
+// so the paused worker's re-check must take C before it ends.
+void only_the_recheck_takes_the_call(interleaving_point where) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker_lending(1));
+  const opens_on_exit open_g{g};
+  const pause_at pause(where);
+  ASSERT_NO_FATAL_FAILURE(lend_one_and_let_it_pause(p, g));
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  bool c_done = false;
+  ASSERT_NO_FATAL_FAILURE(submit_c(p, runs, c_done));
+  p.drain();  // the host's lend decision, inside the window
+  EXPECT_EQ(p.stats().lent_workers_started, 1u) << "the host lent no other worker";
+  go = true;
+  // Without draining (a drain would lend a fresh worker for C): either the worker took C,
+  // or it ended without it.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = p.stats();
+        return runs->load() == 1 || s.lent_workers_retired == s.lent_workers_started;
+      },
+      10s));
+  EXPECT_EQ(runs->load(), 1) << "the lent worker left past the call its host pushed as it went";
+  ASSERT_TRUE(drain_until(
+      p, [&] { return c_done; }, 10s));
+  EXPECT_EQ(runs->load(), 1);
+  g->open = true;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = p.stats();
+        return s.lent_workers_now == 0 && s.lent_workers_retired == s.lent_workers_started;
+      },
+      10s));
+}
+
+TEST(lend_interleavings, host_decides_before_the_lent_worker_stores_leaving) {
+  only_the_recheck_takes_the_call(interleaving_point::lent_found_nothing);
+}
+
+TEST(lend_interleavings, host_decides_between_the_leaving_store_and_the_recheck) {
+  only_the_recheck_takes_the_call(interleaving_point::lent_leaving);
+}
+
+// The other side of the guarantee: the host sees the paused worker leaving and, with a
+// slot free, lends a fresh worker at once, which runs C while the first is still paused.
+TEST(lend_interleavings, host_sees_leaving_and_lends_a_fresh_worker) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker_lending(2));
+  const opens_on_exit open_g{g};
+  const pause_at pause(interleaving_point::lent_leaving);
+  ASSERT_NO_FATAL_FAILURE(lend_one_and_let_it_pause(p, g));
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  bool c_done = false;
+  ASSERT_NO_FATAL_FAILURE(submit_c(p, runs, c_done));
+  p.drain();
+  EXPECT_EQ(p.stats().lent_workers_started, 2u) << "the host saw leaving and lent another";
+  ASSERT_TRUE(drain_until(
+      p, [&] { return c_done; }, 10s))
+      << "the fresh worker ran C";
+  go = true;
+  g->open = true;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = p.stats();
+        return s.lent_workers_now == 0 && s.lent_workers_retired == 2;
+      },
+      10s));
+  EXPECT_EQ(runs->load(), 1) << "C ran once: the fresh worker took it, the re-check found none";
+}
+
+}  // namespace
