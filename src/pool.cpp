@@ -169,6 +169,7 @@ pool_stats pool_impl::stats() const {
     s.lent_workers_started = lent_started_;
     s.lent_workers_now = lent_now();
     s.lent_workers_retired = lent_started_ - s.lent_workers_now;
+    s.lent = lent_counters();
   }
   s.threads = shared_.seat_count;
   s.retired_running = retired_running_.load(std::memory_order_relaxed);

@@ -90,6 +90,7 @@ class pool_impl {
   void retire_lent(unsigned k, worker_slot* slot, call_base* stuck) noexcept;
   void join_lent() noexcept;
   std::uint64_t lent_now() const noexcept;
+  worker_stats lent_counters() const noexcept;
   // pool_host.cpp. Under hosts_mutex_: the first free index, its state made if it is new
   // (@throws std::logic_error when max_hosts hosts are attached); then taken for a host.
   unsigned free_index_or_throw(const char* who);

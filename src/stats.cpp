@@ -32,6 +32,7 @@ worker_stats pool_stats::totals() const {
   for (const auto& w : workers) {
     for (const auto& f : kWorkerFields) t.*f.member += w.*f.member;
   }
+  for (const auto& f : kWorkerFields) t.*f.member += lent.*f.member;
   return t;
 }
 
@@ -59,6 +60,12 @@ std::string to_json(const pool_stats& s) {
     out << '}';
   }
   out << ']';
+  if (s.lent_workers_started > 0) {  // a pool that never lent one prints what it always did
+    out << ",\"lent\":{";
+    bool f = true;
+    write_worker(out, s.lent, f);
+    out << '}';
+  }
   if (s.hosts.size() > 1) {  // a single-host pool's line stays as it was
     out << ",\"hosts\":[";
     for (std::size_t i = 0; i < s.hosts.size(); ++i) {

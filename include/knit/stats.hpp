@@ -10,7 +10,8 @@
 
 namespace knit {
 
-/// @brief One worker seat's counters, as copied by pool::stats().
+/// @brief One worker seat's counters, as copied by pool::stats() (or, in pool_stats::lent,
+/// every lent worker's together).
 ///
 /// Each is written only by its worker (relaxed), so keeping them costs the worker nothing
 /// but a private cache line. They only grow; the pool never resets them.
@@ -72,17 +73,24 @@ struct KNIT_API pool_stats {
   std::uint64_t lent_workers_now = 0;
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
+  /// Every lent worker's counters together (they have no seat, so they are not in
+  /// `workers`): the calls they ran, calls_stolen among them (a lent worker takes every
+  /// call from a seat's ring), their completion signals. They only grow: a lent slot's
+  /// counts go on from one lent thread to the next.
+  worker_stats lent;
 
   /// Every host attached now, by index, while two hosts or more are (empty with one: its
   /// part is the fields above). to_json() lists them only when there are some.
   std::vector<host_stats> hosts;
 
-  /// The sum of every worker's counters.
+  /// The sum of every worker's counters: the seats' (`workers`) and the lent ones' (`lent`),
+  /// so that calls_run counts every call run while workers were lent.
   worker_stats totals() const;
 };
 
 /// @brief Renders `stats` as one line of JSON:
-/// `{"threads":N,"totals":{...host and summed worker counters...},"workers":[{...},...]}`.
+/// `{"threads":N,"totals":{...host and summed worker counters...},"workers":[{...},...]}`,
+/// then `"lent":{...}` once the pool has lent a worker, and `"hosts":[...]` with two or more.
 KNIT_API std::string to_json(const pool_stats& stats);
 
 }  // namespace knit

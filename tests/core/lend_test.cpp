@@ -87,6 +87,38 @@ TEST(lend, calls_behind_a_held_call_run_on_a_lent_worker_and_the_held_call_deliv
             std::string::npos);
 }
 
+// pool_stats counts the calls run on lent workers (pool_stats::lent, and in totals()): with
+// the only seat held, every call behind the held one ran on a lent worker.
+TEST(lend, totals_count_the_calls_run_on_lent_workers) {
+  auto g = std::make_shared<gate>();
+  knit::pool p(one_worker(1));
+  std::optional<knit::result<std::uint64_t>> held;
+  submit_held(p, g, 1, held);
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
+  constexpr std::uint64_t kBehind = 10;
+  std::uint64_t ok = 0;
+  for (std::uint64_t i = 0; i < kBehind; ++i) {
+    ASSERT_FALSE(p.submit([](int x) { return x; }, 0,
+                          [&ok](knit::result<int> r) {
+                            if (r.ok()) ++ok;
+                          }));
+  }
+  ASSERT_TRUE(drain_until(p, [&] { return ok == kBehind; }));
+  const auto s = p.stats();
+  EXPECT_EQ(s.calls_submitted, kBehind + 1);
+  EXPECT_EQ(s.workers[0].calls_run, 1u) << "the seat ran the held call only";
+  EXPECT_EQ(s.lent.calls_run, kBehind);
+  EXPECT_EQ(s.lent.calls_stolen, kBehind) << "a lent worker takes every call from a seat's ring";
+  EXPECT_EQ(s.totals().calls_run, s.calls_submitted) << "every call that ran, lent or not";
+  EXPECT_NE(knit::to_json(s).find("\"lent\":{\"calls_run\":" + std::to_string(kBehind)),
+            std::string::npos);
+  g->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return held.has_value(); }));
+  // Idle, the lent worker ends; its counts stay.
+  ASSERT_TRUE(eventually([&] { return p.stats().lent_workers_now == 0; }));
+  EXPECT_EQ(p.stats().totals().calls_run, kBehind + 1);
+}
+
 // Another host's calls behind the builder's held call: that host sees only its own calls'
 // records, and the seats' start times, and lends a worker on its own thread.
 TEST(lend, an_attached_hosts_calls_behind_another_hosts_held_call_run_on_a_lent_worker) {
