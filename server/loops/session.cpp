@@ -435,8 +435,23 @@ void session::write_response(bool close) {
   const std::size_t total = net::buffer_size(buffers);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
 
-  // First what the kernel takes now (the socket is non-blocking): usually all of it, and then
-  // on_write runs here, with no completion posted to the loop.
+  // A lone response (nothing held back): Asio's async_write, whose first sendmsg is made at
+  // once too, then the next read from on_write. Measured against the synchronous write below
+  // followed by a posted read (bench/results/syscalls-per-request, inline /ping, wrk -c50,
+  // 3 x 10 s interleaved): 8.09-8.47 CPU-us and 2.60-2.66 system calls per request, against
+  // 8.62-9.55 and 2.65-2.76.
+  if (batch_.empty()) {
+    exec_.start(
+        [this, &buffers](auto&& handler) {
+          net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
+        },
+        beast::bind_front_handler(&session::on_write, shared_from_this(), close));
+    return;
+  }
+
+  // Pipelined responses held back: first what the kernel takes now (the socket is
+  // non-blocking), usually all of it, and then on_write runs here, with no completion posted
+  // to the loop.
   beast::error_code ec;
   const std::size_t sent = socket_.write_some(buffers, ec);
   if (ec != net::error::would_block && (ec || sent == total)) {

@@ -82,13 +82,14 @@ using socket_type =
 // batch_ is still written (end_with_batch). The stop does not batch: each response is written
 // as it comes, as described above.
 //
-// System calls: the socket is in non-blocking mode, and a response is written at once with
-// one write_some (sendmsg); only what the kernel does not take goes to async_write. The
-// writes are counted (request_counters::writes, the knit-stats line). The next read is then
-// posted behind the loop's other ready handlers (on_write): Asio's async_read_some tries a
-// recvfrom at once, which right after the response finds the socket empty (EAGAIN); later it
-// often finds the next request. Asio's async_wait would replace that try with an epoll_ctl,
-// not remove it (docs/not-done.md).
+// System calls: a lone response goes out with Asio's async_write (its first sendmsg is made
+// at once) and the next read starts from on_write. Responses to pipelined requests held back
+// in batch_ leave in one synchronous gathering write_some (the socket is non-blocking; only
+// what the kernel does not take goes to async_write), and the next read is then posted
+// behind the loop's other ready handlers: Asio's async_read_some tries a recvfrom at once,
+// which right after a write made here finds the socket empty (EAGAIN). The writes are
+// counted (request_counters::writes, the knit-stats line). Asio's async_wait would replace
+// that try with an epoll_ctl, not remove it (docs/not-done.md).
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //
