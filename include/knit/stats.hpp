@@ -65,12 +65,12 @@ struct KNIT_API pool_stats {
   std::uint64_t workers_replaced = 0;  ///< Retired workers whose seat got a fresh thread.
   std::uint64_t retired_running =
       0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
-  /// Lent workers (pool_options::lend_after): started while every worker was held by a
-  /// long call and calls waited; retired (exited idle, or retired for a stuck call); alive
-  /// now (a level).
+  /// Lent workers (pool_options::lend_after) started while every worker was held by a long
+  /// call and calls waited.
   std::uint64_t lent_workers_started = 0;
+  /// Lent workers that ended: exited idle, or retired for a stuck call.
   std::uint64_t lent_workers_retired = 0;
-  std::uint64_t lent_workers_now = 0;
+  std::uint64_t lent_workers_now = 0;  ///< Lent workers alive now (a level, not a count).
   std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
                                       ///< continues its seat's counts.
   /// Every lent worker's counters together (they have no seat, so they are not in

@@ -6,9 +6,9 @@
 #      connections, are each answered 200 within 0.5 s; the /ssr itself gets 200.
 #   B. KNIT_STUCK_MS=500 and a /ssr of 10 s: three /jwt beside it get 200, the /ssr gets 504
 #      at its limit, alone; the /jwt after it get 200.
-# Usage: bench/results/lend-a-worker/run.sh [path/to/knit-server]   (default build/bin/knit-server)
+# Usage: bench/tools/lend_a_worker.sh [path/to/knit-server]   (default build/bin/knit-server)
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 server=$(realpath "${1:-build/bin/knit-server}")
 port=${LEND_PORT:-18734}
 pid=

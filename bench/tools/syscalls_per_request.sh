@@ -4,14 +4,14 @@
 #   knit /ping inline and pooled, knit /jwt pooled, nginx `return 200` /ping
 #     (wrk -t1 -c50, one request per round trip): requests/s, server CPU us per request,
 #     system calls per request (perf stat -e raw_syscalls:sys_enter -p <server pids>);
-#   pipelined depth 16 /ping (pipeline.lua), knit before/after and nginx: the same figures.
+#   pipelined depth 16 /ping (wrk_pipeline16.lua), knit before/after and nginx: the same figures.
 # Server on CPU 0, wrk on CPU 1 (taskset). Usage:
-#   run.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=...
+#   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=...
 # About 10 cases x REPS x (WINDOW + 2) s: 6 minutes with the defaults.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
-out=${1:-$here/out-$(date -u +%Y%m%dT%H%M%S)}
+repo=$(cd "$here/../.." && pwd)
+out=${1:-$repo/bench/results/syscalls-per-request/out-$(date -u +%Y%m%dT%H%M%S)}
 WINDOW=${WINDOW:-10}
 REPS=${REPS:-3}
 BEFORE=${BEFORE:-/work/ab/knit-server-before-sys}
@@ -100,8 +100,8 @@ measure() {
     printf "%s\t%s\t%d\t%s\t%.2f\t%s\n", rep, name, reqs, rps, cpu, sys }' | tee -a "$rows"
 }
 
-pipe=(-s "$here/pipeline.lua")
-jwt=(-s "$here/jwt.lua")
+pipe=(-s "$here/wrk_pipeline16.lua")
+jwt=(-s "$here/wrk_jwt.lua")
 for rep in $(seq "$REPS"); do
   for bin in before after; do
     b=$BEFORE; [ $bin = after ] && b=$AFTER

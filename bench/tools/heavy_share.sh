@@ -8,14 +8,14 @@
 #       off (0: the old behaviour) and KNIT_MODE=asio: /ping p99 and heavy rps
 #   (c) all three routes closed loop: /ping p99 and the heavy routes' CPU share, for share
 #       10, 25 and 50 (the share is estimated as heavy responses/s x the profile's cost per
-#       response, from the server's banner: summarize.py)
+#       response, from the server's banner: heavy_share_summary.py)
 # 7 cases x REPS x (WARMUP + WINDOW + ~1.5 s start/stop): 30 s x 3 reps = ~11.5 minutes.
-# Usage: bench/results/heavy-share/run.sh [OUT]   (BIN, LOAD, WINDOW, REPS, WARMUP from the
+# Usage: bench/tools/heavy_share.sh [OUT]   (BIN, LOAD, WINDOW, REPS, WARMUP from the
 # environment; BIN defaults to build/bin/knit-server, LOAD to build/bin/knit-load)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
-out=${1:-$here/run-$(date -u +%Y%m%dT%H%M%SZ)}
+repo=$(cd "$here/../.." && pwd)
+out=${1:-$repo/bench/results/heavy-share/run-$(date -u +%Y%m%dT%H%M%SZ)}
 bin=${BIN:-$repo/build/bin/knit-server}
 load=${LOAD:-$repo/build/bin/knit-load}
 window=${WINDOW:-30}
@@ -40,4 +40,4 @@ ab c-closed-loop --route "ping:GET:/ping:50" "${heavy[@]}" \
   --case "share10=$bin,$base,KNIT_HEAVY_SHARE=10" \
   --case "share25=$bin,$base,KNIT_HEAVY_SHARE=25" \
   --case "share50=$bin,$base,KNIT_HEAVY_SHARE=50"
-python3 "$here/summarize.py" "$out" | tee "$out/summary.txt"
+python3 "$here/heavy_share_summary.py" "$out" | tee "$out/summary.txt"

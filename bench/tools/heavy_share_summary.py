@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Medians per case of a heavy-share run (run.sh): /ping p99, heavy responses/s, and the heavy
+"""Medians per case of a heavy-share run (heavy_share.sh): /ping p99, heavy responses/s, and the heavy
 routes' share of the server's CPU, estimated as ssr/s x ssr cost + jwt/s x jwt cost (the costs
 from the server's banner line "cost profile: bun (ssr N us, jwt M us)"), over one CPU.
 
-  summarize.py OUT   (OUT holds run.sh's a-*/, b-*/, c-*/ directories)
+  heavy_share_summary.py OUT   (OUT holds heavy_share.sh's a-*/, b-*/, c-*/ directories)
 """
 import glob
 import json
