@@ -71,8 +71,8 @@ struct KNIT_API pool_stats {
   /// Lent workers that ended: exited idle, or retired for a stuck call.
   std::uint64_t lent_workers_retired = 0;
   std::uint64_t lent_workers_now = 0;  ///< Lent workers alive now (a level, not a count).
-  std::vector<worker_stats> workers;  ///< One per worker seat, in seat order; a replacement worker
-                                      ///< continues its seat's counts.
+  std::vector<worker_stats> workers;   ///< One per worker seat, in seat order; a replacement worker
+                                       ///< continues its seat's counts.
   /// Every lent worker's counters together (they have no seat, so they are not in
   /// `workers`): the calls they ran, calls_stolen among them (a lent worker takes every
   /// call from a seat's ring), their completion signals. They only grow: a lent slot's

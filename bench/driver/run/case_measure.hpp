@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
