@@ -119,6 +119,30 @@ TEST(lend, totals_count_the_calls_run_on_lent_workers) {
   EXPECT_EQ(p.stats().totals().calls_run, kBehind + 1);
 }
 
+// A lent worker retired for a stuck call: a fresh slot takes its place, and the lent counts
+// go on from the retired one's (they only grow).
+TEST(lend, lent_counts_stay_when_a_lent_worker_is_retired_for_a_stuck_call) {
+  auto g1 = std::make_shared<gate>(), g2 = std::make_shared<gate>();
+  knit::pool p(one_worker(1));
+  std::optional<knit::result<std::uint64_t>> a, b;
+  submit_held(p, g1, 1, a);
+  ASSERT_TRUE(eventually([&] { return g1->waiting.load() == 1; }));
+  knit::call_options stuck;
+  stuck.stuck_after = 100ms;
+  submit_held(p, g2, 2, b, stuck);  // on the lent worker, which it holds past stuck_after
+  ASSERT_TRUE(drain_until(p, [&] { return b.has_value(); }));
+  EXPECT_EQ(b->error(), knit::errc::stuck);
+  const auto s = p.stats();
+  EXPECT_EQ(s.calls_stuck, 1u);
+  EXPECT_EQ(s.lent_workers_retired, 1u) << "the lent worker was retired";
+  EXPECT_EQ(s.lent.calls_run, 1u) << "its run still counts after its slot was replaced";
+  EXPECT_EQ(s.totals().calls_run, 2u);
+  g1->open = true;
+  g2->open = true;
+  ASSERT_TRUE(drain_until(p, [&] { return a.has_value(); }));
+  EXPECT_EQ(a->value(), 1u);
+}
+
 // Another host's calls behind the builder's held call: that host sees only its own calls'
 // records, and the seats' start times, and lends a worker on its own thread.
 TEST(lend, an_attached_hosts_calls_behind_another_hosts_held_call_run_on_a_lent_worker) {
