@@ -11,6 +11,7 @@ public+='|knit::(process_options|process_error|process_workers|process_confineme
 public+='|knit::(error_category|parse_cpu_list|to_json|set_log_sink)(\[abi:cxx11\])?\('
 public+='|knit::(register_process_task|has_process_task|worker_main)(\[abi:cxx11\])?\('
 public+='|knit::(current_process_stats|current_process_confinement)\('
+public+='|knit::(request_loop_slice|current_loop_slice|loop_slice_now)\('
 symbols=$(nm -D --defined-only -C "$lib" | cut -d' ' -f3-)
 [ -n "$symbols" ] || { echo "no exported symbol in $lib" >&2; exit 1; }
 leaked=$(grep -Ev "^((typeinfo|typeinfo name|vtable) for )?($public)" <<<"$symbols" || true)
