@@ -111,14 +111,24 @@ class worker_loop {
   bool claim_any(call_base*& c, unsigned& from) noexcept {
     for (unsigned k = 0; k < n_; ++k) {
       const unsigned j = (cursor_ + 1 + k) % n_;
-      const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
-      for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
-        const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        if (s_.host(h)->ring(j).try_pop(c)) {
-          cursor_ = j;
-          from = h;
-          return true;
-        }
+      if (pop_from_seat(j, c, from)) {
+        cursor_ = j;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // One call from any host's ring into seat j, as a thief takes it (lent workers, stealing).
+  // Acquire pairs with the hosts' fetch_or: host h's state (published when its index was
+  // first used) is visible before we touch its ring. A set bit is re-checked on the ring.
+  bool pop_from_seat(unsigned j, call_base*& c, unsigned& from) noexcept {
+    const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
+    for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
+      const unsigned h = static_cast<unsigned>(std::countr_zero(m));
+      if (s_.host(h)->ring(j).try_pop(c)) {
+        from = h;
+        return true;
       }
     }
     return false;
@@ -141,15 +151,9 @@ class worker_loop {
     if (mine != 0 && claim_in_turn(mine, c, from)) return true;
     if (!steal_) return false;
     for (unsigned k = 1; k < n_; ++k) {
-      const unsigned j = (self_ + k) % n_;
-      const std::uint64_t theirs = s_.seat_pending[j].hosts.load(std::memory_order_acquire);
-      for (std::uint64_t m = theirs; m != 0; m &= m - 1) {
-        const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        if (s_.host(h)->ring(j).try_pop(c)) {
-          from = h;
-          stolen = true;
-          return true;
-        }
+      if (pop_from_seat((self_ + k) % n_, c, from)) {
+        stolen = true;
+        return true;
       }
     }
     return false;

@@ -18,41 +18,16 @@
 #include "knit/pool_host.hpp"
 #include "support/gate.hpp"
 #include "support/host_thread.hpp"
+#include "support/interleaving_pause.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using knit::detail::interleaving_point;
 
-// The point to pause at once (-1: none), whether a worker is paused there, and the go.
-std::atomic<int> armed{-1};
-std::atomic<bool> paused{false}, go{false};
-
-void pause_once(interleaving_point where) {
-  int want = static_cast<int>(where);
-  if (!armed.compare_exchange_strong(want, -1)) return;
-  paused = true;
-  const auto rescue = std::chrono::steady_clock::now() + 10s;  // a broken test fails, not hangs
-  while (!go && std::chrono::steady_clock::now() < rescue) std::this_thread::sleep_for(100us);
-}
-
-// Arms one pause at `where` for the test's lifetime.
-class pause_at {
- public:
-  explicit pause_at(interleaving_point where) {
-    paused = false;
-    go = false;
-    armed = static_cast<int>(where);
-    knit::detail::interleaving_hook = pause_once;
-  }
-  ~pause_at() {
-    go = true;
-    armed = -1;
-    knit::detail::interleaving_hook = nullptr;
-  }
-  pause_at(const pause_at&) = delete;
-  pause_at& operator=(const pause_at&) = delete;
-};
+using knit_test::go;
+using knit_test::pause_at;
+using knit_test::paused;
 
 knit::pool_options one_parking_worker() {
   knit::pool_options o;
