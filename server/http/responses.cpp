@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "http/http_date.hpp"
+
 namespace knit_server {
 
 namespace http = boost::beast::http;
@@ -11,7 +13,8 @@ void fill(response& res, http::status status, std::string_view type, std::string
   res.status = status;
   res.type = type;
   res.body = std::move(body);
-  res.retry_after = false;  // set by fill_overloaded only; a reused response must not keep it
+  res.retry_after = false;    // set by fill_overloaded only; a reused response must not keep it
+  res.extra_headers.clear();  // set by fill_plaintext only, likewise
 }
 
 void fill_copy(response& res, http::status status, std::string_view type, std::string_view body) {
@@ -19,6 +22,12 @@ void fill_copy(response& res, http::status status, std::string_view type, std::s
   res.type = type;
   res.body.assign(body.data(), body.size());
   res.retry_after = false;
+  res.extra_headers.clear();
+}
+
+void fill_plaintext(response& res, std::chrono::system_clock::time_point now) {
+  fill_copy(res, http::status::ok, content_type::plain, "Hello, World!");
+  res.extra_headers.assign(server_and_date_headers(now));
 }
 
 void fill_not_found(response& res) {
@@ -52,6 +61,7 @@ void serialize_head(std::string& out, const response& res, connection_header con
   out.append(digits, std::to_chars(digits, digits + sizeof digits, res.body.size()).ptr);
   out += "\r\n";
   if (res.retry_after) out += "Retry-After: 1\r\n";
+  out += res.extra_headers;
   if (connection == connection_header::close) out += "Connection: close\r\n";
   if (connection == connection_header::keep_alive) out += "Connection: keep-alive\r\n";
   out += "\r\n";

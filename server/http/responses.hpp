@@ -2,6 +2,7 @@
 // header chunks.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <ostream>  // Boost 1.81's status.hpp uses operator<< on string_view without including it
 #include <string>
@@ -21,6 +22,8 @@ inline constexpr std::string_view html = "text/html; charset=UTF-8";  // c.html 
 inline constexpr std::string_view text = "text/plain; charset=UTF-8";
 // GET /metrics: the Prometheus text exposition format, version 0.0.4.
 inline constexpr std::string_view prometheus = "text/plain; version=0.0.4; charset=utf-8";
+// GET /plaintext: what TechEmpower's plaintext test expects, as nginx's default_type sends it.
+inline constexpr std::string_view plain = "text/plain";
 }  // namespace content_type
 
 // One response. The session keeps one and reuses it; a route's body string is moved in.
@@ -28,12 +31,16 @@ inline constexpr std::string_view prometheus = "text/plain; version=0.0.4; chars
 // Why not Beast's http::response + http::async_write: the serializer walks the fields through
 // layers of buffer-sequence adaptors and allocates a node per field, and on /ping that was
 // most of the host thread's user-space time. A response here has at most four fixed header
-// lines, so appending them to a reused string is all the serialization it needs.
+// lines (and /plaintext's Server and Date), so appending them to a reused string is all the
+// serialization it needs.
 struct response {
   boost::beast::http::status status = boost::beast::http::status::ok;
   std::string_view type = content_type::text;  // one of content_type::*
   std::string body;
   bool retry_after = false;  // adds "Retry-After: 1" (503 only)
+  // Whole header lines, each ending in \r\n, written after the others: /plaintext's Server and
+  // Date. Assigned, never reallocated once grown; every fill* clears it.
+  std::string extra_headers;
 };
 
 // A route answer with the given type; `body` is moved in, never copied.
@@ -44,6 +51,10 @@ void fill(response& res, boost::beast::http::status status, std::string_view typ
 // string has grown to the size of the bodies it carries. For short bodies built elsewhere.
 void fill_copy(response& res, boost::beast::http::status status, std::string_view type,
                std::string_view body);
+
+// GET /plaintext, TechEmpower's plaintext test: 200, "Hello, World!" as text/plain, with the
+// Server and Date headers the test requires (Date rendered once a second: http_date.hpp).
+void fill_plaintext(response& res, std::chrono::system_clock::time_point now);
 
 // Hono's default notFound: 404, text/plain, "404 Not Found".
 void fill_not_found(response& res);
@@ -69,7 +80,7 @@ enum class connection_header {
 //   HTTP/1.1 200 OK\r\n
 //   Content-Type: application/json\r\n
 //   Content-Length: 72\r\n
-//   [Retry-After: 1\r\n] [Connection: close | keep-alive\r\n]
+//   [Retry-After: 1\r\n] [extra_headers] [Connection: close | keep-alive\r\n]
 //   \r\n
 void serialize_head(std::string& out, const response& res, connection_header connection);
 

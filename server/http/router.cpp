@@ -12,6 +12,10 @@ route match_route(boost::beast::http::verb method, std::string_view target) noex
   if (path == "/ping") {
     return method == verb::get || method == verb::head ? route::ping : route::not_found;
   }
+  // Not a Hono route: TechEmpower's plaintext test, for comparing with other servers.
+  if (path == "/plaintext") {
+    return method == verb::get || method == verb::head ? route::plaintext : route::not_found;
+  }
   if (path == "/ssr") return method == verb::post ? route::ssr : route::not_found;
   if (path == "/jwt") return method == verb::post ? route::jwt : route::not_found;
   // The operations endpoints, like /ping: GET, and HEAD answered by the GET route.
@@ -30,6 +34,7 @@ std::string_view to_string(route r) noexcept {
     case route::livez: return "livez";
     case route::readyz: return "readyz";
     case route::metrics: return "metrics";
+    case route::plaintext: return "plaintext";
     case route::not_found: return "other";
   }
   return "other";

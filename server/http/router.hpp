@@ -17,6 +17,7 @@ enum class route {
   livez,      // GET /livez: 200 while the process can serve (process_status.hpp)
   readyz,     // GET /readyz: 200 while it wants traffic, 503 draining or degraded
   metrics,    // GET /metrics: the Prometheus text exposition (metrics_exposition.hpp)
+  plaintext,  // GET /plaintext: TechEmpower's plaintext test (responses.hpp); cheap, like /ping
   not_found,  // anything else, including a known path with the wrong method (Hono answers 404)
 };
 
@@ -39,7 +40,7 @@ constexpr bool is_ops_endpoint(route r) noexcept {
 }
 
 // The route's name as the knit_http_* metrics label it: "ping", "ssr", "jwt", "livez",
-// "readyz", "metrics", "other" (not_found, and requests refused before routing).
+// "readyz", "metrics", "plaintext", "other" (not_found, and requests refused before routing).
 std::string_view to_string(route r) noexcept;
 
 }  // namespace knit_server

@@ -298,6 +298,8 @@ void session::handle_request() {
     if (route_ == route::ping) {
       fill_copy(res_, http::status::ok, content_type::json,
                 server_.ping_body(std::chrono::system_clock::now()));
+    } else if (route_ == route::plaintext) {
+      fill_plaintext(res_, std::chrono::system_clock::now());
     } else if (is_ops_endpoint(route_) && server_.status()) {
       answer_ops_endpoint(*server_.status());
     } else {

@@ -19,6 +19,8 @@ std::string format_stats_line(exec_mode mode, const request_counters& counters,
   line += std::to_string(counters.jwt.load(std::memory_order_relaxed));
   line += ",\"other\":";
   line += std::to_string(counters.other.load(std::memory_order_relaxed));
+  line += ",\"plaintext\":";
+  line += std::to_string(counters.plaintext.load(std::memory_order_relaxed));
   line += "},\"rejected\":{\"queue_delay\":";
   line += std::to_string(rejected.queue_delay.load(std::memory_order_relaxed));
   line += ",\"queue_count\":";

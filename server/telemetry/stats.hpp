@@ -34,12 +34,16 @@ struct request_counters {
   // Write system calls that sent responses (a session's sendmsg, synchronous or Asio's): one
   // per response, or one per batch of pipelined responses written together (session.hpp).
   relaxed_counter writes = 0;
+  // GET /plaintext (TechEmpower's plaintext test): benchmark traffic, so not in `other`. Last,
+  // so that {ping, ssr, jwt, other} initializers keep their meaning.
+  relaxed_counter plaintext = 0;
 
   void count(route r) noexcept {
     switch (r) {
       case route::ping: bump(ping); break;
       case route::ssr: bump(ssr); break;
       case route::jwt: bump(jwt); break;
+      case route::plaintext: bump(plaintext); break;
       case route::livez:
       case route::readyz:
       case route::metrics:
@@ -54,12 +58,14 @@ struct request_counters {
     jwt.fetch_add(part.jwt.load(std::memory_order_relaxed), std::memory_order_relaxed);
     other.fetch_add(part.other.load(std::memory_order_relaxed), std::memory_order_relaxed);
     writes.fetch_add(part.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    plaintext.fetch_add(part.plaintext.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
 
   // Every route's count added up.
   std::uint64_t total() const noexcept {
     return ping.load(std::memory_order_relaxed) + ssr.load(std::memory_order_relaxed) +
-           jwt.load(std::memory_order_relaxed) + other.load(std::memory_order_relaxed);
+           jwt.load(std::memory_order_relaxed) + other.load(std::memory_order_relaxed) +
+           plaintext.load(std::memory_order_relaxed);
   }
 };
 
@@ -126,7 +132,7 @@ struct worker_process_figures {
 };
 
 // The whole line, without the newline:
-//   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N},
+//   knit-stats {"mode":"pooled","requests":{"ping":N,"ssr":N,"jwt":N,"other":N,"plaintext":N},
 //               "rejected":{"queue_delay":N,"queue_count":N,"pool_full":N,"write_budget":N},
 //               "connections":N,"buffered_bytes":N,"log_dropped":N,"parked_bytes":N,"writes":N,
 //               "pool":{...}[,"auto":{...}],"isolation":"thread"|"process"

@@ -22,7 +22,8 @@ TEST(stats, counts_by_route) {
 TEST(stats, inline_line) {
   request_counters c{3, 2, 1, 0};
   EXPECT_EQ(format_stats_line(exec_mode::inline_host, c, {}, {}, std::nullopt),
-            R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0},)"
+            R"(knit-stats {"mode":"inline","requests":{"ping":3,"ssr":2,"jwt":1,"other":0,)"
+            R"("plaintext":0},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
             R"("queue_wait":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,"writes":0,)"
@@ -32,7 +33,8 @@ TEST(stats, inline_line) {
 TEST(stats, pooled_line_embeds_the_pool_json) {
   request_counters c{1, 0, 0, 7};
   EXPECT_EQ(format_stats_line(exec_mode::pooled, c, {}, {}, std::string_view(R"({"threads":1})")),
-            R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7},)"
+            R"(knit-stats {"mode":"pooled","requests":{"ping":1,"ssr":0,"jwt":0,"other":7,)"
+            R"("plaintext":0},)"
             R"("rejected":{"queue_delay":0,"queue_count":0,"pool_full":0,"write_budget":0,)"
             R"("queue_wait":0},)"
             R"("connections":0,"buffered_bytes":0,"log_dropped":0,"parked_bytes":0,"writes":0,)"
