@@ -29,9 +29,9 @@ def normalize_row(o):
     filled in (tag "only" is the inline server, rows from before KNIT_HOSTS ran one loop)."""
     missing = [k for k in ("tag", "mode", "idle_cores", "total_rps", "cores", "routes")
                if k not in o]
-    if missing or o["mode"] not in ("sat", "rate"):
+    if missing or o["mode"] not in ("sat", "rate", "pipelined"):
         raise ValueError("missing " + ", ".join(missing) if missing else
-                         'mode: expected "sat" or "rate", got %r' % o["mode"])
+                         'mode: expected "sat", "rate" or "pipelined", got %r' % o["mode"])
     r = dict(o)
     r["threads"] = int(o.get("threads") or 0)
     r["spin"], r["park"] = _text(o.get("spin")), _text(o.get("park"))
@@ -278,12 +278,15 @@ def headline(cs, s):
 
 
 def profiles(cs, sweep):
-    """Cost profiles in first-seen order (rows without extra_cost_us only, or with)."""
-    return list(dict.fromkeys(c.profile for c in cs if (c.extra_cost_us is not None) == sweep))
+    """Cost profiles in first-seen order (rows without extra_cost_us only, or with). Pipelined
+    rows load /plaintext alone, which has no cost: they have a section of their own."""
+    return list(dict.fromkeys(c.profile for c in cs if (c.extra_cost_us is not None) == sweep
+                              and c.mode != "pipelined"))
 
 
 def host_counts(cs, profile):
-    return sorted({c.hosts for c in cs if c.extra_cost_us is None and c.profile == profile})
+    return sorted({c.hosts for c in cs if c.extra_cost_us is None and c.profile == profile
+                   and c.mode != "pipelined"})
 
 
 def sweep_axes(cs, profile):

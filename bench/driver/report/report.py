@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.md and charts/*.png from rows.jsonl alone (plus meta.json beside it when present):
 the reference tables A, B, C, the peers, pool counters, the hosts sweep, the fleet and the
-cost sweep, one table set per cost profile. knit-bench runs it after a run and for
+cost sweep, one table set per cost profile; then the pipelined (TechEmpower plaintext) rows. knit-bench runs it after a run and for
 `knit-bench report DIR/rows.jsonl [--no-charts]`; it can be run by hand the same way.
 Prints one "warning: ..." line per warning (also listed in the report) and "wrote PATH"."""
 import json
@@ -14,6 +14,7 @@ from charts import render_charts  # noqa: E402
 from configs import (fixed, group_configs, header, host_counts, profiles,  # noqa: E402
                      read_rows, row, scope, shortest)
 from peers import fleet_section, hosts_section, peers_section  # noqa: E402
+from pipelined import pipelined_section  # noqa: E402
 from tables import (foreign_load_note, mismatch_notes, pool_counter_section,  # noqa: E402
                     section_a, section_b, section_c, sweep_section)
 
@@ -98,6 +99,7 @@ def render_markdown(rows, meta=None, charts=(), warnings=()):
         md += "".join("![%s](%s)\n\n" % tf for tf in mine)
     md += "".join(hosts_section(cs, p, charts) for p in prof)
     md += "".join(fleet_section(cs, p) for p in prof)
+    md += pipelined_section(cs)
     return md + "".join(sweep_section(cs, p, charts) for p in sweep_prof)
 
 

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <thread>
 
 #include "driver/run/numfmt.hpp"
 #include "driver/run/peers.hpp"
+#include "driver/run/wrk_run.hpp"
 #include "driver/system/case_process.hpp"
 #include "driver/system/interrupt.hpp"
 #include "driver/system/process_tree.hpp"
@@ -100,16 +102,36 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
       auto served = case_routes(c);
       if (std::find(served.begin(), served.end(), r.name) != served.end()) ls.routes.push_back(r);
     }
-    if (cfg.warmup_s > 0) {
-      ls.duration_s = cfg.warmup_s;
-      ls.json_path = (logs / (stem + ".warmup.json")).string();
-      run_load(ls, cfg.gen_cpus, (logs / (stem + ".warmup.log")).string());
+    // A pipelined case: wrk instead, the same connections and generator threads.
+    const bool pipelined = c.mode == "pipelined";
+    wrk_spec ws;
+    if (pipelined) {
+      ws.exe = find_wrk();
+      if (ws.exe.empty())
+        throw case_error("a pipelined case needs wrk, and there is none on PATH (./knit deps)");
+      ws.host = cfg.host;
+      ws.port = cfg.port;
+      ws.threads = std::max(1, ls.threads);
+      ws.conns = m.conns;
+      ws.script_path = write_wrk_script(bodies.string());
     }
+    // One run of the load: logs/STEM.PART.log (and knit-load's .json).
+    auto run = [&](double seconds, const std::string& part) {
+      const std::string base = (logs / (stem + "." + part)).string();
+      if (pipelined) {
+        ws.duration_s = seconds;
+        return run_wrk(ws, cfg.gen_cpus, base + ".log");
+      }
+      ls.duration_s = seconds;
+      ls.json_path = base + ".json";
+      return run_load(ls, cfg.gen_cpus, base + ".log");
+    };
+    if (cfg.warmup_s > 0) run(cfg.warmup_s, "warmup");
     srv.check_alive("warm-up");
 
-    ls.duration_s = cfg.window_s;
+    ls.duration_s = ws.duration_s = cfg.window_s;
     ls.json_path = (logs / (stem + ".load.json")).string();
-    m.load_cmd = load_argv(ls);
+    m.load_cmd = pipelined ? wrk_argv(ws) : load_argv(ls);
     m.stats_before = srv.request_stats();
     // The machine's busy CPU brackets the server's samples; the driver's own CPU and the
     // generator's (reaped inside run_load) bracket both.
@@ -117,7 +139,7 @@ void measure_running(case_process& srv, const plan_case& c, const run_options& c
     std::optional<machine_cpu_sample> mc0 = machine_sample();
     syscall_counter calls(srv.pid(), (logs / (stem + ".syscalls.csv")).string());
     auto w0 = sample("window");
-    m.load = run_load(ls, cfg.gen_cpus, (logs / (stem + ".load.log")).string());
+    m.load = run(cfg.window_s, "load");
     auto w1 = sample("window");
     m.syscalls = calls.finish();
     std::optional<machine_cpu_sample> mc1 = machine_sample();
@@ -167,7 +189,8 @@ std::string fleet_command(const run_options& cfg, int instances) {
 case_measurement measure(const plan_case& c, const run_options& cfg, const fs::path& logs,
                          const std::string& stem, const fs::path& bodies, double rate_per_route) {
   case_measurement m;
-  m.window_s = cfg.window_s;
+  // wrk runs whole seconds: a pipelined case's CPU is divided by the window wrk ran.
+  m.window_s = c.mode == "pipelined" ? std::ceil(cfg.window_s) : cfg.window_s;
   m.conns = c.conns > 0 ? c.conns : cfg.conns;
   m.rate_per_route = rate_per_route;
   m.server_env = server_env(c, cfg.host, cfg.port);

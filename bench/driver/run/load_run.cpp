@@ -160,6 +160,27 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s;
 }
 
+void run_generator(const spawn_spec& sp, double deadline_s, const std::string& what) {
+  pid_t pid = spawn_process(sp);
+  auto start = std::chrono::steady_clock::now();
+  std::optional<exit_status> st;
+  while (!(st = reap_nohang(pid))) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > deadline_s || interrupted()) {
+      stop_process(pid, 2.0);
+      throw std::runtime_error(what + " " +
+                               (elapsed > deadline_s
+                                    ? "did not finish within " + seconds_text(deadline_s) + " s"
+                                    : std::string("interrupted")) +
+                               " (stopped PID " + std::to_string(pid) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!st->exited || st->code != 0)
+    throw std::runtime_error(what + " failed (" + st->text() + "): " + file_tail(sp.output_path));
+}
+
 load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
                      const std::string& log_path) {
   spawn_spec sp;
@@ -169,25 +190,7 @@ load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
   sp.output_path = log_path;
   sp.cpus = cpus;
   std::remove(spec.json_path.c_str());
-  pid_t pid = spawn_process(sp);
-  const double deadline = spec.duration_s + 30.0;
-  auto start = std::chrono::steady_clock::now();
-  std::optional<exit_status> st;
-  while (!(st = reap_nohang(pid))) {
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed > deadline || interrupted()) {
-      stop_process(pid, 2.0);
-      throw std::runtime_error(std::string("knit-load ") +
-                               (elapsed > deadline
-                                    ? "did not finish within " + seconds_text(deadline) + " s"
-                                    : "interrupted") +
-                               " (stopped PID " + std::to_string(pid) + ")");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!st->exited || st->code != 0)
-    throw std::runtime_error("knit-load failed (" + st->text() + "): " + file_tail(log_path));
+  run_generator(sp, spec.duration_s + 30.0, "knit-load");
   try {
     return parse_load_json(slurp(spec.json_path));
   } catch (const std::exception& e) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "driver/system/spawn.hpp"
+
 namespace knit::bench {
 
 struct load_route {
@@ -67,6 +69,12 @@ load_result parse_load_json(std::string_view text);
 // Ends early (throwing) when the driver is interrupted.
 load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
                      const std::string& log_path);
+
+// Runs a load generator to completion: spawned as `sp` says, stopped by PID (SIGTERM, then
+// SIGKILL) when it outlives deadline_s or the driver is interrupted, which throws, naming it
+// `what`; a non-zero exit throws too, with the tail of sp.output_path. Shared by knit-load and
+// wrk (wrk_run.hpp).
+void run_generator(const spawn_spec& sp, double deadline_s, const std::string& what);
 
 // The last `max_bytes` of a file, for error messages.
 std::string file_tail(const std::string& path, size_t max_bytes = 800);

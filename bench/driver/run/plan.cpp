@@ -147,7 +147,7 @@ plan_case parse_case(const json::value& v, size_t index) {
     throw plan_error(ctx + ": field \"tag\" must be a non-empty name without spaces or '/'");
 
   if (auto* m = o.if_contains("mode")) c.mode = string_field(*m, ctx, "mode");
-  check_one_of(c.mode, {"sat", "rate"}, ctx, "mode");
+  check_one_of(c.mode, {"sat", "rate", "pipelined"}, ctx, "mode");
   if (auto* m = o.if_contains("server_mode")) c.server_mode = string_field(*m, ctx, "server_mode");
   if (is_peer_case(c)) {
     if (!valid_peer_name(c.server_mode.substr(5)))
@@ -188,7 +188,7 @@ plan_case parse_case(const json::value& v, size_t index) {
     c.rate_per_route = s->to_number<double>();
     if (!(c.rate_per_route >= 0) || !std::isfinite(c.rate_per_route))
       throw plan_error(ctx + ": field \"rate_per_route\" must be >= 0");
-    if (c.mode == "sat" && c.rate_per_route > 0)
+    if (c.mode != "rate" && c.rate_per_route > 0)
       throw plan_error(ctx + ": field \"rate_per_route\" only applies to mode \"rate\"");
   }
   if (auto* e = o.if_contains("env")) {
@@ -263,6 +263,7 @@ std::string read_file(const std::string& path) {
 bool is_peer_case(const plan_case& c) { return c.server_mode.rfind("peer:", 0) == 0; }
 
 std::vector<std::string> case_routes(const plan_case& c) {
+  if (c.mode == "pipelined") return {"plaintext"};  // wrk_run.hpp's kPipelinedRoute
   if (!c.peer_routes.empty()) return c.peer_routes;
   return {"ping", "ssr", "jwt"};
 }

@@ -15,8 +15,10 @@ namespace knit::bench {
 // One configuration to measure. Empty strings mean "leave unset": the server then
 // uses its library default, which is how the reference benchmark told "default" rows apart.
 struct plan_case {
-  std::string tag;           // short name, e.g. "t4" or "inline"
-  std::string mode = "sat";  // "sat" (closed loop) or "rate" (open loop, fixed rate)
+  std::string tag;  // short name, e.g. "t4" or "inline"
+  // "sat" (closed loop) or "rate" (open loop, fixed rate), both knit-load on the three routes;
+  // or "pipelined": wrk, closed loop, 16 pipelined GET /plaintext per round trip (wrk_run.hpp).
+  std::string mode = "sat";
   // KNIT_MODE: "inline", "pooled", "asio", "multi" or "auto"; or "peer:NAME" for an
   // external server (not knit-server) started from peer_command.
   std::string server_mode = "pooled";
@@ -65,7 +67,8 @@ std::map<std::string, std::string> server_env(const plan_case& c, const std::str
 
 // True for an external peer case (server_mode "peer:NAME").
 bool is_peer_case(const plan_case& c);
-// The routes a case's load drives: peer_routes, or all three for knit-server.
+// The routes a case's load drives: "plaintext" alone for a pipelined case; else peer_routes,
+// or all three for knit-server.
 std::vector<std::string> case_routes(const plan_case& c);
 
 // Key that groups cases measured against the same inline reference: a rate case

@@ -257,8 +257,8 @@ result_row row_from_json(const json::value& v) {
   result_row r;
   r.tag = str(o, "tag", true);
   r.mode = str(o, "mode", true);
-  if (r.mode != "sat" && r.mode != "rate")
-    bad("mode", "expected \"sat\" or \"rate\", got \"" + r.mode + "\"");
+  if (r.mode != "sat" && r.mode != "rate" && r.mode != "pipelined")
+    bad("mode", "expected \"sat\", \"rate\" or \"pipelined\", got \"" + r.mode + "\"");
   r.threads = static_cast<int>(opt_num(o, "threads").value_or(0));
   r.spin = str(o, "spin", false);
   r.park = str(o, "park", false);

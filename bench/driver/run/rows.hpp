@@ -28,7 +28,7 @@ struct route_row_stats {
 struct result_row {
   // Identity of the configuration.
   std::string tag;
-  std::string mode;  // "sat" | "rate"
+  std::string mode;  // "sat" | "rate" | "pipelined" (wrk, GET /plaintext at depth 16)
   int threads = 0;
   std::string spin;  // reference: "default" = threads*50; ours: "" = unset (library default)
   std::string park;  // reference: "default" = 1 ms;  ours: "" = unset

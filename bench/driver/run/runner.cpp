@@ -66,7 +66,7 @@ std::string result_line(const result_row& r) {
   std::ostringstream s;
   s << "      total " << r.total_rps << " rps (";
   bool first = true;
-  for (const char* n : {"ping", "ssr", "jwt"})
+  for (const char* n : {"ping", "ssr", "jwt", "plaintext"})
     if (auto it = r.routes.find(n); it != r.routes.end()) {
       s << (first ? "" : " / ") << n << " " << fixed(it->second.rps, 0);
       first = false;
