@@ -12,6 +12,7 @@
 
 #include <boost/system/system_error.hpp>
 
+#include "loops/drained_read.hpp"
 #include "loops/server.hpp"
 #include "loops/session.hpp"
 
@@ -49,6 +50,9 @@ tcp::endpoint listener::open(const tcp::endpoint& endpoint, bool share_port) {
     const auto bytes = static_cast<int>(server_.config().sndbuf_kb * 1024);
     acceptor_.set_option(net::socket_base::send_buffer_size(bytes));
   }
+  // Every read then says whether it emptied the socket, so that the session's next read waits
+  // for epoll instead of finding nothing (drained_read.hpp). Inherited by accepted sockets.
+  enable_queue_hint(acceptor_.native_handle());
   acceptor_.bind(endpoint);
   acceptor_.listen(net::socket_base::max_listen_connections);
   return acceptor_.local_endpoint();

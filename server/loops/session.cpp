@@ -18,6 +18,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
+#include "loops/drained_read.hpp"
 #include "loops/process_status.hpp"
 #include "loops/server.hpp"
 
@@ -140,7 +141,9 @@ void session::check_head() {
   KNIT_ASSERT(room > 0);
   exec_.start(
       [this, room](auto&& handler) {
-        socket_.async_read_some(buffer_.prepare(room), std::forward<decltype(handler)>(handler));
+        // A drained_buffer: after a short read the next one waits for epoll (drained_read.hpp).
+        socket_.async_read_some(drained_buffer(buffer_.prepare(room)),
+                                std::forward<decltype(handler)>(handler));
       },
       beast::bind_front_handler(&session::on_read_head, shared_from_this()));
 }
@@ -194,8 +197,19 @@ void session::on_continue(beast::error_code ec, std::size_t /*bytes*/) {
 }
 
 void session::do_read_body() {
-  // Read the rest of the message into the parser's string body. Bytes already in buffer_
-  // (usually the whole body, sent with the header) are used first.
+  // The body usually came with the header: the parser takes what buffer_ holds here, and a
+  // body complete in it goes on at once (http::async_read would do the same but post its
+  // completion, which costs the loop an epoll_wait(0) before it runs).
+  beast::error_code ec;
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    const std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == http::error::need_more) ec = {};
+    if (ec || used == 0) break;
+  }
+  if (ec || parser_->is_done()) return on_read(ec, 0);
+
+  // Read the rest of the message into the parser's string body.
   exec_.start(
       [this](auto&& handler) {
         http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
@@ -437,23 +451,9 @@ void session::write_response(bool close) {
   const std::size_t total = net::buffer_size(buffers);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
 
-  // A lone response (nothing held back): Asio's async_write, whose first sendmsg is made at
-  // once too, then the next read from on_write. Measured against the synchronous write below
-  // followed by a posted read (bench/results/syscalls-per-request, inline /ping, wrk -c50,
-  // 3 x 10 s interleaved): 8.09-8.47 CPU-us and 2.60-2.66 system calls per request, against
-  // 8.62-9.55 and 2.65-2.76.
-  if (batch_.empty()) {
-    exec_.start(
-        [this, &buffers](auto&& handler) {
-          net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
-        },
-        beast::bind_front_handler(&session::on_write, shared_from_this(), close));
-    return;
-  }
-
-  // Pipelined responses held back: first what the kernel takes now (the socket is
-  // non-blocking), usually all of it, and then on_write runs here, with no completion posted
-  // to the loop.
+  // First what the kernel takes now (the socket is non-blocking), usually all of it; then
+  // on_write runs here, with no completion posted to the loop (a posted one costs the loop an
+  // epoll_wait(0) before it runs).
   beast::error_code ec;
   const std::size_t sent = socket_.write_some(buffers, ec);
   if (ec != net::error::would_block && (ec || sent == total)) {
@@ -498,11 +498,14 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
   // Keep-alive: read the next request (it may already be waiting in buffer_).
   release_large_buffers();
   publish_buffered_bytes();
-  // Written at once (write_response): the client has had no time to send its next request.
-  // Read after the loop's other ready handlers instead: by then the request has often come,
-  // and Asio's first recvfrom gets it rather than EAGAIN (measured under load: about 1.4
-  // recvfrom per request so, 2.0 when reading at once).
-  if (at_once) return exec_.from_any_thread(*this, [](session& s) { s.do_read(); });
+  // Written at once (write_response) with the next request already in buffer_ (pipelined):
+  // answer it after the loop's other ready handlers, so one connection's pipeline does not
+  // hold the loop. Otherwise read now: the head read is a drained_buffer, so when the last
+  // read emptied the socket this costs no system call and the read waits for epoll
+  // (drained_read.hpp).
+  if (at_once && buffer_.size() > 0) {
+    return exec_.from_any_thread(*this, [](session& s) { s.do_read(); });
+  }
   do_read();
 }
 

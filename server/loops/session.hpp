@@ -82,14 +82,15 @@ using socket_type =
 // batch_ is still written (end_with_batch). The stop does not batch: each response is written
 // as it comes, as described above.
 //
-// System calls: a lone response goes out with Asio's async_write (its first sendmsg is made
-// at once) and the next read starts from on_write. Responses to pipelined requests held back
-// in batch_ leave in one synchronous gathering write_some (the socket is non-blocking; only
-// what the kernel does not take goes to async_write), and the next read is then posted
-// behind the loop's other ready handlers: Asio's async_read_some tries a recvfrom at once,
-// which right after a write made here finds the socket empty (EAGAIN). The writes are
-// counted (request_counters::writes, the knit-stats line). Asio's async_wait would replace
-// that try with an epoll_ctl, not remove it (docs/not-done.md).
+// System calls: a response (with those held back in batch_) leaves in one synchronous
+// gathering write_some (the socket is non-blocking; only what the kernel does not take goes to
+// async_write), and on_write runs at once, with no completion posted to the loop. The next
+// head read then starts at once (posted behind the loop's other handlers only when a
+// pipelined request already waits in buffer_). That read is a drained_buffer
+// (drained_read.hpp): when the last read emptied the socket, it waits for epoll instead of
+// trying a recvfrom that would find nothing (EAGAIN). So one request on a keep-alive
+// connection costs a recvfrom and a sendmsg, and a share of the loop's epoll_wait. The writes
+// are counted (request_counters::writes, the knit-stats line).
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //
