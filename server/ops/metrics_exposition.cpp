@@ -215,13 +215,15 @@ void write_pool(page& p, const knit::pool_stats& ps) {
   p.sample("knit_pool_lent_workers_retired_total", "", ps.lent_workers_retired);
   p.family("knit_pool_lent_workers", "gauge", "Lent workers alive now.");
   p.sample("knit_pool_lent_workers", "", ps.lent_workers_now);
-  // Every worker counter, from the one list of them, with its description as the help.
+  // Every worker counter, from the one list of them, with its description as the help: one
+  // series per seat, and worker="lent" for every lent worker's together (they have no seat).
 #define KNIT_METRICS_WORKER_FAMILY(name, description)                                 \
   p.family("knit_pool_worker_" #name "_total", "counter", description);               \
   for (std::size_t w = 0; w < ps.workers.size(); ++w) {                               \
     p.sample("knit_pool_worker_" #name "_total", quoted("worker", std::to_string(w)), \
              ps.workers[w].name);                                                     \
-  }
+  }                                                                                   \
+  p.sample("knit_pool_worker_" #name "_total", quoted("worker", "lent"), ps.lent.name);
   KNIT_WORKER_COUNTERS(KNIT_METRICS_WORKER_FAMILY)
 #undef KNIT_METRICS_WORKER_FAMILY
 }

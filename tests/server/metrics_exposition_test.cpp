@@ -95,6 +95,7 @@ metrics_snapshot two_hosts_and_a_pool(knit::pool_stats& pool) {
   pool.calls_submitted = 11;
   pool.workers.resize(2);
   pool.workers[1].calls_run = 5;
+  pool.lent.calls_run = 7;  // every lent worker's together
   s.pool = &pool;
   return s;
 }
@@ -144,6 +145,8 @@ TEST(metrics_exposition, ThePageParsesAndCarriesTheSnapshot) {
   EXPECT_EQ(page.sum("knit_pool_threads"), 2);
   EXPECT_EQ(page.sum("knit_pool_calls_submitted_total"), 11);
   EXPECT_EQ(page.sum("knit_pool_worker_calls_run_total", {{"worker", "1"}}), 5);
+  EXPECT_EQ(page.sum("knit_pool_worker_calls_run_total", {{"worker", "lent"}}), 7);
+  EXPECT_EQ(page.sum("knit_pool_worker_calls_run_total"), 12);  // the seats' and the lent
   EXPECT_TRUE(page.has("knit_pool_worker_sched_failures_total"));
 }
 
