@@ -141,6 +141,10 @@ class host_state {
   // Calls the host ring declared stuck (in stats().calls_stuck too): no seat was retired
   // for them, so the pool adds them to its retirements. Any thread.
   std::uint64_t ring_calls_stuck() const noexcept { return counters_.ring_calls_stuck.get(); }
+  // Children the host ring lent, and retired (pool::stats adds them to the lent workers').
+  // Any thread.
+  std::uint64_t ring_lent_started() const noexcept { return counters_.ring_lent_started.get(); }
+  std::uint64_t ring_lent_retired() const noexcept { return counters_.ring_lent_retired.get(); }
 
   // Workers: the ring into seat `w`, and the hand-back of a finished or skipped record.
   job_ring<call_base*>& ring(unsigned w) noexcept { return *rings_[w]; }

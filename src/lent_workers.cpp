@@ -43,6 +43,7 @@
 #include "host_state.hpp"
 #include "invariant.hpp"
 #include "pool_impl.hpp"
+#include "process/process_ring.hpp"
 
 namespace knit::detail {
 
@@ -170,7 +171,9 @@ std::optional<std::int64_t> host_state::lend_due(std::optional<std::int64_t> now
   }
   std::size_t running = 0;
   for_each_running(shared_, index_, [&](const running_call&) { ++running; });
-  if (out_ <= running) return std::nullopt;  // none of h's calls waits
+  // None of h's calls waits for a worker thread. A process call waits in h's ring, which
+  // lends children of its own (process_ring.hpp): it makes the pool lend no thread.
+  if (out_ <= running || out_ - running <= (ring_ ? ring_->records() : 0)) return std::nullopt;
   // Partner: each lent worker's fence between its leaving store and its re-check.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   unsigned working = 0;

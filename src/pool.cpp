@@ -192,6 +192,13 @@ pool_stats pool_impl::stats() const {
     s.calls_timed_out += one.calls_timed_out;
     s.calls_failed += one.calls_failed;
     s.calls_stuck += host_states_[h]->ring_calls_stuck();
+    // Retired first: a child lent and retired between the two loads is then not counted
+    // retired without being counted started (lent_workers_now never below 0).
+    const std::uint64_t ring_retired = host_states_[h]->ring_lent_retired();
+    const std::uint64_t ring_started = host_states_[h]->ring_lent_started();
+    s.lent_workers_started += ring_started;
+    s.lent_workers_retired += ring_retired;
+    s.lent_workers_now += ring_started - ring_retired;
     s.host_wakes += one.host_wakes;
     s.completion_batches += one.completion_batches;
     if (list && host_in_use_[h]) s.hosts.push_back(one);

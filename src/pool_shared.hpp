@@ -41,6 +41,9 @@ struct host_counters {
   // bumped by the ring itself: host_stats::calls_stuck is both counts, and pool::stats adds
   // this one to the retirements it counts as the pool's calls_stuck.
   single_writer_counter ring_calls_stuck;
+  // Children the host ring lent and retired (process_ring.hpp, "Lent children"): pool::stats
+  // adds them to the pool's lent_workers_started and lent_workers_retired.
+  single_writer_counter ring_lent_started, ring_lent_retired;
 
   host_stats snapshot(unsigned index) const noexcept {
     host_stats s;

@@ -14,7 +14,7 @@ child_choice choose_child(std::span<const child_view> children, unsigned start,
   }
   if (!boxes_tried) {
     for (const child_view& c : children) {
-      if (!c.up) return {-1, child_rule::new_child};
+      if (!c.up && !c.vacant) return {-1, child_rule::new_child};
     }
   }
   int best = -1;

@@ -5,8 +5,8 @@
 // The rule for the call at the head of the ring's FIFO, over the children in scan order
 // (from `start`, wrapping around):
 //   1. an idle child (up, no call in it): the first one in scan order;
-//   2. a slot with no child whose box may hold one (a replacement, a spare): the ring asks
-//      the box; the caller tries these in index order;
+//   2. a slot with no child whose box may hold one (a replacement, a spare, a lent child
+//      starting): the ring asks the box; the caller tries these in index order;
 //   3. a busy child with a free lane, the one with the fewest calls (ties: the first in
 //      index order);
 //   otherwise none: the call waits in the FIFO (late binding).
@@ -14,6 +14,8 @@
 // its lanes in turn) is taken back when some child is idle and the FIFO is empty, the one
 // behind the call that has run longest first, so no call waits behind a slow one while a
 // child idles.
+// A vacant slot (a lent slot not lent now: process_ring.hpp, "Lent children") has no child
+// and none coming: no rule picks it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,7 @@ struct child_view {
   unsigned lanes = 0;           // its mapping's lanes
   unsigned movable = 0;         // calls behind the oldest that may still be taken back
   std::int64_t running_ns = 0;  // how long its oldest call has run (0 when idle)
+  bool vacant = false;          // a lent slot not lent now: skipped
 };
 
 enum class child_rule { idle, new_child, least_busy, none };

@@ -45,19 +45,30 @@ void set_ring_hook(ring_hook f) noexcept { hook.store(f, std::memory_order_relax
 
 std::unique_ptr<process_ring> process_ring::make_if_tasks(int bell_fd, unsigned children,
                                                           const pool_options& pool,
-                                                          single_writer_counter& calls_stuck) {
+                                                          host_counters& counters) {
   if (task_registry::instance().count() == 0) return nullptr;
-  return std::make_unique<process_ring>(bell_fd, children, pool, calls_stuck);
+  return std::make_unique<process_ring>(bell_fd, children, pool, counters);
 }
 
+namespace {
+// A lent child's box starts no spare: the slot is retired once idle.
+process_options without_spare(process_options o) {
+  o.spare_child = false;
+  return o;
+}
+}  // namespace
+
 process_ring::process_ring(int bell_fd, unsigned children, const pool_options& pool,
-                           single_writer_counter& calls_stuck)
+                           host_counters& counters)
     : options_(process_options_of(pool)),
       pool_key_(&pool),
       children_(children),
+      lent_limit_(pool.effective_lent_limit()),
+      lend_after_(pool.lend_after),
+      lent_options_(without_spare(options_)),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       starts_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      calls_stuck_(calls_stuck) {
+      host_counters_(counters) {
   if (!epoll_ || !starts_) {
     throw std::system_error(errno, std::generic_category(), "knit: process ring");
   }
@@ -71,7 +82,7 @@ process_ring::process_ring(int bell_fd, unsigned children, const pool_options& p
       ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, starts_.get(), &starts) != 0) {
     throw std::system_error(errno, std::generic_category(), "knit: process ring epoll_ctl");
   }
-  events_.resize(2 * static_cast<std::size_t>(children) + 2);
+  events_.resize(2 * (static_cast<std::size_t>(children) + lent_limit_) + 2);
 }
 
 process_ring::~process_ring() {
@@ -93,12 +104,13 @@ std::string process_ring::who(const ring_child& c, std::string_view task) const 
 
 // At the host's first process call: a ring whose host never makes one costs no box, child
 // or system call (step() returns at once).
+// The lent slots (after the children_) get a box at their first lend (process_ring_lend.cpp).
 void process_ring::claim_boxes() {
-  kids_.resize(children_);
-  views_.resize(children_);
-  for (ring_child& c : kids_) {
-    c.box = claim_worker(pool_key_, options_);
-    c.box->set_listener(starts_.get());
+  kids_.resize(children_ + lent_limit_);
+  views_.resize(kids_.size());
+  for (unsigned k = 0; k < children_; ++k) {
+    kids_[k].box = claim_worker(pool_key_, options_);
+    kids_[k].box->set_listener(starts_.get());
   }
 }
 
@@ -240,11 +252,16 @@ const std::vector<call_base*>& process_ring::step() {
       ++kids_[what / 2].rings;  // its answer eventfd: counted against its answers
     }
   }
-  const bool clock_read = in_children_ > 0;
+  // A lent child's retirement is timed too: the clock while one is lent.
+  const bool clock_read = in_children_ > 0 || lent_now_ > 0;
   const steady::time_point now = clock_read ? steady::now() : steady::time_point{};
   for (ring_child& c : kids_) check_child(c, now, clock_read);
+  // Lent children first: one lent or up now takes its part in the moves and sends below.
+  if (clock_read && lent_limit_ > 0) lend_if_starved(now);
+  if (lent_now_ > 0) take_lent();
   move_waiting();
   if (!queue_.empty()) send_queued();
+  if (lent_now_ > 0) retire_idle_lent(now);
   handed_.swap(finished_);
   return handed_;
 }
@@ -257,7 +274,16 @@ std::optional<steady::time_point> process_ring::next_limit() const noexcept {
         std::min({c.stuck_at, c.begin_by, c.flights.front().job->limits.deadline});
     if (at != steady::time_point::max() && (!best || at < *best)) best = at;
   }
+  if (const auto lend = lend_at(); lend && (!best || *lend < *best)) best = lend;
   return best;
+}
+
+std::size_t process_ring::records() const noexcept {
+  std::size_t n = queue_.size();
+  for (const ring_child& c : kids_) {
+    for (const flight& f : c.flights) n += f.call != nullptr ? 1 : 0;
+  }
+  return n;
 }
 
 }  // namespace knit::detail

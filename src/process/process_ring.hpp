@@ -54,6 +54,24 @@
 //   claims before it runs) and go back to the head of the FIFO, each at most once
 //   (process_job::resent; the second time it fails). A call waiting behind a slow one is
 //   taken back (claim) and sent to an idle child (child_choice.hpp's moves).
+// Lent children (pool_options::lend_after, max_lent_workers; the thread pool's lent workers
+//   are src/lent_workers.cpp): when every child of the ring (and every lent one) has run its
+//   oldest call for lend_after and calls wait (in the FIFO, or behind a running call in a
+//   lane, where a move takes them back), the ring lends one more child: a lent slot, beyond
+//   the `children` slots, gets a start from a worker box of its own (spare_child off: a lent
+//   child is started and sandboxed like any other, with no spare behind it). At most
+//   effective_lent_limit() lent slots per ring, one lent at a time (none while a child is
+//   starting). The step takes the lent child from its box as it is up; the FIFO and the
+//   moves then treat it as any other child (child_choice.hpp: a lent slot not lent now is
+//   vacant, skipped). The held calls run on. A lent child idle for lend_after with nothing in
+//   the FIFO is retired: killed and reaped between calls, its slot vacant (the box stays,
+//   childless, for the crash loop of the next lend). A lent child's start that fails retires
+//   its slot and fails no call. Its calls meet their limits like any other (a stuck one
+//   fails alone; the box then starts a replacement, retired in turn once idle). Wake:
+//   next_limit() names the lend moment (the latest oldest_since + lend_after over the
+//   children, while calls wait and a slot is vacant) and each idle lent child's retirement,
+//   so a host asleep on its timer lends and retires; with no lent child and no call waiting
+//   nothing is timed. Counted in the host's counters (pool_stats::lent_workers_*).
 #pragma once
 
 #include <sys/epoll.h>
@@ -79,7 +97,7 @@
 
 namespace knit::detail {
 
-struct single_writer_counter;  // pool_shared.hpp
+struct host_counters;  // pool_shared.hpp
 
 // Test hooks: points in the protocol where a test may stop one side (tests/process).
 enum class ring_point {
@@ -98,13 +116,13 @@ class process_ring {
   // the doorbell itself as its hosts' completion_fd). `bell_fd`: the host's own doorbell
   // eventfd; `children`: how many children this host calls (the pool's worker threads);
   // `pool`: the pool's options (its process options, and its identity for the children
-  // knit::process_workers started for it); `calls_stuck`: the host's counter of the
-  // running calls whose child this ring kills at their stuck limit.
+  // knit::process_workers started for it, and its lending); `counters`: the host's, for
+  // the running calls whose child this ring kills at their stuck limit (ring_calls_stuck)
+  // and the children it lends and retires (ring_lent_started, ring_lent_retired).
   static std::unique_ptr<process_ring> make_if_tasks(int bell_fd, unsigned children,
                                                      const pool_options& pool,
-                                                     single_writer_counter& calls_stuck);
-  process_ring(int bell_fd, unsigned children, const pool_options& pool,
-               single_writer_counter& calls_stuck);
+                                                     host_counters& counters);
+  process_ring(int bell_fd, unsigned children, const pool_options& pool, host_counters& counters);
   ~process_ring();
   process_ring(const process_ring&) = delete;
   process_ring& operator=(const process_ring&) = delete;
@@ -121,7 +139,8 @@ class process_ring {
   // Whether the last step() found the host's doorbell readable, or did not look (then the
   // doorbell must be read as without a ring).
   bool bell_rang() const noexcept { return bell_rang_; }
-  // When a child's oldest call's deadline or stuck limit comes (the host's next_deadline).
+  // When a child's oldest call's deadline or stuck limit comes, or the lend moment, or an
+  // idle lent child's retirement (the host's next_deadline).
   std::optional<std::chrono::steady_clock::time_point> next_limit() const noexcept;
   // Shutdown past its deadline: kills every child with a call, fails the calls they were
   // running with errc::cancelled (those behind, abandoned by then, are handed back).
@@ -129,6 +148,9 @@ class process_ring {
   std::size_t give_up();
   // Calls this ring holds (queued or running).
   std::size_t held() const noexcept { return queue_.size() + in_children_; }
+  // The host's records among them (a call handed back may stay in its lane, no longer the
+  // host's): not waiting for a worker thread (the host's thread-mode lending ignores them).
+  std::size_t records() const noexcept;
 
   // Edges of a child's answer eventfd beyond its answers that it may cost its host: one
   // for the handshake's ring, one for an answer taken by a step another event woke.
@@ -161,6 +183,10 @@ class process_ring {
     steady::time_point begin_by = steady::time_point::max();
     std::uint64_t rings = 0;    // edges of its answer eventfd
     std::uint64_t answers = 0;  // answers taken from it
+    // A lent slot (index >= children_) only: lent now (its child up or starting), and since
+    // when its child has been idle (epoch: not seen idle since its last call).
+    bool lent = false;
+    steady::time_point idle_since{};
   };
   struct queued {
     call_base* call;
@@ -189,6 +215,16 @@ class process_ring {
                    bool running = false);
   std::string who(const ring_child& c, std::string_view task) const;
   std::vector<child_view>& views(steady::time_point now);
+  void install(unsigned k, child_process child);
+  // process_ring_lend.cpp: lent children.
+  bool in_use(unsigned k) const noexcept { return k < children_ || kids_[k].lent; }
+  bool calls_wait() const noexcept;
+  std::optional<steady::time_point> lend_due() const noexcept;
+  std::optional<steady::time_point> lend_at() const noexcept;
+  void lend_if_starved(steady::time_point now);
+  void take_lent();
+  void retire_lent(ring_child& c);
+  void retire_idle_lent(steady::time_point now);
   // process_ring_ends.cpp: deaths, limits, broken protocols, the end.
   void check_child(ring_child& c, steady::time_point now, bool clock_read);
   void end_flights(ring_child& c, std::exception_ptr oldest, bool oldest_unstarted = false);
@@ -204,6 +240,10 @@ class process_ring {
   const process_options options_;
   const void* const pool_key_;  // the pool's identity (process_workers' children)
   const unsigned children_;
+  const unsigned lent_limit_;           // pool_options::effective_lent_limit()
+  const steady::duration lend_after_;   // pool_options::lend_after
+  const process_options lent_options_;  // options_, spare_child off
+  unsigned lent_now_ = 0;               // lent slots in use
   unique_fd epoll_;
   unique_fd starts_;  // the starter writes it when a box of ours has news
   std::vector<ring_child> kids_;
@@ -216,7 +256,7 @@ class process_ring {
   std::vector<call_base*> handed_;    // what the last step returned
   std::vector<epoll_event> events_;
   bool bell_rang_ = true;
-  single_writer_counter& calls_stuck_;
+  host_counters& host_counters_;
 };
 
 }  // namespace knit::detail

@@ -156,7 +156,7 @@ void process_ring::end_past_limit(ring_child& c, steady::time_point now, answer_
                 c.child->region.lane(oldest.lane));
   // A kill, not a crash: counted before the reap (whoever sees it gone sees it counted).
   counters().killed.fetch_add(1, std::memory_order_relaxed);
-  if (stuck) calls_stuck_.bump();
+  if (stuck) host_counters_.ring_calls_stuck.bump();
   const std::uint64_t killed_seq = oldest.seq;
   std::string message =
       who(c, task) + (stuck ? ": stuck (ran past its stuck limit)" : ": ran past its deadline");

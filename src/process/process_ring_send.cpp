@@ -72,6 +72,7 @@ bool process_ring::send(ring_child& c, queued& q, steady::time_point now) {
   c.next_lane = (k + 1) % child.region.lanes();
   c.flights.push_back({call, job, seq, k});
   ++in_children_;
+  c.idle_since = {};  // busy: a lent child's idle time starts again at its next idle step
   if (oldest) {
     c.oldest_since = now;
     c.begin_by = now + options_.begin_timeout;
@@ -82,27 +83,39 @@ bool process_ring::send(ring_child& c, queued& q, steady::time_point now) {
   return true;
 }
 
+// Slot k's new child, taken from its box.
+void process_ring::install(unsigned k, child_process child) {
+  ring_child& c = kids_[k];
+  c.child = std::move(child);
+  c.dead = false;
+  c.next_lane = 0;  // a new child starts at lane 0, its answer_seqs at 0
+  c.lane_answered.fill(0);
+  c.stuck_at = steady::time_point::max();
+  c.rings = 0;
+  c.answers = 0;
+  c.idle_since = {};
+  // Held at 1: this host never spins, so the child always rings `answer`.
+  store(c.child->region.header().host_sleeping, std::uint32_t{1});
+  watch(k);
+}
+
 // A slot with no child that takes a new one from its box (a replacement, a spare, a child
-// process_workers started). A failed start fails `q`'s call: `failed`.
+// process_workers started, a lent child). A failed start fails `q`'s call: `failed`; a
+// lent slot's retires the slot instead (no call waited for that child).
 process_ring::ring_child* process_ring::new_child(queued& q, bool& failed) {
-  for (unsigned k = 0; k < children_; ++k) {
+  for (unsigned k = 0; k < kids_.size(); ++k) {
     ring_child& c = kids_[k];
-    if (c.child) continue;
+    if (c.child || !in_use(k)) continue;
     try {
       std::optional<child_process> taken = c.box->try_take();
       if (!taken) continue;
-      c.child = std::move(*taken);
-      c.dead = false;
-      c.next_lane = 0;  // a new child starts at lane 0, its answer_seqs at 0
-      c.lane_answered.fill(0);
-      c.stuck_at = steady::time_point::max();
-      c.rings = 0;
-      c.answers = 0;
-      // Held at 1: this host never spins, so the child always rings `answer`.
-      store(c.child->region.header().host_sleeping, std::uint32_t{1});
-      watch(k);
+      install(k, std::move(*taken));
       if (!c.dead) return &c;
     } catch (const process_error& e) {
+      if (k >= children_) {
+        retire_lent(c);
+        continue;
+      }
       std::string what = message_of(e);
       if (what.starts_with("knit: ")) what.erase(0, 6);
       fail_unsent(q.call, *q.job,
@@ -119,9 +132,10 @@ process_ring::ring_child* process_ring::new_child(queued& q, bool& failed) {
 
 // What child_choice reads of each child.
 std::vector<child_view>& process_ring::views(steady::time_point now) {
-  for (unsigned i = 0; i < children_; ++i) {
+  for (unsigned i = 0; i < kids_.size(); ++i) {
     const ring_child& c = kids_[i];
     child_view& v = views_[i];
+    v.vacant = !in_use(i);
     v.up = c.child && !c.dead;
     v.calls = static_cast<unsigned>(c.flights.size());
     v.lanes = c.child ? c.child->region.lanes() : 0;
@@ -155,7 +169,7 @@ void process_ring::send_queued() {
     ring_child* to = nullptr;
     if (choice.rule == child_rule::idle) {
       to = &kids_[static_cast<unsigned>(choice.child)];
-      next_ = (static_cast<unsigned>(choice.child) + 1) % children_;
+      next_ = (static_cast<unsigned>(choice.child) + 1) % static_cast<unsigned>(kids_.size());
     } else if (choice.rule == child_rule::new_child) {
       bool failed = false;
       to = new_child(q, failed);

@@ -1,7 +1,8 @@
 // A slow call lends a worker instead of refusing the calls behind it (src/lent_workers.cpp,
 // KNIT_LEND_WORKERS): one worker thread held by a long /ssr, and the /jwt calls sent beside
 // it on other connections, over two event loops, are answered 200, not 503 by the queue-wait
-// deadline; a stuck call still fails alone at its own limit.
+// deadline; a stuck call still fails alone at its own limit. Under KNIT_ISOLATION=process the
+// host's ring lends a worker process the same way (src/process/process_ring_lend.cpp).
 #include <string>
 
 #include <gtest/gtest.h>
@@ -55,6 +56,28 @@ TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
   EXPECT_EQ(metrics->body.find("knit_pool_lent_workers_started_total 0\n"), std::string::npos)
       << metrics->body;
   EXPECT_NE(metrics->body.find("knit_pool_lent_workers_started_total "), std::string::npos);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+}
+
+// One event loop (its ring has the only worker process), the /ssr holding that process: the
+// /jwt calls behind it run on a lent worker process, which is retired once idle.
+TEST(lend, under_process_isolation_the_calls_beside_a_long_call_run_on_a_lent_process) {
+  server_process server = start_one_worker({{"KNIT_HOSTS", "1"},
+                                            {"KNIT_ISOLATION", "process"},
+                                            {"KNIT_WORKER_SPARE", "0"},
+                                            {"KNIT_SSR_COST_US", "3000000"}});
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
+  connection slow(server.port(), std::chrono::seconds(90));
+  ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
+  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 10));
+  http_response ssr;
+  ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+  EXPECT_EQ(ssr.status, 200) << "the held call's own answer";
+  // Retired once idle: every lent worker process ended (the stats say so).
+  const auto stats = stats_where(server, [](const boost::json::object& s) {
+    return pool_total(s, "lent_workers_started") >= 1 && pool_total(s, "lent_workers_now") == 0;
+  });
+  EXPECT_EQ(pool_total(stats, "lent_workers_retired"), pool_total(stats, "lent_workers_started"));
   EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 }
 
