@@ -183,8 +183,9 @@ constexpr std::array kTable = std::to_array<setting>({
     {.env = "KNIT_LEND_WORKERS", .flag = "--lend-workers", .group = limits, .kind = number,
      .unit = "N", .default_note = "KNIT_THREADS", .lo = 0, .hi = 1024, .zero_means = "never",
      .help = "When every worker has run its call for half of KNIT_MAX_QUEUE_WAIT_MS and calls "
-             "wait behind them, the pool lends up to this many extra worker threads, each "
-             "ended once idle, so one slow call does not turn the calls behind it into 503",
+             "wait behind them, the pool lends up to this many extra worker threads (worker "
+             "processes per event loop under KNIT_ISOLATION=process), each ended once idle, "
+             "so one slow call does not turn the calls behind it into 503",
      .why = "The library lends none unless asked (pool_options::lend_after 0): a program may "
             "want exactly its threads. A server answers each call within its queue-wait "
             "deadline when it can: a slow call then holds one thread, not the queue."},
