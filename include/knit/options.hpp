@@ -96,12 +96,15 @@ struct KNIT_API pool_options {
   /// Lending a worker (src/lent_workers.cpp): when every worker has run its current call
   /// for at least lend_after and calls wait in the rings, the pool starts a temporary extra
   /// worker that takes the waiting calls and exits once it finds none; the held calls run
-  /// on and deliver their results. Zero = never lend; at most 24 h. from_env():
-  /// KNIT_LEND_AFTER_MS (unset: 0).
+  /// on and deliver their results. Process calls (knit/process.hpp) the same way, per host:
+  /// when every worker process of a host holds a call past lend_after and calls wait, the
+  /// host starts one more (sandboxed like the others), retired once idle for lend_after.
+  /// Zero = never lend; at most 24 h. from_env(): KNIT_LEND_AFTER_MS (unset: 0).
   std::chrono::milliseconds lend_after{0};
 
-  /// Most lent workers alive at once; unset = threads, 0 = never lend. At the limit the
-  /// waiting calls wait (their deadlines, if any, decide). KNIT_LEND_WORKERS.
+  /// Most lent workers alive at once (worker threads for the pool; worker processes per
+  /// host); unset = threads, 0 = never lend. At the limit the waiting calls wait (their
+  /// deadlines, if any, decide). KNIT_LEND_WORKERS.
   std::optional<unsigned> max_lent_workers;
 
   /// How many workers the pool may lend: 0 when lending is off.

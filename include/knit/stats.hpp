@@ -66,7 +66,7 @@ struct KNIT_API pool_stats {
   std::uint64_t retired_running =
       0;  ///< Retired workers whose stuck task has not returned yet (a level, not a count).
   /// Lent workers (pool_options::lend_after) started while every worker was held by a long
-  /// call and calls waited.
+  /// call and calls waited: threads, and worker processes of every host's own.
   std::uint64_t lent_workers_started = 0;
   /// Lent workers that ended: exited idle, or retired for a stuck call.
   std::uint64_t lent_workers_retired = 0;
