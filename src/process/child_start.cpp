@@ -1,5 +1,5 @@
 // start_child (starter.hpp): one child spawned and handshaken, with the failure named: the
-// registry compared, the handshake bounded, the start counted.
+// registry compared, the handshake bounded, the child counted live.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -79,12 +79,6 @@ child_process start_child(unsigned number, const process_options& options) {
     c.end->live_counted = true;
     counters().children_live.fetch_add(1, std::memory_order_relaxed);
   }
-  std::uint64_t lost = counters().to_replace.load(std::memory_order_relaxed);
-  while (lost > 0 &&
-         !counters().to_replace.compare_exchange_weak(lost, lost - 1, std::memory_order_relaxed)) {
-  }
-  if (lost > 0) counters().respawned.fetch_add(1, std::memory_order_relaxed);
-  counters().children_started.fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 

@@ -21,10 +21,9 @@ struct process_counters {
   std::atomic<std::uint64_t> calls_resent{0};
   std::atomic<std::uint64_t> calls_moved{0};
   std::atomic<std::uint64_t> protocol_kills{0};
-  // Children that crashed or were killed and are not replaced yet. Writers: a ring or box that
-  // loses its child (+1) and any start of one (-1, counting a respawn); the
-  // replacement may start on another worker thread (a stuck call's thread is retired).
-  std::atomic<std::uint64_t> to_replace{0};
+  // What a respawn replaced is each worker_box's own count (starter.hpp, lost_): a global
+  // one let a child lost by a pool that ended before its replacement started make the next
+  // start anywhere (another pool's first child) count as a respawn.
 };
 
 process_counters& counters() noexcept;

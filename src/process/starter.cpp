@@ -209,6 +209,16 @@ class starter {
     std::unique_lock lock(box->mutex_);
     box->starting_ = false;
     box->scheduled_ = false;
+    if (child) {
+      // Counted before the child is in the box (a ring that takes it sees it counted), and
+      // respawned before children_started (whoever sees the start sees its respawn). A box
+      // abandoned meanwhile owes none (abandon() dropped lost_).
+      if (box->lost_ > 0) {
+        --box->lost_;
+        counters().respawned.fetch_add(1, std::memory_order_relaxed);
+      }
+      counters().children_started.fetch_add(1, std::memory_order_relaxed);
+    }
     if (box->abandoned_) {
       lock.unlock();
       if (child) end_child(*child, /*kill=*/true);
@@ -288,8 +298,8 @@ bool worker_box::replace(std::uint64_t id, bool crash) {
     crash_loop_.record_crash(now);
     set_degraded_locked(crash_loop_.degraded(now));
   }
-  // Counted as lost until a start replaces it (a respawn, whichever worker starts one).
-  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  // Lost until this box's next start replaces it (a respawn), or the box is abandoned.
+  ++lost_;
   if (!scheduled_ && !ready_ && !failed_) schedule_locked(crash_loop_.respawn_at(now));
   return degraded_;
 }
@@ -348,7 +358,7 @@ child_process worker_box::take_locked() {
   crash_loop_.record_crash(now);
   set_degraded_locked(crash_loop_.degraded(now));
   counters().crashes.fetch_add(1, std::memory_order_relaxed);
-  counters().to_replace.fetch_add(1, std::memory_order_relaxed);
+  ++lost_;
   if (degraded_) {
     throw process_error(failed.code, failed.message + "; crash loop: respawns back off");
   }
@@ -367,6 +377,7 @@ void worker_box::abandon() {
     std::unique_lock lock(mutex_);
     abandoned_ = true;
     listener_ = -1;
+    lost_ = 0;  // never replaced: no later start is their respawn
     changed_.wait(lock, [&] { return !starting_; });
     child = std::move(ready_);
     ready_.reset();

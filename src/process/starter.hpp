@@ -73,8 +73,8 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   // worker with no child: the first call, or the call after a failed start).
   void want_child();
   // Waits for the scheduled start: the child, or the error of a start that failed (a failed
-  // start counts as a crash in the crash loop, as a crashed child does). With spare_child,
-  // a child taken schedules the next (the spare) at the crash loop's respawn time.
+  // start counts as a crash in the crash loop, as a crashed child does, and as a child lost). With
+  // spare_child, a child taken schedules the next (the spare) at the crash loop's respawn time.
   child_process take();
   // take() without the wait, for a host's ring (process_ring.hpp), which must not block: the
   // child or the failure (thrown as take() throws it) when the box holds one, else nullopt
@@ -86,7 +86,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   // Whether the crash loop still holds K crashes now (after a call that went well).
   bool still_degraded();
   // No more starts for this worker: waits for a start under way, ends (kills and reaps) a
-  // child not yet taken. Idempotent.
+  // child not yet taken, forgets the children it had still to replace. Idempotent.
   void abandon();
   // Waits until no start is scheduled or under way (the started child, or a failure, is
   // then in the box). For process_workers, which starts all its workers before it returns.
@@ -117,6 +117,11 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   bool starting_ = false;           // the starter is spawning or handshaking now
   bool recheck_scheduled_ = false;  // a recheck_degraded is queued with the starter
   std::uint64_t handled_id_ = 0;
+  // This worker's children lost (a death or kill sighted by replace(), a failed start taken)
+  // and not replaced yet: its next successful start takes one and counts a respawn. Only this
+  // box replaces them; abandon() drops them (a worker that ends replaces nothing), so no
+  // later start, of another pool's worker, counts as their respawn.
+  std::uint64_t lost_ = 0;
   std::optional<child_process> ready_;
   int listener_ = -1;  // under mutex_: set_listener
   struct start_failure_record {
@@ -127,8 +132,9 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
 };
 
 // Spawns knit-proc-`number` with `options` and waits for its handshake; on success the
-// child is counted (children_started, children_live, respawned), on failure it is killed and
-// reaped. Throws process_error(worker_start_failed) naming the cause.
+// child is counted in children_live (children_started and respawned are its box's start's to
+// count: only the box knows whether it replaces a child), on failure it is killed and reaped.
+// Throws process_error(worker_start_failed) naming the cause.
 child_process start_child(unsigned number, const process_options& options);
 
 // What `e` was made with: its what() less the ": <code's message>" system_error appends.

@@ -1,6 +1,6 @@
 // The crash-loop policy (K crashes within T: degraded, respawns back off, doubling up to a
 // cap, ending once the window empties) on synthetic times, and a pool worker in a crash loop
-// reporting degraded and waiting before its respawn.
+// reporting degraded and waiting before its respawn, which an ended worker owes no one.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -67,6 +67,31 @@ TEST(crash_loop_test, a_worker_in_a_crash_loop_is_degraded_and_waits_to_respawn)
   EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
   EXPECT_EQ(knit::current_process_stats().degraded_workers - degraded_before, 1u)
       << "3 crashes are still in the window";
+}
+
+// A worker ended (its pool gone) while its respawn backs off replaces nothing: the next
+// child started, by another pool, is a first child, not a respawn. The backoff only makes
+// deterministic what a crash at a pool's end does by chance (the pool ends before the
+// starter gets to the replacement).
+TEST(crash_loop_test, a_respawn_the_worker_ended_before_is_owed_to_no_later_start) {
+  knit::process_options options;
+  options.crash_loop_crashes = 1;
+  options.backoff_initial = 60s;  // the replacement would start long after the pool's end
+  options.backoff_max = 60s;
+  knit_test::use_process_options(options);
+  const knit::process_stats before = knit::current_process_stats();
+  {
+    knit::pool pool(knit_test::threads(1));
+    ASSERT_EQ(knit_test::run_one(pool, "abort", "").error(), knit::errc::worker_crashed);
+  }
+  knit_test::use_process_options(knit::process_options{});
+  knit::pool pool(knit_test::threads(1));
+  const auto r = knit_test::run_one(pool, "pid", "");
+  ASSERT_TRUE(r.ok()) << knit::failure_message(r);
+  const knit::process_stats after = knit::current_process_stats();
+  EXPECT_EQ(after.children_started - before.children_started, 2u);
+  EXPECT_EQ(after.respawned - before.respawned, 0u) << "a new pool's first child counted as "
+                                                       "the respawn of a crash in an ended pool";
 }
 
 }  // namespace
