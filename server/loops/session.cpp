@@ -141,7 +141,8 @@ void session::check_head() {
   KNIT_ASSERT(room > 0);
   exec_.start(
       [this, room](auto&& handler) {
-        // A drained_buffer: after a short read the next one waits for epoll (drained_read.hpp).
+        // A drained_buffer: after a read that emptied the socket the next one waits for epoll
+        // (drained_read.hpp).
         socket_.async_read_some(drained_buffer(buffer_.prepare(room)),
                                 std::forward<decltype(handler)>(handler));
       },

@@ -83,7 +83,7 @@ std::size_t read_once(socket_pair& p, std::array<char, 64>& buf, std::size_t roo
   return got;
 }
 
-TEST(drained_read, a_short_read_makes_the_next_read_wait_for_epoll) {
+TEST(drained_read, a_read_that_empties_the_socket_makes_the_next_read_wait_for_epoll) {
   if (!knit_server::kDrainedReadActive) GTEST_SKIP() << "not this Asio (drained_read.hpp)";
   socket_pair p;
   std::array<char, 64> buf{};
@@ -101,7 +101,7 @@ TEST(drained_read, a_short_read_makes_the_next_read_wait_for_epoll) {
                              got = n;
                              done = true;
                            });
-  EXPECT_EQ(p.queued(), 4u) << "the read was tried at once after a short read";
+  EXPECT_EQ(p.queued(), 4u) << "the read was tried at once after one that emptied the socket";
   EXPECT_FALSE(done);
 
   // No lost wake: the EPOLLIN raised by "defg" completes the waiting read.
@@ -111,7 +111,7 @@ TEST(drained_read, a_short_read_makes_the_next_read_wait_for_epoll) {
   EXPECT_EQ(std::string_view(buf.data(), got), "defg");
 }
 
-TEST(drained_read, a_full_read_lets_the_next_read_try_at_once) {
+TEST(drained_read, a_read_that_leaves_bytes_lets_the_next_read_try_at_once) {
   if (!knit_server::kDrainedReadActive) GTEST_SKIP() << "not this Asio (drained_read.hpp)";
   socket_pair p;
   std::array<char, 64> buf{};
@@ -124,7 +124,7 @@ TEST(drained_read, a_full_read_lets_the_next_read_try_at_once) {
                              EXPECT_EQ(n, 6u);
                              done = true;
                            });
-  EXPECT_EQ(p.queued(), 0u) << "the read after a full one waited for epoll";
+  EXPECT_EQ(p.queued(), 0u) << "the read after one that left bytes waited for epoll";
   p.io.restart();
   while (!done) p.io.run_one();
 }
