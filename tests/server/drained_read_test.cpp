@@ -62,25 +62,42 @@ struct socket_pair {
   }
 };
 
+// One read into a drained_buffer, and what it completed with once it has.
+struct read_state {
+  bool done = false;
+  boost::system::error_code ec;
+  std::size_t bytes = 0;
+};
+
+void start_read(socket_pair& p, net::mutable_buffer into, read_state& r) {
+  r = {};
+  p.server.async_read_some(knit_server::drained_buffer(into),
+                           [&r](boost::system::error_code ec, std::size_t n) {
+                             r.ec = ec;
+                             r.bytes = n;
+                             r.done = true;
+                           });
+}
+
+// Runs the loop until `r` has completed.
+void run_until_done(socket_pair& p, const read_state& r) {
+  p.io.restart();
+  while (!r.done) p.io.run_one();
+}
+
 // Starts one read into `room` bytes of `buf`, sends `bytes` and runs the loop until the read
 // completes. The read starts first, so it is performed on the EPOLLIN the bytes raise, as the
 // server's reads are (a read that found its bytes at once would leave that event pending,
 // and the event makes the next read try at once).
 std::size_t read_once(socket_pair& p, std::array<char, 64>& buf, std::size_t room,
                       std::string_view bytes) {
-  std::size_t got = 0;
-  bool done = false;
-  p.server.async_read_some(knit_server::drained_buffer(net::buffer(buf.data(), room)),
-                           [&](boost::system::error_code ec, std::size_t n) {
-                             EXPECT_FALSE(ec) << ec.message();
-                             got = n;
-                             done = true;
-                           });
+  read_state r;
+  start_read(p, net::buffer(buf.data(), room), r);
   p.send(bytes);
   p.wait_queued(bytes.size());
-  p.io.restart();
-  while (!done) p.io.run_one();
-  return got;
+  run_until_done(p, r);
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  return r.bytes;
 }
 
 TEST(drained_read, a_read_that_empties_the_socket_makes_the_next_read_wait_for_epoll) {
@@ -93,22 +110,16 @@ TEST(drained_read, a_read_that_empties_the_socket_makes_the_next_read_wait_for_e
   // async_read_some; a drained read leaves them in the kernel until the loop's epoll_wait.
   p.send("defg");
   p.wait_queued(4);
-  std::size_t got = 0;
-  bool done = false;
-  p.server.async_read_some(knit_server::drained_buffer(net::buffer(buf)),
-                           [&](boost::system::error_code ec, std::size_t n) {
-                             EXPECT_FALSE(ec);
-                             got = n;
-                             done = true;
-                           });
+  read_state r;
+  start_read(p, net::buffer(buf), r);
   EXPECT_EQ(p.queued(), 4u) << "the read was tried at once after one that emptied the socket";
-  EXPECT_FALSE(done);
+  EXPECT_FALSE(r.done);
 
   // No lost wake: the EPOLLIN raised by "defg" completes the waiting read.
-  p.io.restart();
-  while (!done) p.io.run_one();
-  EXPECT_EQ(got, 4u);
-  EXPECT_EQ(std::string_view(buf.data(), got), "defg");
+  run_until_done(p, r);
+  EXPECT_FALSE(r.ec);
+  EXPECT_EQ(r.bytes, 4u);
+  EXPECT_EQ(std::string_view(buf.data(), r.bytes), "defg");
 }
 
 TEST(drained_read, a_read_that_leaves_bytes_lets_the_next_read_try_at_once) {
@@ -118,15 +129,11 @@ TEST(drained_read, a_read_that_leaves_bytes_lets_the_next_read_try_at_once) {
   // Exactly the room asked, with more queued: the next read must try at once.
   ASSERT_EQ(read_once(p, buf, 4, "0123456789"), 4u);
   ASSERT_EQ(p.queued(), 6u);
-  bool done = false;
-  p.server.async_read_some(knit_server::drained_buffer(net::buffer(buf)),
-                           [&](boost::system::error_code, std::size_t n) {
-                             EXPECT_EQ(n, 6u);
-                             done = true;
-                           });
+  read_state r;
+  start_read(p, net::buffer(buf), r);
   EXPECT_EQ(p.queued(), 0u) << "the read after one that left bytes waited for epoll";
-  p.io.restart();
-  while (!done) p.io.run_one();
+  run_until_done(p, r);
+  EXPECT_EQ(r.bytes, 6u);
 }
 
 TEST(drained_read, a_read_before_a_pending_fin_lets_the_next_read_try_at_once) {
@@ -135,33 +142,22 @@ TEST(drained_read, a_read_before_a_pending_fin_lets_the_next_read_try_at_once) {
   std::array<char, 64> buf{};
   // The first read waits for epoll; then the bytes and the FIN come, both before the loop
   // polls, so one EPOLLIN reports both and no other event follows.
-  std::size_t got = 0;
-  bool done = false;
-  p.server.async_read_some(knit_server::drained_buffer(net::buffer(buf)),
-                           [&](boost::system::error_code ec, std::size_t n) {
-                             EXPECT_FALSE(ec);
-                             got = n;
-                             done = true;
-                           });
+  read_state r;
+  start_read(p, net::buffer(buf), r);
   p.send("xy");
   p.client.shutdown(tcp::socket::shutdown_send);
   p.wait_fin();
-  while (!done) p.io.run_one();
-  ASSERT_EQ(got, 2u);  // short, but the FIN is still pending
+  run_until_done(p, r);
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.bytes, 2u);  // short, but the FIN is still pending
 
   // The end of stream must be read at once: no event will come for it any more. A read
   // that waited for epoll here would never complete (poll() runs what is ready and returns).
-  boost::system::error_code got_ec;
-  done = false;
-  p.server.async_read_some(knit_server::drained_buffer(net::buffer(buf)),
-                           [&](boost::system::error_code ec, std::size_t) {
-                             got_ec = ec;
-                             done = true;
-                           });
+  start_read(p, net::buffer(buf), r);
   p.io.restart();
   p.io.poll();
-  ASSERT_TRUE(done) << "the read after the data waited for an event that will not come";
-  EXPECT_EQ(got_ec, net::error::eof);
+  ASSERT_TRUE(r.done) << "the read after the data waited for an event that will not come";
+  EXPECT_EQ(r.ec, net::error::eof);
 }
 
 // A request/response ping-pong where every read is short, so every read after the first

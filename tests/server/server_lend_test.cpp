@@ -40,14 +40,20 @@ void expect_jwts_answered_200(std::uint16_t port, int n) {
   }
 }
 
-TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
-  server_process server = start_one_worker({{"KNIT_SSR_COST_US", "3000000"}});
+// The server up, a long /ssr holding its only worker, `jwts` /jwt sent beside it each
+// answered 200 (expect_jwts_answered_200), then the /ssr's own response in `ssr`.
+void hold_the_worker_beside_jwts(server_process& server, int jwts, http_response& ssr) {
   ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   connection slow(server.port(), std::chrono::seconds(90));
   ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
-  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 10));
-  http_response ssr;
+  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), jwts));
   ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+}
+
+TEST(lend, cheap_calls_beside_a_long_call_on_the_only_worker_get_200) {
+  server_process server = start_one_worker({{"KNIT_SSR_COST_US", "3000000"}});
+  http_response ssr;
+  ASSERT_NO_FATAL_FAILURE(hold_the_worker_beside_jwts(server, 10, ssr));
   EXPECT_EQ(ssr.status, 200) << "the held call's own answer";
 
   connection c(server.port());
@@ -66,12 +72,8 @@ TEST(lend, under_process_isolation_the_calls_beside_a_long_call_run_on_a_lent_pr
                                             {"KNIT_ISOLATION", "process"},
                                             {"KNIT_WORKER_SPARE", "0"},
                                             {"KNIT_SSR_COST_US", "3000000"}});
-  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  connection slow(server.port(), std::chrono::seconds(90));
-  ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
-  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 10));
   http_response ssr;
-  ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+  ASSERT_NO_FATAL_FAILURE(hold_the_worker_beside_jwts(server, 10, ssr));
   EXPECT_EQ(ssr.status, 200) << "the held call's own answer";
   // Retired once idle: every lent worker process ended (the stats say so).
   const auto stats = stats_where(server, [](const boost::json::object& s) {
@@ -85,12 +87,8 @@ TEST(lend, a_stuck_call_fails_alone_and_the_calls_beside_and_after_it_get_200) {
   server_process server = start_one_worker({{"KNIT_SSR_COST_US", "10000000"},
                                             {"KNIT_STUCK_MS", "3000"},
                                             {"KNIT_STOP_TIMEOUT_MS", "300"}});
-  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
-  connection slow(server.port(), std::chrono::seconds(90));
-  ASSERT_NO_FATAL_FAILURE(start_slow_ssr(server, slow));
-  ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 3));
   http_response ssr;
-  ASSERT_EQ(slow.read_response(ssr), read_outcome::complete);
+  ASSERT_NO_FATAL_FAILURE(hold_the_worker_beside_jwts(server, 3, ssr));
   EXPECT_EQ(ssr.status, 504);
   ASSERT_NO_FATAL_FAILURE(expect_jwts_answered_200(server.port(), 3));
   server.signal(SIGTERM);

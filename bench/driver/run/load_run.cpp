@@ -160,7 +160,15 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s;
 }
 
-void run_generator(const spawn_spec& sp, double deadline_s, const std::string& what) {
+void run_generator(const std::string& exe, std::vector<std::string> argv,
+                   const std::vector<int>& cpus, const std::string& log_path, double deadline_s,
+                   const std::string& what) {
+  spawn_spec sp;
+  sp.exe = exe;
+  sp.argv = std::move(argv);
+  sp.env = child_environment({});
+  sp.output_path = log_path;
+  sp.cpus = cpus;
   pid_t pid = spawn_process(sp);
   auto start = std::chrono::steady_clock::now();
   std::optional<exit_status> st;
@@ -183,14 +191,8 @@ void run_generator(const spawn_spec& sp, double deadline_s, const std::string& w
 
 load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
                      const std::string& log_path) {
-  spawn_spec sp;
-  sp.exe = spec.exe;
-  sp.argv = load_argv(spec);
-  sp.env = child_environment({});
-  sp.output_path = log_path;
-  sp.cpus = cpus;
   std::remove(spec.json_path.c_str());
-  run_generator(sp, spec.duration_s + 30.0, "knit-load");
+  run_generator(spec.exe, load_argv(spec), cpus, log_path, spec.duration_s + 30.0, "knit-load");
   try {
     return parse_load_json(slurp(spec.json_path));
   } catch (const std::exception& e) {

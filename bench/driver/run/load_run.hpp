@@ -70,11 +70,14 @@ load_result parse_load_json(std::string_view text);
 load_result run_load(const load_spec& spec, const std::vector<int>& cpus,
                      const std::string& log_path);
 
-// Runs a load generator to completion: spawned as `sp` says, stopped by PID (SIGTERM, then
+// Runs a load generator to completion: `exe` with `argv` (argv[0] included), the driver's
+// environment, pinned to `cpus`, its output to log_path; stopped by PID (SIGTERM, then
 // SIGKILL) when it outlives deadline_s or the driver is interrupted, which throws, naming it
-// `what`; a non-zero exit throws too, with the tail of sp.output_path. Shared by knit-load and
-// wrk (wrk_run.hpp).
-void run_generator(const spawn_spec& sp, double deadline_s, const std::string& what);
+// `what`; a non-zero exit throws too, with the tail of log_path. Shared by knit-load and wrk
+// (wrk_run.hpp).
+void run_generator(const std::string& exe, std::vector<std::string> argv,
+                   const std::vector<int>& cpus, const std::string& log_path, double deadline_s,
+                   const std::string& what);
 
 // The last `max_bytes` of a file, for error messages.
 std::string file_tail(const std::string& path, size_t max_bytes = 800);

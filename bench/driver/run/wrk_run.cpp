@@ -149,15 +149,9 @@ load_result parse_wrk_output(std::string_view output) {
 
 load_result run_wrk(const wrk_spec& spec, const std::vector<int>& cpus,
                     const std::string& log_path) {
-  spawn_spec sp;
-  sp.exe = spec.exe;
-  sp.argv = wrk_argv(spec);
-  sp.env = child_environment({});
-  sp.output_path = log_path;
-  sp.cpus = cpus;
   std::remove(log_path.c_str());  // the figures are read back from it: no older run's
   const double cpu0 = children_cpu_s();
-  run_generator(sp, std::ceil(spec.duration_s) + 30.0, "wrk");
+  run_generator(spec.exe, wrk_argv(spec), cpus, log_path, std::ceil(spec.duration_s) + 30.0, "wrk");
   const double cpu = children_cpu_s() - cpu0;
   try {
     load_result r = parse_wrk_output(file_tail(log_path, 1 << 20));
