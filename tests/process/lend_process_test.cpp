@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -99,9 +100,11 @@ void open_gate(const gate_place& at) {
   std::atomic_ref<char>(*request).store('g', std::memory_order_release);
 }
 
-knit::pool_options one_child(unsigned lanes, unsigned lent) {
+knit::pool_options one_child(unsigned lanes, unsigned lent,
+                             knit::process_sandbox sandbox = knit::process_sandbox::off) {
   knit::process_options p;
   p.lanes = lanes;
+  p.sandbox = sandbox;
   // Its wake (the check that a child began its oldest call) past the tests' 10 s: the lend
   // and the retirement wake the host on their own.
   p.begin_timeout = 60s;
@@ -110,6 +113,13 @@ knit::pool_options one_child(unsigned lanes, unsigned lent) {
   o.lend_after = 20ms;
   o.max_lent_workers = lent;
   return o;
+}
+
+// Opens the held call's gate and drains until its own answer comes: a success.
+void release(knit::pool& pool, const gate_place& gate, slot& held) {
+  open_gate(gate);
+  ASSERT_TRUE(drain_on_timer(pool, [&] { return held.has_value(); }));
+  EXPECT_TRUE(held->ok()) << knit::failure_message(*held);
 }
 
 bool all_done(const std::vector<slot>& calls) {
@@ -155,9 +165,7 @@ TEST_F(process_lend, a_call_in_the_held_childs_lane_moves_to_a_lent_child) {
   EXPECT_NE(behind->value(), main_pid);
   EXPECT_EQ(knit::current_process_stats().calls_moved - before.calls_moved, 1u);
   EXPECT_EQ(pool.stats().lent_workers_started, 1u);
-  open_gate(gate);
-  ASSERT_TRUE(drain_on_timer(pool, [&] { return held.has_value(); }));
-  EXPECT_TRUE(held->ok()) << knit::failure_message(*held);
+  ASSERT_NO_FATAL_FAILURE(release(pool, gate, held));
 }
 
 // Guards the retirement: once the held call is answered and nothing waits, the lent child
@@ -203,9 +211,7 @@ TEST_F(process_lend, with_lending_off_the_calls_behind_meet_their_deadline) {
   for (slot& b : behind) EXPECT_EQ(b->error(), knit::errc::timed_out);
   EXPECT_FALSE(held.has_value());
   EXPECT_EQ(pool.stats().lent_workers_started, 0u);
-  open_gate(gate);
-  ASSERT_TRUE(drain_on_timer(pool, [&] { return held.has_value(); }));
-  EXPECT_TRUE(held->ok()) << knit::failure_message(*held);
+  ASSERT_NO_FATAL_FAILURE(release(pool, gate, held));
 }
 
 // A stuck call fails alone at its limit (its child killed), with a child lent beside it:
@@ -225,6 +231,32 @@ TEST_F(process_lend, a_stuck_call_still_fails_alone) {
   const knit::pool_stats s = pool.stats();
   EXPECT_EQ(s.calls_stuck, 1u);
   EXPECT_GE(s.lent_workers_started, 1u);
+}
+
+// A task that attacks its own sandbox on a lent child (started by the same worker box code
+// as any child, so strict too): its socket is refused and the host's memory and environment
+// stay out of reach; only its own call fails, and the call beside it and the held call
+// succeed.
+TEST_F(process_lend, a_task_attacking_its_sandbox_on_a_lent_child_fails_only_its_own_call) {
+  knit::pool pool(one_child(/*lanes=*/1, /*lent=*/1, knit::process_sandbox::strict));
+  warm(pool);
+  slot held;
+  const gate_place gate = submit_gated(pool, held);
+  slot attack, snoop, beside;
+  ASSERT_FALSE(knit::submit_process(pool, "connect", "", keep(attack)));
+  ASSERT_FALSE(knit::submit_process(pool, "hostile_proc", std::to_string(::getpid()), keep(snoop)));
+  ASSERT_FALSE(knit::submit_process(pool, "echo", "beside", keep(beside)));
+  ASSERT_TRUE(drain_on_timer(pool, [&] { return attack && snoop && beside; }));
+  EXPECT_FALSE(held.has_value()) << "the calls ran on a lent child, not after the held one";
+  EXPECT_GE(pool.stats().lent_workers_started, 1u);
+  ASSERT_FALSE(attack->ok()) << attack->value();
+  EXPECT_EQ(attack->error(), knit::errc::sandbox_violation) << knit::failure_message(*attack);
+  ASSERT_TRUE(snoop->ok()) << knit::failure_message(*snoop);
+  EXPECT_EQ(snoop->value().find("mem: ok"), std::string::npos) << snoop->value();
+  EXPECT_EQ(snoop->value().find("environ: ok"), std::string::npos) << snoop->value();
+  ASSERT_TRUE(beside->ok()) << knit::failure_message(*beside);
+  EXPECT_EQ(beside->value(), "beside");
+  ASSERT_NO_FATAL_FAILURE(release(pool, gate, held));
 }
 
 }  // namespace
