@@ -84,6 +84,7 @@ std::size_t host_state::drain_steps(bool reset_doorbell) {
     }
   }
   if (!backlog_.empty()) flush_backlog();
+  flush_wakes();  // "Held wakes": what this drain's handlers and the backlog submitted
   return delivered;
 }
 

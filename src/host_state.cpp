@@ -26,6 +26,7 @@ host_state::host_state(pool_impl& owner, pool_shared& shared, unsigned index, st
     rings_.push_back(std::make_unique<job_ring<call_base*>>(per_ring));
   }
   snapshots_.resize(shared.seat_count);
+  owed_.assign(shared.seat_count, 0);
   wake_cost_ns_ = static_cast<std::int64_t>(shared.options.wake_cost_us) * 1000;
 }
 
@@ -46,6 +47,9 @@ host_state::~host_state() {
 void host_state::attach() noexcept {
   accepting_ = true;
   bell_.reset();  // a previous host at this index may have left it signalled
+  // Each attachment asks for held wakes itself; the one before settled (a drain: flushed).
+  KNIT_ASSERT(owed_seats_.empty());
+  hold_wakes_ = false;
   if (!ring_) {
     ring_failure_.clear();
     try {
@@ -167,12 +171,35 @@ bool host_state::dispatch(call_base* c) {
     // Orders the fetch_or before the wake check: pairs with the worker's park fence.
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  if (shared_.options.doorbell) {
+  if (shared_.options.doorbell && hold_wakes_) {
+    if (!owed_[chosen]) {  // "Held wakes": the check waits for flush_wakes
+      owed_[chosen] = 1;
+      owed_seats_.push_back(chosen);
+    }
+  } else if (shared_.options.doorbell) {
     // Ringing the seat's current slot: a replacement publishes its seat before its thread
     // starts (worker_seats.cpp), so a fresh worker that parks is the one we see.
     if (shared_.seat(chosen).bell.wake_if_parked()) counters_.host_wakes.bump();
   }
   return true;
+}
+
+bool host_state::hold_wakes(bool on) noexcept {
+  hold_wakes_ = on && shared_.wakes_may_wait_for_turn_end;
+  if (!hold_wakes_) flush_wakes();
+  return hold_wakes_;
+}
+
+// "Held wakes": the checks dispatch left for the end of the turn. Its fences were issued
+// there, after each push, so each check here still follows its push.
+void host_state::flush_wakes() noexcept {
+  KNIT_ASSERT(hold_wakes_ || owed_seats_.empty());
+  for (const unsigned w : owed_seats_) {
+    KNIT_ASSERT(owed_[w]);
+    owed_[w] = 0;
+    if (shared_.seat(w).bell.wake_if_parked()) counters_.host_wakes.bump();
+  }
+  owed_seats_.clear();
 }
 
 bool host_state::complete(call_base* c) noexcept {

@@ -53,6 +53,15 @@
 //   worker or thief that read a stale bit and touches these rings afterwards finds them
 //   empty. A later thread attaching at the same index becomes the rings' producer through
 //   that mutex (the previous producer's writes happen before it).
+//   Held wakes (pool_options::wake_at_turn_end, on a host that holds them): after the
+//   push, the fences and the mask step above, the host notes seat w as owed instead of
+//   checking its bell; flush_wakes then does the check (if parked: wake it). Guarantee 2
+//   still holds: the check still comes after the fence that follows the push, only later,
+//   and a worker that parked in between stays parked until a ringer's CAS (or its own
+//   park timeout), so the later check finds it. What the host must keep: no owed wake
+//   outlives the turn. Every drain ends with a flush (so do leave and the shutdown's
+//   settle, which drain), hold_wakes(false) flushes, and knit::asio_host posts a flush
+//   after a submit, which runs before its io_context next blocks.
 //   Shutdown (knit/pool.hpp's steps, from any thread): each host settles on its own
 //   thread, as its part: the caller's own host inside the call (finish), any other when
 //   it leaves or calls shutdown itself. It settles against the shutdown's deadline, once
@@ -125,6 +134,9 @@ class host_state {
                           const std::shared_ptr<process_job>& job);
   bool cancel(call_id id);
   std::size_t drain(bool reset_doorbell);
+  // Held wakes ("Held wakes" in the protocol above): returns whether they are held now.
+  bool hold_wakes(bool on) noexcept;
+  void flush_wakes() noexcept;
   shutdown_report give_up();
   std::optional<std::chrono::steady_clock::time_point> next_deadline();
   std::size_t pending() const noexcept { return pending_; }
@@ -225,6 +237,12 @@ class host_state {
   std::unique_ptr<process_ring> ring_;
   std::string ring_failure_;  // why attach could not make ring_ (its process calls throw it)
   int ring_fd_ = -1;
+  // Held wakes: dispatch notes the seat instead of ringing it; flush_wakes rings them.
+  // Invariant: owed_seats_ lists exactly the seats whose owed_[w] is set, each once, and is
+  // empty whenever hold_wakes_ is false.
+  bool hold_wakes_ = false;
+  std::vector<unsigned> owed_seats_;
+  std::vector<char> owed_;             // owed_[w]: seat w is in owed_seats_ (sized seat_count)
   std::deque<call_base*> no_backlog_;  // always empty: a process call never waits in backlog_
 };
 

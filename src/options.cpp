@@ -220,6 +220,7 @@ std::string pool_options::describe() const {
   out << " worker_nice=" << worker_nice << (worker_nice == 0 ? "(inherited)" : "")
       << " worker_sched=" << sched_name(worker_sched)
       << (worker_sched == sched_class::other ? "(inherited)" : "");
+  if (wake_at_turn_end) out << " wake_at_turn_end=on";
   out << " heavy_share=" << heavy_share;
   if (heavy_share == 0 || heavy_share >= 100) out << "(off)";
   else if (worker_nice != 0) out << "%(worker_nice wins)";

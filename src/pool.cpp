@@ -48,6 +48,8 @@ std::logic_error not_a_host(const char* what) {
 pool_impl::pool_impl(const pool_options& options)
     : shared_(options, spin_gate_allows(options)), builder_token_(this_thread_token()) {
   options.validate();
+  shared_.wakes_may_wait_for_turn_end =
+      options.wake_at_turn_end && !host_leaves_a_cpu_for_spinning(options);
   per_ring_ = std::bit_ceil(std::max<std::size_t>(options.queue_capacity, 1));
   shared_.seat_count = options.threads;
   shared_.seat_pending = std::make_unique<seat_hosts[]>(options.threads);
@@ -245,6 +247,14 @@ std::size_t pool::drain() {
 std::size_t pool::poll() {
   detail::host_state* h = impl_->host_or_builder("poll");
   return h ? h->drain(false) : 0;
+}
+bool pool::hold_wakes(bool on) {
+  detail::host_state* h = impl_->host_or_builder("hold_wakes");
+  return h && h->hold_wakes(on);
+}
+void pool::flush_wakes() {
+  detail::host_state* h = impl_->host_or_builder("flush_wakes");
+  if (h) h->flush_wakes();
 }
 int pool::completion_fd() const noexcept { return impl_->completion_fd(); }
 

@@ -172,6 +172,10 @@ struct pool_shared {
 
   const pool_options options;
   idle_policy policy;
+  // options.wake_at_turn_end and no CPU for each worker beside the host (spin_gate.hpp):
+  // a host that asks may hold its wakes to the end of its loop turn. Set once by the
+  // pool's constructor, before any host or worker exists; read-only after.
+  bool wakes_may_wait_for_turn_end = false;
   // seats[i] is worker i's current slot. The host that retires a worker replaces it (release
   // store under the seats mutex, worker_seats.cpp); workers read their peers' through it
   // (acquire) to steal, hosts to ring a bell. A slot that left its seat stays alive until

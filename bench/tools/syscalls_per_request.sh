@@ -3,9 +3,11 @@
 # changes beside nginx, in one interleaved run (REPS rounds of every case):
 #   knit /ping inline and pooled, knit /jwt pooled, nginx `return 200` /ping
 #     (wrk -t1 -c50, one request per round trip): requests/s, server CPU us per request,
-#     system calls per request (perf stat -e raw_syscalls:sys_enter -p <server pids>);
+#     system calls per request (perf stat -e raw_syscalls:sys_enter -p <server pids>), and the
+#     futex calls among them (syscalls:sys_enter_futex: worker wake-ups and parks);
 #   pipelined depth 16 /ping (wrk_pipeline16.lua), knit before/after and nginx: the same figures.
-# Server on CPU 0, wrk on CPU 1 (taskset). Usage:
+# Server on CPU 0, wrk on CPU 1 (taskset); before and after swap places every round (odd
+# rounds before first, even rounds after first). Usage:
 #   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=...
 # About 10 cases x REPS x (WINDOW + 2) s: 6 minutes with the defaults.
 set -euo pipefail
@@ -19,8 +21,9 @@ AFTER=${AFTER:-$repo/build-sys/bin/knit-server}
 NGINX=${NGINX:-/usr/sbin/nginx}
 PORT=${PORT:-18435}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: nginx reads its prefix and config from it
 rows=$out/rows.tsv
-printf 'rep\tcase\trequests\trps\tcpu_us_per_req\tsyscalls_per_req\n' > "$rows"
+printf 'rep\tcase\trequests\trps\tcpu_us_per_req\tsyscalls_per_req\tfutex_per_req\n' > "$rows"
 hz=$(getconf CLK_TCK)
 
 pids=()
@@ -81,7 +84,7 @@ measure() {
   # Warm up the connections and the caches (not measured).
   taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT$path" "$@" >/dev/null
   perf_out=$out/perf-$rep-$name.txt
-  perf stat -x, -e raw_syscalls:sys_enter -p "$tp" -o "$perf_out" -- sleep $((WINDOW + 1)) &
+  perf stat -x, -e raw_syscalls:sys_enter -e syscalls:sys_enter_futex -p "$tp" -o "$perf_out" -- sleep $((WINDOW + 1)) &
   local perf_pid=$!
   sleep 0.3
   c0=$(cpu_ticks "$tp")
@@ -93,17 +96,22 @@ measure() {
   rps=$(echo "$wrk_out" | awk '/Requests\/sec/ {print $2}')
   calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$perf_out")
   case $calls in ''|*[!0-9]*) calls=n/a ;; esac
+  futexes=$(awk -F, '/syscalls:sys_enter_futex/ {print $1}' "$perf_out")
+  case $futexes in ''|*[!0-9]*) futexes=n/a ;; esac
   awk -v rep="$rep" -v name="$name" -v reqs="$reqs" -v rps="$rps" -v ticks=$((c1 - c0)) \
-      -v hz="$hz" -v calls="$calls" 'BEGIN {
+      -v hz="$hz" -v calls="$calls" -v futexes="$futexes" 'BEGIN {
     cpu = reqs > 0 ? ticks * 1e6 / hz / reqs : 0
     sys = (calls == "n/a" || reqs == 0) ? "n/a" : sprintf("%.3f", calls / reqs)
-    printf "%s\t%s\t%d\t%s\t%.2f\t%s\n", rep, name, reqs, rps, cpu, sys }' | tee -a "$rows"
+    fx = (futexes == "n/a" || reqs == 0) ? "n/a" : sprintf("%.3f", futexes / reqs)
+    printf "%s\t%s\t%d\t%s\t%.2f\t%s\t%s\n", rep, name, reqs, rps, cpu, sys, fx }' | tee -a "$rows"
 }
 
 pipe=(-s "$here/wrk_pipeline16.lua")
 jwt=(-s "$here/wrk_jwt.lua")
 for rep in $(seq "$REPS"); do
-  for bin in before after; do
+  order="before after"
+  [ $((rep % 2)) -eq 0 ] && order="after before"
+  for bin in $order; do
     b=$BEFORE; [ $bin = after ] && b=$AFTER
     start_knit "$b" inline
     measure "$rep" "knit-$bin-inline-ping" /ping
@@ -122,9 +130,9 @@ done
 
 # Medians over the rounds, one line per case.
 {
-  printf 'case\tmedian_rps\tmedian_cpu_us_per_req\tmedian_syscalls_per_req\n'
+  printf 'case\tmedian_rps\tmedian_cpu_us_per_req\tmedian_syscalls_per_req\tmedian_futex_per_req\n'
   tail -n +2 "$rows" | cut -f2 | awk '!seen[$0]++' | while read -r name; do
-    awk -F'\t' -v n="$name" '$2 == n {print $4 "\t" $5 "\t" $6}' "$rows" | python3 -c '
+    awk -F'\t' -v n="$name" '$2 == n {print $4 "\t" $5 "\t" $6 "\t" $7}' "$rows" | python3 -c '
 import statistics, sys
 cols = list(zip(*(l.split("\t") for l in sys.stdin.read().split("\n") if l)))
 def med(c):

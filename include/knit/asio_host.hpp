@@ -6,6 +6,9 @@
 // pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
 // one costs one eventfd read per batch of results (the workers coalesce their writes).
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
+// With pool_options::wake_at_turn_end (and workers that share the loop's CPU) it holds the
+// worker wake-ups its submits would issue and posts one flush per turn of the io_context,
+// which runs before the io_context next blocks (pool::hold_wakes).
 // It attaches its thread as a host (knit::pool_host), on any thread, and leaves when
 // destroyed.
 #pragma once
@@ -13,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -23,6 +27,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "knit/pool.hpp"
@@ -46,7 +51,9 @@ class asio_host {
   /// thread that runs `io`, which it attaches as a host (knit::pool_host, which also says
   /// how the pool's building thread is taken over; its std::logic_error if it cannot be).
   asio_host(boost::asio::io_context& io, pool& p)
-      : host_(std::in_place, p), state_(std::make_shared<state>(io, p)) {}
+      : host_(std::in_place, p), state_(std::make_shared<state>(io, p)) {
+    if (p.options().wake_at_turn_end) state_->holds_wakes = p.hold_wakes(true);
+  }
 
   /// Stops watching: pending waits are cancelled (their handlers see the state closed and
   /// do nothing), and the host leaves here (knit::pool_host: calls not started are
@@ -57,6 +64,7 @@ class asio_host {
     boost::system::error_code ignored;
     state_->timer.cancel();
     state_->fd.cancel(ignored);
+    if (state_->holds_wakes) state_->pool_->hold_wakes(false);  // rings what is owed
     host_.reset();  // the leave runs handlers, which may still use this object's state
   }
 
@@ -80,6 +88,7 @@ class asio_host {
     std::error_code ec = state_->pool_->submit(std::forward<Fn>(fn), std::forward<Arg>(arg),
                                                std::forward<Handler>(handler), options, id);
     if (!ec) {
+      if (state_->holds_wakes) post_flush(state_);
       arm_read(state_);
       if (needs_timer(options)) arm_timer(state_);
     }
@@ -111,7 +120,25 @@ class asio_host {
     bool timer_armed = false;
     std::chrono::steady_clock::time_point timer_at{};
     bool closed = false;
+    bool holds_wakes = false;   // pool::hold_wakes said yes at construction
+    bool flush_posted = false;  // a flush is queued on io for this turn
   };
+
+  // Held wakes: one flush per turn. Posted from the io_context's own thread, it runs after
+  // the handlers already queued and before the io_context blocks again (a posted handler is
+  // pending work: run() polls, not waits, while one is queued).
+  static void post_flush(const std::shared_ptr<state>& s) {
+    if (s->flush_posted) return;
+    try {
+      boost::asio::post(s->io, [s] {
+        s->flush_posted = false;
+        if (!s->closed) s->pool_->flush_wakes();
+      });
+      s->flush_posted = true;
+    } catch (const std::bad_alloc&) {
+      s->pool_->flush_wakes();  // no memory to post it: ring now
+    }
+  }
 
   static void after_drain(const std::shared_ptr<state>& s) {
     // A handler in that drain may have destroyed this asio_host (and left the pool): then

@@ -202,6 +202,19 @@ class KNIT_API pool {
   /// waiting on completion_fd() (benchmarks, spin-then-block loops).
   std::size_t poll();
 
+  /// Held wake-ups (pool_options::wake_at_turn_end), for the calling thread's host: with
+  /// `on`, submit() no longer wakes a parked worker itself; the host owes that wake until
+  /// its next flush_wakes(), drain() or poll(), or until hold_wakes(false), which rings
+  /// what is owed. Returns whether wakes are held now: false when the option is off or
+  /// every worker has a CPU beside the host's (then there is nothing to gain, and submit
+  /// keeps waking at once). A host that holds them must flush before it sleeps: an owed
+  /// wake leaves its calls queued behind a parked worker. knit::asio_host does it all.
+  bool hold_wakes(bool on);
+
+  /// Rings every wake the calling thread's host owes (see hold_wakes). Cheap when none is
+  /// owed: an event loop calls it once at the end of each turn.
+  void flush_wakes();
+
   /// The calling thread's host's accepted calls whose handler has not been called yet.
   std::size_t pending() const noexcept;
 

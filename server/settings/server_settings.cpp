@@ -160,6 +160,13 @@ server_settings build_settings(const setting_values& v) {
   s.cfg.stop_grace = stop_grace_for(s.pool.stop_timeout);
   // On a knit pool the H loops attach to it; the thread that builds it takes no index.
   if (uses_knit_pool(s.cfg.mode)) s.pool.max_hosts = std::max(s.pool.max_hosts, s.cfg.hosts);
+  // Every loop is a knit::asio_host, which rings held wakes once per turn: where the workers
+  // share the loops' CPUs, a worker is woken at the end of a turn, not inside each submit.
+  // Only with the heavy share off: the share's nice already keeps a woken worker from
+  // preempting its loop, and the two together left heavy work less than either alone
+  // (pooled /jwt at saturation on one CPU, share 25: 38-64k requests/s held against 61-78k
+  // not held; share off: 61-75k held against 36-54k; docs/design.md, "held wakes").
+  s.pool.wake_at_turn_end = s.pool.heavy_share == 0 || s.pool.heavy_share >= 100;
   // Every worker process is started before the server listens.
   if (s.cfg.worker_isolation == isolation::process) s.pool.process = s.process;
   // The library's own checks, behind the table's: a rule between its fields that the table

@@ -95,7 +95,9 @@ constexpr std::array kTable = std::to_array<setting>({
              "both want all of it: the workers raise their nice (25: +5, 10: +10; 50 or 100: "
              "unchanged) and each loop asks the kernel for a 200 us slice, so a request wakes "
              "its loop at once instead of after the worker's slice; KNIT_WORKER_NICE, when "
-             "set, wins. No guarantee against other processes on the CPU",
+             "set, wins. No guarantee against other processes on the CPU. Off (0 or 100): a "
+             "loop wakes a worker that shares its CPU once, at the end of its turn "
+             "(pool_options::wake_at_turn_end)",
      .why = "The library's default is 0 (pool_options::heavy_share): a program that did not "
             "ask keeps its threads' scheduling. The server's loop answers /ping beside "
             "saturated heavy routes: on a shared CPU a loop at equal weight waited out the "

@@ -16,6 +16,7 @@
 #include "spin_backoff.hpp"
 #include "spin_gate.hpp"
 #include "support/gate.hpp"
+#include "support/pin_thread.hpp"
 #include "support/pool_helpers.hpp"
 
 namespace {
@@ -25,6 +26,8 @@ using knit::detail::spin_has_own_cpu;
 using knit::detail::usable_cpu_count;
 using knit_test::drain_until;
 using knit_test::eventually;
+using knit_test::my_cpus;
+using knit_test::pin_host;
 
 // ---- the CPU rule ----
 
@@ -148,29 +151,6 @@ TEST(spin_gate_option, knit_spin_gate_reads_auto_and_off) {
 }
 
 // ---- a pool ----
-
-// The calling thread's CPUs, and pinning it to one of them until the guard ends.
-std::vector<int> my_cpus() { return knit::detail::calling_thread_cpus(); }
-
-class pin_host {
- public:
-  explicit pin_host(int cpu) {
-    CPU_ZERO(&saved_);
-    ok_ = ::sched_getaffinity(0, sizeof saved_, &saved_) == 0;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ok_ = ok_ && ::sched_setaffinity(0, sizeof one, &one) == 0;
-  }
-  ~pin_host() { ::sched_setaffinity(0, sizeof saved_, &saved_); }
-  pin_host(const pin_host&) = delete;
-  pin_host& operator=(const pin_host&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  cpu_set_t saved_;
-  bool ok_ = false;
-};
 
 // Runs `calls` calls one after another, each delivered before the next is sent, then
 // waits (bounded) until the worker has gone idle after the last one (`idle` holds).

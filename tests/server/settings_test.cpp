@@ -298,6 +298,11 @@ TEST(server_settings, the_pool_and_process_options_the_server_builds) {
   EXPECT_EQ(build({}).pool.heavy_share, 25u);
   EXPECT_EQ(build({"--heavy-share=0"}).pool.heavy_share, 0u);
   EXPECT_EQ(effective("KNIT_HEAVY_SHARE", build({}, {{"KNIT_HEAVY_SHARE", "10"}})), "10");
+  // Held wakes (knit::pool_options::wake_at_turn_end) only where the heavy share is off.
+  EXPECT_FALSE(build({}).pool.wake_at_turn_end);
+  EXPECT_FALSE(build({"--heavy-share=50"}).pool.wake_at_turn_end);
+  EXPECT_TRUE(build({"--heavy-share=0"}).pool.wake_at_turn_end);
+  EXPECT_TRUE(build({"--heavy-share=100"}).pool.wake_at_turn_end);
 }
 
 TEST(server_settings, the_secret_is_never_printed) {
