@@ -185,9 +185,10 @@ bool host_state::dispatch(call_base* c) {
 }
 
 bool host_state::hold_wakes(bool on) noexcept {
-  hold_wakes_ = on && shared_.wakes_may_wait_for_turn_end;
-  if (!hold_wakes_) flush_wakes();
-  return hold_wakes_;
+  const bool hold = on && shared_.wakes_may_wait_for_turn_end;
+  if (!hold) flush_wakes();  // while still holding: what it owes is rung, then none is
+  hold_wakes_ = hold;
+  return hold;
 }
 
 // "Held wakes": the checks dispatch left for the end of the turn. Its fences were issued
