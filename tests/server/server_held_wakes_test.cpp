@@ -24,9 +24,8 @@ server_process start_on_one_cpu(const char* threads) {
   EXPECT_FALSE(cpus.empty());
   pin_host pin(cpus.empty() ? 0 : cpus.front());
   EXPECT_TRUE(pin.ok());
-  return server_process({{"KNIT_MODE", "pooled"},
-                         {"KNIT_THREADS", threads},
-                         {"KNIT_HEAVY_SHARE", "0"}});
+  return server_process(
+      {{"KNIT_MODE", "pooled"}, {"KNIT_THREADS", threads}, {"KNIT_HEAVY_SHARE", "0"}});
 }
 
 TEST(held_wakes_server, lone_heavy_requests_one_after_another_are_all_answered) {
@@ -58,8 +57,8 @@ TEST(held_wakes_server, many_connections_at_once_are_all_answered) {
     clients.emplace_back([&, k] {
       connection c(server.port());
       for (int i = 0; i < kEach; ++i) {
-        const auto res = c.request("POST", (i + k) % 2 ? "/jwt" : "/ssr",
-                                   (i + k) % 2 ? kJwtBody : kSsrBody);
+        const auto res =
+            c.request("POST", (i + k) % 2 ? "/jwt" : "/ssr", (i + k) % 2 ? kJwtBody : kSsrBody);
         if (res && res->status == 200) ++ok[k];
       }
     });
