@@ -7,6 +7,8 @@
 #include <poll.h>
 
 #include <chrono>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "knit/asio_host.hpp"
@@ -145,6 +147,16 @@ TEST_F(held_wakes, letting_go_rings_what_is_owed_and_submit_rings_again) {
   ASSERT_FALSE(p.submit(plus_one, 2, [&](knit::result<int> r) { got += r.value(); }));
   EXPECT_EQ(p.stats().host_wakes, 2u) << "not held: submit rings at once";
   ASSERT_TRUE(drain_until(p, [&] { return got == 5; }));
+}
+
+TEST(held_wakes_off, a_thread_that_is_no_host_is_told_so) {
+  knit::pool p;
+  knit::pool_host attached(p);
+  std::thread stranger([&] {
+    EXPECT_THROW((void)p.hold_wakes(true), std::logic_error);
+    EXPECT_THROW(p.flush_wakes(), std::logic_error);
+  });
+  stranger.join();
 }
 
 TEST(held_wakes_off, nothing_is_held_unless_asked_for_or_when_the_worker_has_a_cpu) {
