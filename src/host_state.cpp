@@ -27,6 +27,7 @@ host_state::host_state(pool_impl& owner, pool_shared& shared, unsigned index, st
   }
   snapshots_.resize(shared.seat_count);
   owed_.assign(shared.seat_count, 0);
+  owed_seats_.reserve(shared.seat_count);  // dispatch's push_back never allocates
   wake_cost_ns_ = static_cast<std::int64_t>(shared.options.wake_cost_us) * 1000;
 }
 

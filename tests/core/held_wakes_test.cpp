@@ -58,15 +58,24 @@ class held_wakes : public ::testing::Test {
     pin_.emplace(cpu_);
     ASSERT_TRUE(pin_->ok());
   }
+  // A pool of one worker on this CPU, this thread attached to it, wakes held, and the
+  // worker asleep with nothing to do (so the next wake is counted in host_wakes).
+  knit::pool& held_pool_with_its_worker_asleep() {
+    pool_.emplace(shared_cpu_options(cpu_));
+    attached_.emplace(*pool_);
+    EXPECT_TRUE(pool_->hold_wakes(true)) << "host and worker share one CPU: wakes are held";
+    EXPECT_TRUE(worker_parked(*pool_));
+    return *pool_;
+  }
   int cpu_ = 0;
   std::optional<pin_host> pin_;
+  std::optional<knit::pool> pool_;
+  std::optional<knit::pool_host> attached_;
 };
 
 TEST_F(held_wakes, a_parked_worker_is_woken_at_the_flush_not_inside_submit) {
-  knit::pool p(shared_cpu_options(cpu_));
-  knit::pool_host attached(p);
-  ASSERT_TRUE(p.hold_wakes(true)) << "host and worker share one CPU: wakes are held";
-  ASSERT_TRUE(worker_parked(p));  // started with nothing to do
+  knit::pool& p = held_pool_with_its_worker_asleep();
+  ASSERT_FALSE(HasFailure());
   int got = 0;
   ASSERT_FALSE(p.submit(plus_one, 1, [&](knit::result<int> r) { got = r.value(); }));
   EXPECT_EQ(p.stats().host_wakes, 0u) << "the submit owes the wake, it does not ring it";
@@ -79,10 +88,8 @@ TEST_F(held_wakes, a_parked_worker_is_woken_at_the_flush_not_inside_submit) {
 }
 
 TEST_F(held_wakes, one_wake_rings_for_every_call_of_the_turn) {
-  knit::pool p(shared_cpu_options(cpu_));
-  knit::pool_host attached(p);
-  ASSERT_TRUE(p.hold_wakes(true));
-  ASSERT_TRUE(worker_parked(p));  // started with nothing to do
+  knit::pool& p = held_pool_with_its_worker_asleep();
+  ASSERT_FALSE(HasFailure());
   ASSERT_FALSE(p.submit(plus_one, 0, [](knit::result<int>) {}));
   p.flush_wakes();
   ASSERT_TRUE(drain_until(p, [&] { return p.pending() == 0; }));
@@ -100,10 +107,8 @@ TEST_F(held_wakes, one_wake_rings_for_every_call_of_the_turn) {
 }
 
 TEST_F(held_wakes, a_drain_rings_what_its_handlers_submitted) {
-  knit::pool p(shared_cpu_options(cpu_));
-  knit::pool_host attached(p);
-  ASSERT_TRUE(p.hold_wakes(true));
-  ASSERT_TRUE(worker_parked(p));  // started with nothing to do
+  knit::pool& p = held_pool_with_its_worker_asleep();
+  ASSERT_FALSE(HasFailure());
   int second = 0;
   bool first = false;
   ASSERT_FALSE(p.submit(plus_one, 1, [&](knit::result<int> r) {
@@ -123,10 +128,8 @@ TEST_F(held_wakes, a_drain_rings_what_its_handlers_submitted) {
 }
 
 TEST_F(held_wakes, the_shutdown_rings_a_wake_still_owed) {
-  knit::pool p(shared_cpu_options(cpu_));
-  knit::pool_host attached(p);
-  ASSERT_TRUE(p.hold_wakes(true));
-  ASSERT_TRUE(worker_parked(p));  // started with nothing to do
+  knit::pool& p = held_pool_with_its_worker_asleep();
+  ASSERT_FALSE(HasFailure());
   int got = 0;
   ASSERT_FALSE(p.submit(plus_one, 4, [&](knit::result<int> r) { got = r.value(); }));
   p.shutdown();  // drain mode: it must run the call, so it must ring the worker
@@ -134,10 +137,8 @@ TEST_F(held_wakes, the_shutdown_rings_a_wake_still_owed) {
 }
 
 TEST_F(held_wakes, letting_go_rings_what_is_owed_and_submit_rings_again) {
-  knit::pool p(shared_cpu_options(cpu_));
-  knit::pool_host attached(p);
-  ASSERT_TRUE(p.hold_wakes(true));
-  ASSERT_TRUE(worker_parked(p));  // started with nothing to do
+  knit::pool& p = held_pool_with_its_worker_asleep();
+  ASSERT_FALSE(HasFailure());
   int got = 0;
   ASSERT_FALSE(p.submit(plus_one, 1, [&](knit::result<int> r) { got += r.value(); }));
   EXPECT_FALSE(p.hold_wakes(false));
