@@ -120,6 +120,7 @@ class asio_host {
     bool timer_armed = false;
     std::chrono::steady_clock::time_point timer_at{};
     bool closed = false;
+    bool draining = false;      // on_wakeup's pool::drain is under way (a handler may run io)
     bool holds_wakes = false;   // pool::hold_wakes said yes at construction
     bool flush_posted = false;  // a flush is queued on io for this turn
   };
@@ -155,9 +156,27 @@ class asio_host {
                      [s](const boost::system::error_code& ec) {
                        s->read_armed = false;
                        if (ec || s->closed) return;
-                       s->pool_->drain();
-                       after_drain(s);
+                       on_wakeup(s);
                      });
+  }
+
+  // A drain for a wake-up (the fd or the timer), then the watches it leaves needed. One
+  // that fires inside a drain (a handler ran the io_context: poll, run_one) is left to that
+  // drain, whose after_drain re-arms: nested, pool::drain returns 0 without reading the
+  // eventfd, so a wait re-armed then would find it still readable and fire at once, again
+  // and again, and the handler's poll() would never return.
+  static void on_wakeup(const std::shared_ptr<state>& s) {
+    if (s->draining) return;
+    s->draining = true;
+    try {
+      s->pool_->drain();
+    } catch (...) {  // a handler threw: out to io.run()'s caller, who may run it again
+      s->draining = false;
+      after_drain(s);
+      throw;
+    }
+    s->draining = false;
+    after_drain(s);
   }
 
   // Whether a call just submitted with `options` may need the timer earlier than it is
@@ -203,8 +222,7 @@ class asio_host {
       // wait, if any, owns timer_armed now.
       if (ec || s->closed) return;
       s->timer_armed = false;
-      s->pool_->drain();
-      after_drain(s);
+      on_wakeup(s);
     });
   }
 
