@@ -61,9 +61,8 @@ TEST(asio_host_wakeups, a_count_left_on_the_eventfd_while_no_read_is_armed_costs
     // spent) must not hide the next result's edge.
     ASSERT_EQ(::eventfd_write(p.completion_fd(), 1), 0);
     int got = 0;
-    ASSERT_FALSE(host.submit([](int x) { return x * 2; }, 21, [&](knit::result<int> r) {
-      got = r.value();
-    }));
+    ASSERT_FALSE(host.submit([](int x) { return x * 2; }, 21,
+                             [&](knit::result<int> r) { got = r.value(); }));
     io.restart();
     io.run_for(10s);
     ASSERT_EQ(got, 42) << "round " << round;
@@ -77,26 +76,26 @@ TEST(asio_host_wakeups, a_loop_run_inside_a_handler_returns_and_loses_no_result)
   const int fd = p.completion_fd();
   bool second = false;
   int nested_handlers = 0;
-  ASSERT_FALSE(host.submit([](int x) { return x; }, 1, [&](knit::result<int> r) {
-    ASSERT_TRUE(r.ok());
-    // Inside the drain that delivers the first result: the second result rings the eventfd,
-    // and the loop run here sees the fd readable. Its drain would be nested (returns 0,
-    // reads nothing): a wait re-armed after it fires again at once, without end.
-    ASSERT_FALSE(host.submit([](int x) { return x; }, 2, [&](knit::result<int>) {
-      second = true;
-    }));
-    ASSERT_TRUE(readable_within(fd, 10s));
-    while (nested_handlers < 100 && io.poll_one() > 0) ++nested_handlers;
-  }));
+  ASSERT_FALSE(host.submit([](int x) { return x; }, 1,
+                           [&](knit::result<int> r) {
+                             ASSERT_TRUE(r.ok());
+                             // Inside the drain that delivers the first result: the second result
+                             // rings the eventfd, and the loop run here sees the fd readable. Its
+                             // drain would be nested (returns 0, reads nothing): a wait re-armed
+                             // after it fires again at once, without end.
+                             ASSERT_FALSE(host.submit([](int x) { return x; }, 2,
+                                                      [&](knit::result<int>) { second = true; }));
+                             ASSERT_TRUE(readable_within(fd, 10s));
+                             while (nested_handlers < 100 && io.poll_one() > 0) ++nested_handlers;
+                           }));
   io.run_for(10s);
   EXPECT_LT(nested_handlers, 100) << "the nested loop kept finding the same wake-up";
   ASSERT_TRUE(second);
   EXPECT_TRUE(io.stopped());  // out of work, not out of time
   // And the doorbell still works: the next result arrives.
   int third = 0;
-  ASSERT_FALSE(host.submit([](int x) { return x; }, 3, [&](knit::result<int> r) {
-    third = r.value();
-  }));
+  ASSERT_FALSE(
+      host.submit([](int x) { return x; }, 3, [&](knit::result<int> r) { third = r.value(); }));
   io.restart();
   io.run_for(10s);
   EXPECT_EQ(third, 3);
