@@ -240,7 +240,9 @@ struct host_binding {
   host_state* host = nullptr;
 };
 constexpr int kBindings = 4;
-thread_local host_binding tls_bindings[kBindings];
+// initial-exec, as thread_token.cpp's token and for the same reason: read by every submit
+// and poll, no __tls_get_addr call in libknit.so.
+__attribute__((tls_model("initial-exec"))) thread_local host_binding tls_bindings[kBindings];
 }  // namespace
 
 host_state* bound_host(const void* pool) noexcept {
