@@ -22,7 +22,9 @@ RATE=${RATE:-}
 LOAD=${LOAD:-$here/../../build/bin/knit-load}
 body=$(mktemp)
 trap 'rm -f "$body" "$body.json"' EXIT
-printf '%s' '{"user":{"id":"u_42","email":"ari@example.com","role":"admin"},"ttlSec":900}' >"$body"
+# The body wrk_jwt.lua posts, so both loads send the same request.
+sed -n "s/^wrk\.body = '\(.*\)'\$/\1/p" "$here/wrk_jwt.lua" | tr -d '\n' >"$body"
+[ -s "$body" ] || { echo "syscalls_by_type.sh: no wrk.body line in wrk_jwt.lua" >&2; exit 2; }
 # The load for $1 seconds; prints the responses it got.
 load() {
   if [ -z "$RATE" ]; then
