@@ -20,6 +20,14 @@ REPS=${REPS:-3}
 PORT=${PORT:-18438}
 RATE=${RATE:-}
 LOAD=${LOAD:-$here/../../build/bin/knit-load}
+if [ -n "$RATE" ]; then
+  case $RATE in *[!0-9]* | 0*)
+    echo "syscalls_by_type.sh: RATE=$RATE is not a positive whole number of requests/s" >&2
+    exit 2
+    ;;
+  esac
+  [ -x "$LOAD" ] || { echo "syscalls_by_type.sh: no knit-load at $LOAD (build it, or set LOAD)" >&2; exit 2; }
+fi
 body=$(mktemp)
 trap 'rm -f "$body" "$body.json"' EXIT
 # The body wrk_jwt.lua posts, so both loads send the same request.
