@@ -3,7 +3,8 @@
 // source, so a child cannot write an answer for a call it has not been sent: a task that
 // pre-writes a well-formed answer into the next lane guesses 64 bits, and a wrong guess is
 // no answer at all (never taken; the call waits for its own). Never 0 (a new lane's words)
-// and never the lane's previous value (the child watches for a change).
+// and never the lane's previous value (the child watches for a change); never ~0 either, so
+// that neither claim a call's lane may hold (seq, ~seq) is 0, the unclaimed word.
 // getrandom(2) fills 512 values at a time: one system call per 512 calls.
 #pragma once
 
@@ -19,12 +20,12 @@ namespace knit::detail {
 
 class call_nonce {
  public:
-  // A fresh value other than 0 and `previous`.
+  // A fresh value other than 0, ~0 and `previous`.
   std::uint64_t next(std::uint64_t previous) {
     for (;;) {
       if (used_ == pool_.size()) refill();
       const std::uint64_t v = pool_[used_++];
-      if (v != 0 && v != previous) return v;
+      if (v != 0 && v != ~std::uint64_t{0} && v != previous) return v;
     }
   }
 

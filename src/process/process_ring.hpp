@@ -4,7 +4,7 @@
 // broken protocols are process_ring_ends.cpp's.
 //
 // Protocol (host h <-> each of its children c; the child's side is child_loop.cpp, the words
-// and the lanes shared_region.hpp's, version 5)
+// and the lanes shared_region.hpp's, version 6)
 //   Up to `lanes` calls (process_options::lanes) in one child at once, in its lanes in turn:
 //   the oldest runs, the ones behind it wait in the mapping, and the child starts the next
 //   the moment it has answered one. Beyond that a call waits in this ring's FIFO in host
@@ -12,9 +12,12 @@
 //   Words (region_header, lane_words), writer -> partner:
 //     lane: task_index, request_bytes, request_seq   host h -> child (release on request_seq)
 //     lane: answer_status, answer_bytes, answer_seq  child -> host h (release on answer_seq)
-//     lane: claim    host h and child, CAS: the child writes ~seq as it starts a call, the
-//                    host writes seq to take back a call not started (a move, a cancel);
-//                    whichever CAS lands first decides, so a call taken back never runs
+//     lane: claim    host h and child: host h stores 0 before request_seq; the child CASes
+//                    it to ~seq as it starts the call, host h CASes it from 0 to seq to
+//                    take back a call not started (a move, a cancel); whichever lands
+//                    first decides, so a call taken back never runs. Host h takes back
+//                    only from 0: a word a task scribbled there is no proof that its
+//                    call did not start, so that call stays (and never runs a third time)
 //     child_sleeping   child -> host h: read after host h's fence, before it rings `request`
 //     host_sleeping    host h -> child: held at 1 (the child always rings `answer`)
 //     sandbox_syscall  child's SIGSYS handler -> host h: only names a call, read once after
@@ -25,7 +28,8 @@
 //   length is out of range is a broken protocol: the child is killed, its oldest call fails
 //   (worker_crashed), the calls behind it are sent again.
 //   Send (host h, lane k = the child's next in turn, free: its last answer taken): copy the
-//     request into lane k's arena, task_index, request_bytes, request_seq (release), then
+//     request into lane k's arena, task_index, request_bytes, claim = 0, request_seq
+//     (release), then
 //     ring_if_sleeping(child_sleeping, request): a write to a pipe only the host holds,
 //     non-blocking, so no word or fd the child controls can make it block.
 //   Answer (child): lane words, answer_seq (release), then it writes its `answer` eventfd.

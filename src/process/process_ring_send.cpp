@@ -64,6 +64,7 @@ bool process_ring::send(ring_child& c, queued& q, steady::time_point now) {
   std::memcpy(child.region.request_arena(k), job->bytes.data(), job->bytes.size());
   store(lane.task_index, index.value_or(~std::uint32_t{0}));
   store(lane.request_bytes, static_cast<std::uint64_t>(job->bytes.size()));
+  store(lane.claim, std::uint64_t{0});  // unclaimed: published by the release below
   at_ring_point(ring_point::host_publishing_request, h, lane);
   store(lane.request_seq, seq, std::memory_order_release);
   if (!job->sent) counters().calls.fetch_add(1, std::memory_order_relaxed);  // once a call
@@ -192,17 +193,16 @@ void process_ring::send_queued() {
 }
 
 // The host's claim on flight `f` (not yet started: the child claims ~seq as it starts one).
-// True when it landed: the child will answer it `cancelled` without running it.
+// True when it landed: the child will answer it `cancelled` without running it. Only from
+// the 0 the send wrote: any other word (~seq, or one a task scribbled over the lanes) means
+// the call may have begun, and a call taken back after it began would run twice in one
+// round, then once more when it is sent again after the scribbler's death.
 bool process_ring::take_back(ring_child& c, flight& f) {
-  std::uint64_t& claim = c.child->region.lane(f.lane).claim;
-  std::uint64_t seen = load(claim, std::memory_order_acquire);
-  for (;;) {
-    if (seen == ~f.seq) return false;  // started
-    if (seen == f.seq) break;          // taken back already
-    if (std::atomic_ref<std::uint64_t>(claim).compare_exchange_weak(seen, f.seq,
-                                                                    std::memory_order_acq_rel)) {
-      break;
-    }
+  std::uint64_t seen = 0;
+  if (!std::atomic_ref<std::uint64_t>(c.child->region.lane(f.lane).claim)
+           .compare_exchange_strong(seen, f.seq, std::memory_order_acq_rel) &&
+      seen != f.seq) {
+    return false;  // started, or scribbled on: the child holds it
   }
   f.taken_back = true;
   return true;

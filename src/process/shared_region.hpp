@@ -1,6 +1,6 @@
 // The memory a host shares with one child process, and the protocol over it.
 //
-// Protocol, version 5 (one host <-> one child; up to `lanes` calls in the child at once):
+// Protocol, version 6 (one host <-> one child; up to `lanes` calls in the child at once):
 //   Resources, all created by the host with CLOEXEC, the child's copies passed at its spawn
 //   (spawn.hpp: onto numbers above stdio, named in argv; every other fd closed):
 //     memfd    the region: a header page, then for each lane its request arena and its answer
@@ -33,10 +33,11 @@
 //     in the child), and the child serves the lanes in turn, so it starts call k + 1 the
 //     moment it has answered call k, without waiting for the host.
 //   Call (lane i): the host copies the request into lane i's request arena, writes its
-//     task_index, request_bytes and then request_seq = the call's nonce (call_nonce.hpp,
-//     release), and rings `request`. The child sees lane i's request_seq move from the value
-//     it last served there (acquire), claims the call (claim: CAS to ~seq; a lost CAS means
-//     the host took it back: answered `cancelled`, not run), checks task_index < its count
+//     task_index, request_bytes, claim = 0 (unclaimed) and then request_seq = the call's
+//     nonce (call_nonce.hpp, release), and rings `request`. The child sees lane i's
+//     request_seq move from the value it last served there (acquire), claims the call
+//     (claim: CAS to ~seq; finding seq there means the host took it back: answered
+//     `cancelled`, not run), checks task_index < its count
 //     and request_bytes <= arena, runs the task on a view of the request arena, writes the
 //     answer (or the exception's message, or the size it needed) into lane i's answer arena,
 //     then answer_status and answer_bytes, then answer_seq = request_seq (release), and rings
@@ -61,7 +62,7 @@
 namespace knit::detail {
 
 inline constexpr std::uint32_t region_magic = 0x6b6e6974;  // "knit"
-inline constexpr std::uint32_t region_version = 5;
+inline constexpr std::uint32_t region_version = 6;
 // Lanes a mapping may have (process_options::lanes): the calls one host may have in one
 // child at once.
 inline constexpr unsigned region_max_lanes = 32;
@@ -91,10 +92,12 @@ struct alignas(64) lane_words {
   std::uint32_t answer_status;
   std::uint32_t reserved1;
   std::uint64_t answer_bytes;
-  // Who decided the call now in this lane, by CAS from any other value (version 5): the
-  // child writes ~request_seq as it starts the call, the host writes request_seq to take
-  // it back (a cancel, or a move to another child) before the child starts it. Whichever
-  // lands first decides: a call taken back is answered `cancelled` without being run.
+  // Who decided the call now in this lane (version 6). The host writes 0 (unclaimed) before
+  // the call's request_seq; the child CASes it to ~request_seq as it starts the call, the
+  // host CASes it from 0 to request_seq to take the call back (a cancel, or a move to
+  // another child). Whichever lands first decides: a call taken back is answered
+  // `cancelled` without being run. The host takes back only from 0: any other word (~seq,
+  // or one a task scribbled) means the child may have started the call, which then stays.
   std::uint64_t claim;
 };
 

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -559,6 +561,67 @@ TEST_F(process_host_ring, calls_behind_a_slow_one_move_to_an_idle_child) {
   EXPECT_TRUE(slow->ok());
   const auto after = knit::current_process_stats();
   EXPECT_EQ(after.calls - before.calls, 7u);  // a moved call is counted once
+}
+
+// The first three calls a test publishes: their region and lane, in order.
+std::atomic<unsigned> published{0};
+std::array<std::atomic<knit::detail::region_header*>, 3> published_header{};
+std::array<std::atomic<knit::detail::lane_words*>, 3> published_lane{};
+
+// Guards the host's take-back from the 0 it wrote only (take_back): a task may scribble
+// over every lane of its child, so a claim word the host did not write proves nothing about
+// whether the call began. The test writes such a scribble (all ones) into the claim of a
+// call queued behind a gated one, then idles the other child: the step that would move the
+// call leaves it where it is. It runs once, on its own child, after the gate. Without the
+// check the host's CAS took the scribbled word for "not begun" and moved the call (answered
+// from the other child's pid, calls_moved 1): a task that scribbled its own claim after it
+// began then ran on a second child, and once more when sent again after its first child's
+// death (each_way scribble_crash counted 3 crashes in about 1 run of 40).
+TEST_F(process_host_ring, a_claim_a_task_scribbled_is_never_taken_back) {
+  knit::process_options o;
+  o.lanes = 4;
+  knit_test::use_process_options(o);
+  knit::pool pool(knit_test::threads(2));
+  knit::process_workers workers(pool);
+  ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
+  published = 0;
+  knit::detail::set_ring_hook(
+      [](knit::detail::ring_point p, knit::detail::region_header& h, knit::detail::lane_words& l) {
+        if (p != knit::detail::ring_point::host_publishing_request) return;
+        const unsigned n = published.load();
+        if (n >= published_header.size()) return;
+        published_header[n] = &h;
+        published_lane[n] = &l;
+        published = n + 1;
+      });
+  const auto before = knit::current_process_stats();
+  std::array<slot, 2> gated;
+  slot behind;
+  ASSERT_FALSE(knit::submit_process(pool, "gate", "w", keep(gated[0])));
+  ASSERT_FALSE(knit::submit_process(pool, "gate", "w", keep(gated[1])));
+  ASSERT_FALSE(knit::submit_process(pool, "pid", "", keep(behind)));
+  ASSERT_EQ(published.load(), 3u);  // each sent at its submit: two idle children, one lane
+  // The gated call in front of `behind` (same child), and the other.
+  const unsigned front = published_header[0].load() == published_header[2].load() ? 0 : 1;
+  const unsigned other = 1 - front;
+  ASSERT_EQ(published_header[front].load(), published_header[2].load());
+  ASSERT_NE(published_header[other].load(), published_header[2].load());
+  std::atomic_ref<std::uint64_t>(published_lane[2].load()->claim)
+      .store(~std::uint64_t{0}, std::memory_order_release);  // what a scribbling task leaves
+  // The other child answers and idles: the step that takes its answer tries the move.
+  open_gate(*published_header[other].load(), *published_lane[other].load());
+  ASSERT_TRUE(drain_until(pool, [&] { return gated[other].has_value(); }));
+  ASSERT_TRUE(gated[other]->ok()) << knit::failure_message(*gated[other]);
+  EXPECT_EQ(knit::current_process_stats().calls_moved - before.calls_moved, 0u);
+  open_gate(*published_header[front].load(), *published_lane[front].load());
+  ASSERT_TRUE(drain_until(pool, [&] { return gated[front] && behind; }));
+  ASSERT_TRUE(gated[front]->ok()) << knit::failure_message(*gated[front]);
+  ASSERT_TRUE(behind->ok()) << knit::failure_message(*behind);
+  EXPECT_EQ(behind->value(), gated[front]->value()) << "run by the other child";
+  const auto after = knit::current_process_stats();
+  EXPECT_EQ(after.calls_moved - before.calls_moved, 0u);
+  EXPECT_EQ(after.calls_withdrawn - before.calls_withdrawn, 0u);
+  EXPECT_EQ(after.calls - before.calls, 3u);
 }
 
 // Guards the hung-child check (process_options::begin_timeout, end_if_hung): a task leaves
