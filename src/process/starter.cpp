@@ -207,7 +207,6 @@ class starter {
           worker_box::start_failure_record{static_cast<errc>(e.code().value()), message_of(e)};
     }
     std::unique_lock lock(box->mutex_);
-    box->starting_ = false;
     box->scheduled_ = false;
     if (child) {
       // Counted before the child is in the box (a ring that takes it sees it counted), and
@@ -220,6 +219,8 @@ class starter {
       counters().children_started.fetch_add(1, std::memory_order_relaxed);
     }
     if (box->abandoned_) {
+      // Still starting_ while it ends: abandon() returns only once this child is reaped and
+      // unmapped (a wake of abandon() in this window would otherwise return with it alive).
       lock.unlock();
       if (child) end_child(*child, /*kill=*/true);
       lock.lock();
@@ -229,6 +230,7 @@ class starter {
     } else {
       box->failed_ = std::move(failure);
     }
+    box->starting_ = false;
     // A host ring waits in its event loop, not on changed_: its eventfd says "look".
     if (box->listener_ >= 0) {
       const std::uint64_t one = 1;

@@ -114,7 +114,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
   bool degraded_ = false;
   bool abandoned_ = false;
   bool scheduled_ = false;          // a start is queued with the starter or under way
-  bool starting_ = false;           // the starter is spawning or handshaking now
+  bool starting_ = false;           // the starter is spawning, handshaking, or ending one abandoned
   bool recheck_scheduled_ = false;  // a recheck_degraded is queued with the starter
   std::uint64_t handled_id_ = 0;
   // This worker's children lost (a death or kill sighted by replace(), a failed start taken)

@@ -245,12 +245,19 @@ TEST_F(process_test, options_are_validated) {
   EXPECT_THROW(knit_test::use_process_options(options), knit::config_error);
 }
 
+// Both children are started before the calls (process_workers): a child a ring starts at
+// its first call is started off the request path, so under load the two calls could both
+// have run on the first one while the second was still starting (children_live 1).
 TEST_F(process_test, shutting_the_pool_down_reaps_every_child) {
   {
     knit::pool pool(knit_test::threads(2));
+    knit::process_workers workers(pool);
+    EXPECT_EQ(knit::current_process_stats().children_live, 2u);
     std::vector<process_call> calls{{"sleep_pid", "50", std::nullopt},
                                     {"sleep_pid", "50", std::nullopt}};
     ASSERT_TRUE(run_calls(pool, calls));
+    for (const process_call& c : calls) ASSERT_TRUE(c.result->ok());
+    EXPECT_NE(calls[0].result->value(), calls[1].result->value());  // one on each child
     EXPECT_EQ(knit::current_process_stats().children_live, 2u);
   }
   EXPECT_EQ(knit::current_process_stats().children_live, 0u);
