@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -44,20 +45,38 @@ inline std::uint64_t thread_cpu_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Sum of on-CPU ns of this process's threads whose name starts with `prefix`.
+// On-CPU ns of thread `tid` of this process, from its own CPU clock (the kernel's
+// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)), which adds the run time still pending on a
+// thread that is running now on another CPU. /proc/PID/task/TID/schedstat and
+// CLOCK_PROCESS_CPUTIME_ID do not (the latter adds only the calling thread's): a worker still
+// spinning when a window opens is counted there as of its last tick or switch, and the
+// window is charged with up to a tick of what it did before. 0 once the thread has ended.
+inline std::uint64_t tid_cpu_ns(int tid) {
+  const clockid_t id = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
+  timespec ts{};
+  if (clock_gettime(id, &ts) != 0) return 0;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Sum of on-CPU ns of this process's threads whose name starts with `prefix` (every thread
+// but the calling one when `prefix` is empty).
 inline std::uint64_t threads_cpu_ns(const std::string& prefix) {
   std::uint64_t total = 0;
   DIR* d = ::opendir("/proc/self/task");
   if (!d) return 0;
+  const int self = static_cast<int>(::gettid());
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    const std::string dir = std::string("/proc/self/task/") + e->d_name;
-    std::string comm;
-    std::getline(std::ifstream(dir + "/comm"), comm);
-    if (comm.rfind(prefix, 0) != 0) continue;
-    std::uint64_t ns = 0;
-    std::ifstream(dir + "/schedstat") >> ns;
-    total += ns;
+    const int tid = std::atoi(e->d_name);
+    if (prefix.empty()) {
+      if (tid == self) continue;
+    } else {
+      std::string comm;
+      std::getline(std::ifstream(std::string("/proc/self/task/") + e->d_name + "/comm"), comm);
+      if (comm.rfind(prefix, 0) != 0) continue;
+    }
+    total += tid_cpu_ns(tid);
   }
   ::closedir(d);
   return total;
