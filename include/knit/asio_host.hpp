@@ -6,6 +6,10 @@
 // pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
 // one costs one eventfd read per batch of results (the workers coalesce their writes).
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
+// With lending on (pool_options::lend_after) that timer is left armed when the pool goes
+// idle if it fires within lend_after: a loop serving a stream of calls then re-arms it
+// once per lend_after rather than once per idle period (a timerfd_settime each), and its
+// io_context is released at most lend_after after its last call.
 // With pool_options::wake_at_turn_end (and workers that share the loop's CPU) it holds the
 // worker wake-ups its submits would issue and posts one flush per turn of the io_context,
 // which runs before the io_context next blocks (pool::hold_wakes).
@@ -42,7 +46,8 @@ namespace knit {
 /// own eventfd, calls and admission; the workers are shared) until the asio_host is
 /// destroyed, the same way on every thread. While calls are pending, asio_host
 /// keeps one wait on the pool's completion eventfd and one steady_timer on the earliest deadline;
-/// with nothing pending it keeps no work on the io_context, so io_context::run() returns. Use
+/// with nothing pending it keeps no work on the io_context, so io_context::run() returns (with
+/// lending on, pool_options::lend_after, up to lend_after later: the timer's last wait). Use
 /// knit::async_run for an Asio asynchronous operation over it; use submit() for a plain
 /// knit::result callback.
 class asio_host {
@@ -207,7 +212,7 @@ class asio_host {
     if (s->closed) return;
     const auto next = s->pool_->next_deadline();
     if (!next) {
-      if (s->timer_armed) {  // nothing left to time: release the io_context
+      if (s->timer_armed && !keeps_idle_timer(*s)) {  // nothing left to time: release io
         s->timer_armed = false;
         s->timer.cancel();
       }
@@ -224,6 +229,19 @@ class asio_host {
       s->timer_armed = false;
       on_wakeup(s);
     });
+  }
+
+  // Nothing left to time, the timer armed: whether to leave it to fire (and find nothing)
+  // instead of cancelling it. Under lending a stream of calls arms it at each submit to an
+  // idle pool (its first call waits for a worker until one takes it: lent_workers.cpp) and
+  // cancelled it at each idle moment, a timerfd_settime per request at a few thousand a
+  // second; left armed, the next call finds it armed earlier than it needs and the drain
+  // it fires re-arms once. Bounded by lend_after, so a stuck_after or a deadline far away
+  // never holds the io_context.
+  static bool keeps_idle_timer(const state& s) {
+    const pool_options& o = s.pool_->options();
+    if (o.effective_lent_limit() == 0) return false;
+    return s.timer_at <= std::chrono::steady_clock::now() + o.lend_after;
   }
 
   std::optional<pool_host> host_;  // this thread as a host; reset first in the destructor

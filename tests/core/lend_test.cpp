@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "knit/asio_host.hpp"
@@ -200,6 +201,29 @@ TEST(lend, a_loop_on_its_timer_lends_for_a_call_queued_before_the_long_one_start
     ASSERT_TRUE(held.has_value());
     EXPECT_EQ(held->value(), 1u);
   }
+}
+
+// asio_host leaves its timer armed at idle under lending (the next call then re-arms
+// nothing), but only when it fires within lend_after. A call that runs past lend_after
+// alone has the timer re-armed, once its worker holds it and none waits, for its stuck
+// limit, 30 s away; when it ends the loop must still be released, and run() return. Without
+// the lend_after bound run_for's 10 s pass with that wait left (stopped() false).
+TEST(lend, an_idle_loop_is_released_within_lend_after_under_a_far_stuck_limit) {
+  boost::asio::io_context io;
+  knit::pool_options o = one_worker(1);
+  o.stuck_after = 30s;
+  knit::pool p(o);
+  knit::asio_host host(io, p);
+  bool answered = false;
+  ASSERT_FALSE(host.submit(
+      [](int x) {
+        std::this_thread::sleep_for(200ms);  // past lend_after (20 ms): timed by its stuck limit
+        return x;
+      },
+      7, [&answered](knit::result<int> r) { answered = r.ok() && r.value() == 7; }));
+  io.run_for(10s);
+  EXPECT_TRUE(answered);
+  EXPECT_TRUE(io.stopped()) << "the loop was held past its last call";
 }
 
 TEST(lend, at_the_limit_the_waiting_calls_meet_their_deadline) {
