@@ -59,27 +59,35 @@ inline std::uint64_t tid_cpu_ns(int tid) {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Sum of on-CPU ns of this process's threads whose name starts with `prefix` (every thread
-// but the calling one when `prefix` is empty).
-inline std::uint64_t threads_cpu_ns(const std::string& prefix) {
+// Sum of on-CPU ns (tid_cpu_ns) of this process's threads for which keep(tid, name in
+// /proc/self/task) is true.
+template <class Keep>
+std::uint64_t sum_threads_cpu_ns(Keep keep) {
   std::uint64_t total = 0;
   DIR* d = ::opendir("/proc/self/task");
   if (!d) return 0;
-  const int self = static_cast<int>(::gettid());
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
     const int tid = std::atoi(e->d_name);
-    if (prefix.empty()) {
-      if (tid == self) continue;
-    } else {
-      std::string comm;
-      std::getline(std::ifstream(std::string("/proc/self/task/") + e->d_name + "/comm"), comm);
-      if (comm.rfind(prefix, 0) != 0) continue;
-    }
-    total += tid_cpu_ns(tid);
+    if (keep(tid, e->d_name)) total += tid_cpu_ns(tid);
   }
   ::closedir(d);
   return total;
+}
+
+// Sum of on-CPU ns of this process's threads whose name starts with `prefix`.
+inline std::uint64_t threads_cpu_ns(const std::string& prefix) {
+  return sum_threads_cpu_ns([&prefix](int, const char* entry) {
+    std::string comm;
+    std::getline(std::ifstream(std::string("/proc/self/task/") + entry + "/comm"), comm);
+    return comm.rfind(prefix, 0) == 0;
+  });
+}
+
+// Sum of on-CPU ns of every thread of this process but the calling one.
+inline std::uint64_t other_threads_cpu_ns() {
+  const int self = static_cast<int>(::gettid());
+  return sum_threads_cpu_ns([self](int tid, const char*) { return tid != self; });
 }
 
 }  // namespace knit_bench

@@ -176,9 +176,9 @@ void idle_cpu_after_work(benchmark::State& state) {
     R r(1, l.worker);
     warm_up(r, 1000);
     const auto t0 = clock_type::now();
-    const std::uint64_t c0 = knit_bench::threads_cpu_ns("");
+    const std::uint64_t c0 = knit_bench::other_threads_cpu_ns();
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    const std::uint64_t c1 = knit_bench::threads_cpu_ns("");
+    const std::uint64_t c1 = knit_bench::other_threads_cpu_ns();
     const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     cores = static_cast<double>(c1 - c0) / 1e9 / secs;
   }

@@ -524,16 +524,26 @@ TEST_F(process_host_ring, a_child_that_rings_without_answers_is_killed) {
   EXPECT_EQ(run_one(pool, "echo", "after").value(), "after");
 }
 
+// A pool of two worker threads whose two children, four lanes each, are up before the
+// test's first call (process_workers).
+struct two_children_four_lanes {
+  static knit::pool_options options() {
+    knit::process_options o;
+    o.lanes = 4;
+    knit_test::use_process_options(o);
+    return knit_test::threads(2);
+  }
+  knit::pool pool{options()};
+  knit::process_workers workers{pool};
+};
+
 // Guards the moves (child_choice.hpp): calls queued behind a slow one in its child's lanes
 // are taken back (claim) and sent to the other child once it idles; each is answered long
 // before the slow call. Without move_waiting, those in the slow child's lanes waited the
 // slow call out (1.5 s).
 TEST_F(process_host_ring, calls_behind_a_slow_one_move_to_an_idle_child) {
-  knit::process_options o;
-  o.lanes = 4;
-  knit_test::use_process_options(o);
-  knit::pool pool(knit_test::threads(2));
-  knit::process_workers workers(pool);
+  two_children_four_lanes up;
+  knit::pool& pool = up.pool;
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   const auto before = knit::current_process_stats();
   const auto start = std::chrono::steady_clock::now();
@@ -578,11 +588,8 @@ std::array<std::atomic<knit::detail::lane_words*>, 3> published_lane{};
 // began then ran on a second child, and once more when sent again after its first child's
 // death (each_way scribble_crash counted 3 crashes in about 1 run of 40).
 TEST_F(process_host_ring, a_claim_a_task_scribbled_is_never_taken_back) {
-  knit::process_options o;
-  o.lanes = 4;
-  knit_test::use_process_options(o);
-  knit::pool pool(knit_test::threads(2));
-  knit::process_workers workers(pool);
+  two_children_four_lanes up;
+  knit::pool& pool = up.pool;
   ASSERT_TRUE(run_one(pool, "echo", "warm").ok());
   published = 0;
   knit::detail::set_ring_hook(
