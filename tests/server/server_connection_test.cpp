@@ -104,7 +104,10 @@ TEST_P(server_connections, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 TEST_P(server_connections, ManyConcurrentClients) {
-  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_THREADS", "2"}}));
+  // What is under test is 50 connections served at once, not admission: with KNIT_MAX_QUEUE_MS
+  // at its default (250 ms) a slow machine or a sanitizer's build sheds some of the 25 heavy
+  // calls queued on 2 workers with 503, as it should (admission has tests of its own).
+  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_THREADS", "2"}, {"KNIT_MAX_QUEUE_MS", "0"}}));
   constexpr int kClients = 50;
   constexpr int kRequests = 20;
   std::atomic<int> ok{0};
@@ -127,7 +130,14 @@ TEST_P(server_connections, ManyConcurrentClients) {
             expected = 404;
             break;
         }
-        (res && res->status == expected ? ok : failed)++;
+        if (res && res->status == expected) {
+          ++ok;
+        } else {
+          ++failed;
+          ADD_FAILURE() << "client " << t << ", request " << i << ": "
+                        << (res ? "status " + std::to_string(res->status) + " " + res->body
+                                : std::string("no response"));
+        }
       }
     });
   }
