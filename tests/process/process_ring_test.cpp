@@ -458,9 +458,17 @@ TEST_F(process_host_ring, a_call_answered_just_before_its_kill_keeps_its_answer)
       [](knit::detail::ring_point p, knit::detail::region_header& h, knit::detail::lane_words& l) {
         if (p != knit::detail::ring_point::host_killing_child || held++ != 0) return;
         open_gate(h, l);  // the gated call is the one past its deadline, in lane l
+        // Its answer, then the child's claim of the call behind, in the next lane: without
+        // that wait, a child slow to begin the next call was killed before it claimed it, and
+        // the call behind went, unstarted, to the replacement (the other branch of
+        // end_past_limit, not the one this test forces) and slept its 10 s there.
+        const auto index = static_cast<unsigned>(&l - &h.lane[0]);
+        knit::detail::lane_words& next = h.lane[(index + 1) % h.lanes];
         within_5s([&] {
           return knit::detail::load(l.answer_seq, std::memory_order_acquire) ==
-                 knit::detail::load(l.request_seq);
+                     knit::detail::load(l.request_seq) &&
+                 knit::detail::load(next.claim, std::memory_order_acquire) ==
+                     ~knit::detail::load(next.request_seq);
         });
       });
   const auto before = knit::current_process_stats();
