@@ -331,10 +331,15 @@ TEST_F(process_host_ring, shutdown_past_its_deadline_kills_the_running_child) {
 // mapping behind the running one.
 namespace {
 
+// Which of the mapping's lanes `lane` is.
+std::size_t lane_index(knit::detail::region_header& h, knit::detail::lane_words& lane) {
+  return static_cast<std::size_t>(&lane - &h.lane[0]);
+}
+
 // Opens the gate of the "gate" task running in `lane`: the first byte of that lane's request
 // arena (the region's layout: the header page, then each lane's request and answer arenas).
 void open_gate(knit::detail::region_header& h, knit::detail::lane_words& lane) {
-  const auto index = static_cast<std::size_t>(&lane - &h.lane[0]);
+  const std::size_t index = lane_index(h, lane);
   char* request = reinterpret_cast<char*>(&h) + knit::detail::region_page +
                   index * 2 * knit::detail::round_to_page(h.arena_bytes);
   std::atomic_ref<char>(*request).store('g', std::memory_order_release);
@@ -462,8 +467,7 @@ TEST_F(process_host_ring, a_call_answered_just_before_its_kill_keeps_its_answer)
         // that wait, a child slow to begin the next call was killed before it claimed it, and
         // the call behind went, unstarted, to the replacement (the other branch of
         // end_past_limit, not the one this test forces) and slept its 10 s there.
-        const auto index = static_cast<unsigned>(&l - &h.lane[0]);
-        knit::detail::lane_words& next = h.lane[(index + 1) % h.lanes];
+        knit::detail::lane_words& next = h.lane[(lane_index(h, l) + 1) % h.lanes];
         within_5s([&] {
           return knit::detail::load(l.answer_seq, std::memory_order_acquire) ==
                      knit::detail::load(l.request_seq) &&
