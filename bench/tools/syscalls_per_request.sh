@@ -5,11 +5,16 @@
 #     (wrk -t1 -c50, one request per round trip): requests/s, server CPU us per request,
 #     system calls per request (perf stat -e raw_syscalls:sys_enter -p <server pids>), and the
 #     futex calls among them (syscalls:sys_enter_futex: worker wake-ups and parks);
-#   pipelined depth 16 /ping (wrk_pipeline16.lua), knit before/after and nginx: the same figures.
+#   pipelined depth 16 /ping (wrk_pipeline16.lua), knit before/after and nginx: the same figures;
+#   uring-ping (bench/peers/uring_ping.cpp: an io_uring loop with no framework around it, the
+#     floor an io_uring path for knit-server could approach) /ping and pipelined, when URING
+#     names an executable; and /ping in each of URING_MODES' other designs (default: loop
+#     hop; the modes are in uring_ping.cpp's header).
+# When BEFORE and AFTER are the same file, knit runs once per round (cases named knit-after-*).
 # Server on CPU 0, wrk on CPU 1 (taskset); before and after swap places every round (odd
 # rounds before first, even rounds after first). Usage:
-#   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=...
-# About 10 cases x REPS x (WINDOW + 2) s: 6 minutes with the defaults.
+#   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=... URING=...
+# About 14 cases x REPS x (WINDOW + 2) s: 8 minutes with the defaults.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -19,6 +24,8 @@ REPS=${REPS:-3}
 BEFORE=${BEFORE:-/work/ab/knit-server-before-sys}
 AFTER=${AFTER:-$repo/build-sys/bin/knit-server}
 NGINX=${NGINX:-/usr/sbin/nginx}
+URING=${URING:-$repo/build/bin/uring-ping}
+URING_MODES=${URING_MODES:-loop hop}
 PORT=${PORT:-18435}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: nginx reads its prefix and config from it
@@ -55,6 +62,13 @@ start_nginx() {
   mkdir -p "$d/tmp"
   sed -e "s/@PORT@/$PORT/" -e "s/@HOST@/127.0.0.1/" "$repo/bench/peers/nginx-ping.conf" > "$d/nginx.conf"
   taskset -c 0 "$NGINX" -p "$d" -c "$d/nginx.conf" -e stderr >"$out/nginx.log" 2>&1 &
+  pids=($!)
+  wait_port
+}
+
+# start_uring [MODE]: the io_uring peer on CPU 0; pids=(its pid).
+start_uring() {
+  taskset -c 0 "$URING" "$PORT" 127.0.0.1 "${1:-ring}" >"$out/uring.log" 2>&1 &
   pids=($!)
   wait_port
 }
@@ -111,6 +125,7 @@ jwt=(-s "$here/wrk_jwt.lua")
 for rep in $(seq "$REPS"); do
   order="before after"
   [ $((rep % 2)) -eq 0 ] && order="after before"
+  [ "$BEFORE" -ef "$AFTER" ] && order=after
   for bin in $order; do
     b=$BEFORE; [ $bin = after ] && b=$AFTER
     start_knit "$b" inline
@@ -126,6 +141,17 @@ for rep in $(seq "$REPS"); do
   measure "$rep" nginx-ping /ping
   measure "$rep" nginx-ping-pipe16 /ping "${pipe[@]}" -- 16
   stop_server
+  if [ -x "$URING" ]; then
+    start_uring
+    measure "$rep" uring-ping /ping
+    measure "$rep" uring-ping-pipe16 /ping "${pipe[@]}" -- 16
+    stop_server
+    for mode in $URING_MODES; do
+      start_uring "$mode"
+      measure "$rep" "uring-$mode-ping" /ping
+      stop_server
+    done
+  fi
 done
 
 # Medians over the rounds, one line per case.
