@@ -32,9 +32,10 @@
 //           completion, waits in epoll_wait and re-arms the eventfd with epoll_ctl(MOD), as
 //           Asio 1.81's async_wait does each time.
 //     loop  the other way round: the thread waits in the ring, and an epoll set (standing in
-//           for Asio's, with one eventfd in it) is watched by a multishot IORING_OP_POLL_ADD
-//           on the epoll fd; each turn also runs epoll_wait(…, 0) once, as io_context::poll()
-//           runs Asio's reactor once per call.
+//           for Asio's, with one eventfd in it that nothing signals, as Asio's interrupter
+//           is quiet while only the loop's thread posts) is watched by a multishot
+//           IORING_OP_POLL_ADD on the epoll fd; each turn also runs epoll_wait(…, 0) once, as
+//           io_context::poll() runs Asio's reactor once per call.
 // Usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop]   (default 18435 127.0.0.1 ring)
 #include <arpa/inet.h>
 #include <liburing.h>
@@ -105,7 +106,7 @@ class uring_ping {
     if (rc < 0) die("io_uring_queue_init_params", -rc);
     setup_buffers();
     arm_accept();
-    if (m == mode::hop || m == mode::loop) setup_hop();
+    if (m == mode::hop || m == mode::loop) setup_epoll(m == mode::hop);
     if (m == mode::loop) arm_epoll_poll();
   }
 
@@ -141,12 +142,15 @@ class uring_ping {
     return seen;
   }
 
-  void setup_hop() {
+  // The epoll set with one eventfd in it; `ring_bell`: the ring signals that eventfd (hop).
+  void setup_epoll(bool ring_bell) {
     bell_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_ = epoll_create1(EPOLL_CLOEXEC);
     if (bell_ < 0 || epoll_ < 0) die("eventfd/epoll_create1", errno);
-    if (const int rc = io_uring_register_eventfd(&ring_, bell_); rc < 0) {
-      die("io_uring_register_eventfd", -rc);
+    if (ring_bell) {
+      if (const int rc = io_uring_register_eventfd(&ring_, bell_); rc < 0) {
+        die("io_uring_register_eventfd", -rc);
+      }
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLET;
@@ -364,8 +368,8 @@ class uring_ping {
 
   int listen_fd_;
   mode mode_;
-  int bell_ = -1;   // hop: the ring's eventfd
-  int epoll_ = -1;  // hop: the epoll set that holds it
+  int bell_ = -1;   // hop, loop: the eventfd in the epoll set (hop: the ring's)
+  int epoll_ = -1;  // hop, loop: the epoll set
   io_uring ring_{};
   io_uring_buf_ring* bufs_ = nullptr;
   std::vector<char> storage_;
