@@ -90,18 +90,17 @@ class uring_ping {
   enum class mode : std::uint8_t { ring, plain, hop, loop };
 
   uring_ping(int listen_fd, mode m) : listen_fd_(listen_fd), mode_(m) {
-    const bool plain = m == mode::plain;
-    io_uring_params p{};
-    p.flags = plain ? 0 : IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-    p.cq_entries = kEntries * 4;
-    p.flags |= IORING_SETUP_CQSIZE;
-    int rc = io_uring_queue_init_params(kEntries, &ring_, &p);
-    if (rc == -EINVAL && !plain) {
-      std::fprintf(stderr, "uring-ping: SINGLE_ISSUER|DEFER_TASKRUN refused, plain ring\n");
-      p = io_uring_params{};
+    const auto init = [this](unsigned flags) {
+      io_uring_params p{};
+      p.flags = flags | IORING_SETUP_CQSIZE;
       p.cq_entries = kEntries * 4;
-      p.flags = IORING_SETUP_CQSIZE;
-      rc = io_uring_queue_init_params(kEntries, &ring_, &p);
+      return io_uring_queue_init_params(kEntries, &ring_, &p);
+    };
+    const unsigned deferred = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    int rc = init(m == mode::plain ? 0 : deferred);
+    if (rc == -EINVAL && m != mode::plain) {
+      std::fprintf(stderr, "uring-ping: SINGLE_ISSUER|DEFER_TASKRUN refused, plain ring\n");
+      rc = init(0);
     }
     if (rc < 0) die("io_uring_queue_init_params", -rc);
     setup_buffers();
@@ -270,11 +269,13 @@ class uring_ping {
     if (!more) c.receiving = false;
     if (cqe->res > 0) {
       const unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-      c.in.append(storage_.data() + static_cast<std::size_t>(bid) * kBufferBytes,
-                  static_cast<std::size_t>(cqe->res));
+      if (c.open) {  // ending: what still arrives is dropped
+        c.in.append(storage_.data() + static_cast<std::size_t>(bid) * kBufferBytes,
+                    static_cast<std::size_t>(cqe->res));
+      }
       give_back(bid, 0);
       io_uring_buf_ring_advance(bufs_, 1);
-      if (!c.open) {  // ending: what still arrives is dropped
+      if (!c.open) {
         if (!more) finish(fd);
         return;
       }
