@@ -1,0 +1,82 @@
+// The two reaches into Asio 1.81's scheduler and reactor that reactor_wake needs (the spec is
+// in reactor_wake.hpp).
+#include "loops/reactor_wake.hpp"
+
+#if KNIT_REACTOR_WAKE
+#include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/scheduler.hpp>
+#endif
+
+namespace knit_server {
+
+#if KNIT_REACTOR_WAKE
+namespace {
+
+namespace detail = boost::asio::detail;
+
+// A private member, named without access checks: they do not apply to the template
+// arguments of an explicit instantiation ([temp.spec.general]), and the friend function the
+// instantiation defines hands the member pointer out. One tag per member.
+template <class Tag, typename Tag::type Member>
+struct private_member {
+  friend typename Tag::type member_of(Tag) { return Member; }
+};
+
+struct scheduler_mutex {
+  using type = detail::conditionally_enabled_mutex detail::scheduler::*;
+  friend type member_of(scheduler_mutex);
+};
+struct scheduler_queue {
+  using type = detail::op_queue<detail::scheduler_operation> detail::scheduler::*;
+  friend type member_of(scheduler_queue);
+};
+struct scheduler_task {
+  using type = detail::scheduler_task* detail::scheduler::*;
+  friend type member_of(scheduler_task);
+};
+struct scheduler_task_interrupted {
+  using type = bool detail::scheduler::*;
+  friend type member_of(scheduler_task_interrupted);
+};
+struct reactor_epoll_fd {
+  using type = int detail::epoll_reactor::*;
+  friend type member_of(reactor_epoll_fd);
+};
+
+template struct private_member<scheduler_mutex, &detail::scheduler::mutex_>;
+template struct private_member<scheduler_queue, &detail::scheduler::op_queue_>;
+template struct private_member<scheduler_task, &detail::scheduler::task_>;
+template struct private_member<scheduler_task_interrupted, &detail::scheduler::task_interrupted_>;
+template struct private_member<reactor_epoll_fd, &detail::epoll_reactor::epoll_fd_>;
+
+}  // namespace
+
+int reactor_fd(boost::asio::io_context& io) {
+  // The reactor is a service of io, made on first use and handed to the scheduler as its
+  // task (init_task), as the first socket or timer does.
+  auto& reactor = boost::asio::use_service<detail::epoll_reactor>(io);
+  reactor.init_task();
+  return reactor.*member_of(reactor_epoll_fd{});
+}
+
+bool arm_reactor_wake(boost::asio::io_context& io) {
+  // io_context's implementation is a service of its own, the scheduler.
+  auto& sched = boost::asio::use_service<detail::scheduler>(io);
+  detail::conditionally_enabled_mutex::scoped_lock lock(sched.*member_of(scheduler_mutex{}));
+  // No reactor yet: nothing could interrupt it. (reactor_fd() makes one.)
+  if (sched.*member_of(scheduler_task{}) == nullptr) return false;
+  // After poll(), the queue holds the reactor's task (put back at its end by task_cleanup);
+  // anything else is a handler posted since, which must run before the loop may block.
+  auto& queue = sched.*member_of(scheduler_queue{});
+  detail::scheduler_operation* first = queue.front();
+  if (first == nullptr || detail::op_queue_access::next(first) != nullptr) return false;
+  sched.*member_of(scheduler_task_interrupted{}) = false;
+  return true;
+}
+#else
+int reactor_fd(boost::asio::io_context&) { return -1; }
+bool arm_reactor_wake(boost::asio::io_context&) { return false; }
+#endif
+
+}  // namespace knit_server

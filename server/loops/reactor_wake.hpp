@@ -1,0 +1,64 @@
+// reactor_wake: lets an event loop thread wait somewhere other than Asio's reactor (in an
+// io_uring, say) and still be woken by everything Asio's own loop would be woken by, a post
+// from another thread included.
+//
+// Spec.
+//   Fact 1 (Asio 1.81, detail/impl/scheduler.ipp): a handler posted from a thread that is not
+//     inside the io_context's run()/poll() goes on the scheduler's queue under its mutex, and
+//     interrupts the reactor (epoll_reactor::interrupt: epoll_ctl MOD of its eventfd, which
+//     makes the reactor's epoll descriptor readable) only when no thread waits on the
+//     scheduler's condition and the flag task_interrupted_ is false. io_context::stop() does
+//     the same. Socket readiness and timers (a timerfd in the same epoll set) make the
+//     descriptor readable on their own.
+//   Fact 2 (same file): task_interrupted_ turns false only when a thread enters the reactor to
+//     block in it (run(), run_one()); every run of the reactor ends with it true again
+//     (task_cleanup), and poll() never clears it, because the thread that polls will look at
+//     the queue again by itself. So a loop that calls io_context::poll() once per turn and
+//     blocks elsewhere is never interrupted by another thread's post: that handler waits
+//     until something else wakes the loop (a lost wake).
+//   arm_reactor_wake(io) closes that gap. Called on the loop's thread after poll(), before
+//   the thread blocks waiting for reactor_fd(io) to become readable, it takes the scheduler's
+//   mutex and, when the queue holds nothing but the reactor's own task (nothing is ready),
+//   sets task_interrupted_ false: from then on the first post from another thread (or a
+//   stop) interrupts the reactor and reactor_fd becomes readable (fact 1). When a handler is
+//   already queued (posted after poll() looked), it returns false and leaves the flag alone:
+//   the caller must poll again instead of blocking. Both under the mutex the posting thread
+//   takes: the queue cannot change between the look and the flag.
+//   Partner: the poster's wake_one_thread_and_unlock (reads the flag under the same mutex,
+//   sets it true before interrupting, so one wait gets at most one interrupt), and the next
+//   poll(), whose task_cleanup sets it true again.
+//
+// Only for the Asio this was read against (Boost 1.81, the epoll reactor on Linux):
+// kReactorWakeActive is false anywhere else, and a loop that needs it must wait in Asio's
+// own run() instead. tests/server/reactor_wake_test.cpp forces both interleavings (a post
+// after the arm wakes the descriptor; a post between poll() and the arm makes the arm
+// refuse) and runs a waiting loop against posting threads that would hang on a lost wake.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/version.hpp>
+
+#if BOOST_VERSION == 108100 && defined(__linux__) && \
+    !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) && !defined(BOOST_ASIO_DISABLE_EPOLL)
+#define KNIT_REACTOR_WAKE 1
+#else
+#define KNIT_REACTOR_WAKE 0
+#endif
+
+namespace knit_server {
+
+// Whether reactor_fd and arm_reactor_wake work with this Asio.
+inline constexpr bool kReactorWakeActive = KNIT_REACTOR_WAKE == 1;
+
+// The epoll descriptor of io's reactor (made now if io has none yet): readable while Asio has
+// something for its loop (a socket's event, a timer's expiry, after arm_reactor_wake a post
+// from another thread or a stop). Owned by io. -1 where !kReactorWakeActive.
+int reactor_fd(boost::asio::io_context& io);
+
+// On io's one loop thread, after io.poll() and before blocking until reactor_fd(io) is
+// readable: true when nothing is ready and any later post from another thread, or a stop,
+// makes reactor_fd readable; false when a handler is already queued (poll again, do not
+// block). Always false where !kReactorWakeActive.
+bool arm_reactor_wake(boost::asio::io_context& io);
+
+}  // namespace knit_server

@@ -1,0 +1,160 @@
+// reactor_wake (server/loops/reactor_wake.hpp): a loop that polls Asio once per turn and blocks
+// on the reactor's descriptor is woken by another thread's post only after arm_reactor_wake.
+// Each interleaving the arm guards is forced here; the stress test would hang (and fails after
+// its timeout) on a lost wake.
+#include "loops/reactor_wake.hpp"
+
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace {
+
+namespace net = boost::asio;
+using knit_server::arm_reactor_wake;
+using knit_server::reactor_fd;
+
+// Whether `fd` becomes readable within `ms` (poll(2), level-triggered: an epoll descriptor is
+// readable while its ready list is not empty).
+bool readable_within(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+// Posts `fn` to io from a thread of its own, and returns once the post is done.
+template <class Fn>
+void post_from_another_thread(net::io_context& io, Fn fn) {
+  std::thread([&io, fn] { net::post(io, fn); }).join();
+}
+
+class ReactorWake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!knit_server::kReactorWakeActive) GTEST_SKIP() << "not this Asio (Boost 1.81, epoll)";
+    fd_ = reactor_fd(io_);
+    ASSERT_GE(fd_, 0);
+    io_.poll();  // the reactor's first turn: nothing is ready
+  }
+
+  net::io_context io_{1};  // one loop thread, as each knit-server loop
+  // A loop with nothing to do would stop at its first poll(); a server's loop is kept running
+  // the same way until its stop.
+  net::executor_work_guard<net::io_context::executor_type> keep_running_{io_.get_executor()};
+  int fd_ = -1;
+};
+
+// Fact 2, as it is in this Asio: without the arm, another thread's post leaves the descriptor
+// quiet, and a loop blocked on it would wait for something else.
+TEST_F(ReactorWake, AForeignPostAfterPollDoesNotWakeTheReactorByItself) {
+  bool ran = false;
+  post_from_another_thread(io_, [&ran] { ran = true; });
+  EXPECT_FALSE(readable_within(fd_, 100));
+  io_.poll();
+  EXPECT_TRUE(ran);
+}
+
+// Armed with nothing ready, the next post from another thread makes the descriptor readable
+// (removing the flag's reset in arm_reactor_wake fails this), and the next poll runs it and
+// leaves the descriptor quiet again.
+TEST_F(ReactorWake, AnArmedLoopIsWokenByAForeignPost) {
+  ASSERT_TRUE(arm_reactor_wake(io_));
+  EXPECT_FALSE(readable_within(fd_, 0));
+  bool ran = false;
+  post_from_another_thread(io_, [&ran] { ran = true; });
+  EXPECT_TRUE(readable_within(fd_, 2000));
+  io_.poll();
+  EXPECT_TRUE(ran);
+  EXPECT_FALSE(readable_within(fd_, 0));
+}
+
+// A post that lands between poll() and the arm interrupted nothing (the flag was still set):
+// the arm must refuse, so the loop polls again instead of blocking on a quiet descriptor
+// (removing the queue check fails this).
+TEST_F(ReactorWake, APostBetweenPollAndArmMakesTheArmRefuse) {
+  bool ran = false;
+  post_from_another_thread(io_, [&ran] { ran = true; });
+  EXPECT_FALSE(arm_reactor_wake(io_));
+  io_.poll();
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(arm_reactor_wake(io_));
+}
+
+// A post from the loop's own thread while it polls runs in that poll: the arm after it finds
+// nothing queued.
+TEST_F(ReactorWake, APostFromTheLoopItselfRunsInTheSamePoll) {
+  int runs = 0;
+  net::post(io_, [this, &runs] {
+    ++runs;
+    net::post(io_, [&runs] { ++runs; });
+  });
+  io_.poll();
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(arm_reactor_wake(io_));
+}
+
+// io_context::stop() from another thread wakes an armed loop too.
+TEST_F(ReactorWake, AnArmedLoopIsWokenByAStop) {
+  ASSERT_TRUE(arm_reactor_wake(io_));
+  std::thread([this] { io_.stop(); }).join();
+  EXPECT_TRUE(readable_within(fd_, 2000));
+  EXPECT_TRUE(io_.stopped());
+}
+
+// A timer's expiry makes the descriptor readable with no arm (its timerfd is in the set).
+TEST_F(ReactorWake, ATimerWakesTheLoopWithoutAnArm) {
+  net::steady_timer timer(io_, std::chrono::milliseconds(20));
+  bool fired = false;
+  timer.async_wait([&fired](boost::system::error_code ec) { fired = !ec; });
+  io_.poll();
+  ASSERT_FALSE(fired);
+  EXPECT_TRUE(readable_within(fd_, 2000));
+  io_.poll();
+  EXPECT_TRUE(fired);
+}
+
+// The loop of a thread that blocks on the descriptor (as one waiting in an io_uring does),
+// against threads posting as fast as they can: every handler runs, and no wait outlasts its
+// timeout (a lost wake would leave the loop blocked with handlers queued).
+TEST_F(ReactorWake, ALoopBlockedOnTheDescriptorMissesNoForeignPost) {
+  constexpr int kThreads = 4;
+  constexpr int kPosts = 20000;
+  std::atomic<int> ran{0};
+  std::vector<std::thread> posters;
+  for (int t = 0; t < kThreads; ++t) {
+    posters.emplace_back([this, &ran] {
+      for (int i = 0; i < kPosts; ++i) {
+        net::post(io_, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        // Bursts with gaps, so the loop empties its queue and blocks between them often.
+        if (i % 8 == 7) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    });
+  }
+  int blocked = 0;
+  bool lost = false;
+  while (ran.load(std::memory_order_relaxed) < kThreads * kPosts) {
+    io_.poll();
+    if (ran.load(std::memory_order_relaxed) == kThreads * kPosts) break;
+    if (!arm_reactor_wake(io_)) continue;
+    ++blocked;
+    if (!readable_within(fd_, 10000)) {
+      lost = true;
+      break;
+    }
+  }
+  for (std::thread& t : posters) t.join();
+  EXPECT_FALSE(lost) << "blocked 10 s with " << kThreads * kPosts - ran.load()
+                     << " posts queued (after " << blocked << " waits)";
+  io_.poll();
+  EXPECT_EQ(ran.load(), kThreads * kPosts);
+}
+
+}  // namespace
