@@ -36,7 +36,15 @@
 //           is quiet while only the loop's thread posts) is watched by a multishot
 //           IORING_OP_POLL_ADD on the epoll fd; each turn also runs epoll_wait(…, 0) once, as
 //           io_context::poll() runs Asio's reactor once per call.
-// Usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop]   (default 18435 127.0.0.1 ring)
+//     asio  loop with Asio itself in place of the stand-in: a real io_context (one thread), its
+//           reactor's epoll fd watched by the multishot poll (server/loops/reactor_wake.hpp),
+//           io_context::poll() once per turn from inside a handler of its run() (so the
+//           ring's completions run inside Asio, as knit-server's would), and before each wait
+//           arm_reactor_wake, without which another thread's post would not wake the ring.
+//           A thread posts to the io_context every 10 ms (as a pool's completions would) and a
+//           timer ticks every second; at the end the slowest post's delay is printed (a lost
+//           wake would show as a delay as long as the timer's period).
+// Usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio]   (default 18435 127.0.0.1 ring)
 #include <arpa/inet.h>
 #include <liburing.h>
 #include <netinet/in.h>
@@ -48,15 +56,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "loops/reactor_wake.hpp"
 
 namespace {
 
@@ -87,7 +107,7 @@ void on_signal(int) { stop_requested = 1; }
 
 class uring_ping {
  public:
-  enum class mode : std::uint8_t { ring, plain, hop, loop };
+  enum class mode : std::uint8_t { ring, plain, hop, loop, asio };
 
   uring_ping(int listen_fd, mode m) : listen_fd_(listen_fd), mode_(m) {
     const auto init = [this](unsigned flags) {
@@ -107,9 +127,15 @@ class uring_ping {
     arm_accept();
     if (m == mode::hop || m == mode::loop) setup_epoll(m == mode::hop);
     if (m == mode::loop) arm_epoll_poll();
+    if (m == mode::asio) {
+      epoll_ = knit_server::reactor_fd(io_);
+      if (epoll_ < 0) die("reactor_wake: not this Asio", ENOTSUP);
+      arm_epoll_poll();
+    }
   }
 
   void run() {
+    if (mode_ == mode::asio) return run_asio();
     while (!stop_requested) {
       if (mode_ == mode::hop) {
         const int rc = io_uring_submit_and_get_events(&ring_);
@@ -168,6 +194,53 @@ class uring_ping {
     if (n < 0 && errno != EINTR) die("epoll_wait", errno);
     ev.events = EPOLLIN | EPOLLET;
     epoll_ctl(epoll_, EPOLL_CTL_MOD, bell_, &ev);
+  }
+
+  // asio: the turns run inside a handler of io_.run(), so that what the ring's completions
+  // post stays on this thread's private queue (no interrupt), as in knit-server's loop.
+  void run_asio() {
+    namespace net = boost::asio;
+    auto keep_running = net::make_work_guard(io_);
+    net::steady_timer tick(io_);
+    std::function<void()> arm_tick = [&] {
+      tick.expires_after(std::chrono::seconds(1));
+      tick.async_wait([&](boost::system::error_code ec) {
+        if (!ec) arm_tick();
+      });
+    };
+    arm_tick();
+    std::atomic<bool> done{false};
+    std::uint64_t posts = 0;
+    std::chrono::steady_clock::duration slowest{};
+    std::thread poster([&] {
+      while (!done.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        net::post(io_, [&, at = std::chrono::steady_clock::now()] {
+          ++posts;
+          slowest = std::max(slowest, std::chrono::steady_clock::now() - at);
+        });
+      }
+    });
+    net::post(io_, [this] {
+      while (!stop_requested) {
+        io_.poll();
+        const bool may_wait = knit_server::arm_reactor_wake(io_);
+        const int rc =
+            may_wait ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
+        if (rc < 0 && rc != -EINTR && rc != -ETIME) die("io_uring_submit", -rc);
+        reap();
+      }
+      io_.stop();
+    });
+    io_.run();
+    done = true;
+    poster.join();
+    std::fprintf(
+        stderr,
+        "uring-ping: asio: %llu posts from another thread, the slowest ran %lld us after it\n",
+        static_cast<unsigned long long>(posts),
+        static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::microseconds>(slowest).count()));
   }
 
   [[noreturn]] static void die(const char* what, int err) {
@@ -369,8 +442,9 @@ class uring_ping {
 
   int listen_fd_;
   mode mode_;
-  int bell_ = -1;   // hop, loop: the eventfd in the epoll set (hop: the ring's)
-  int epoll_ = -1;  // hop, loop: the epoll set
+  int bell_ = -1;                  // hop, loop: the eventfd in the epoll set (hop: the ring's)
+  int epoll_ = -1;                 // hop, loop: the epoll set; asio: its reactor's
+  boost::asio::io_context io_{1};  // asio
   io_uring ring_{};
   io_uring_buf_ring* bufs_ = nullptr;
   std::vector<char> storage_;
@@ -408,13 +482,14 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   const std::string_view m = argc > 3 ? argv[3] : "ring";
-  if (m != "ring" && m != "plain" && m != "hop" && m != "loop") {
-    std::fprintf(stderr, "usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop]\n");
+  if (m != "ring" && m != "plain" && m != "hop" && m != "loop" && m != "asio") {
+    std::fprintf(stderr, "usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio]\n");
     return 2;
   }
   const auto md = m == "plain"  ? uring_ping::mode::plain
                   : m == "hop"  ? uring_ping::mode::hop
                   : m == "loop" ? uring_ping::mode::loop
+                  : m == "asio" ? uring_ping::mode::asio
                                 : uring_ping::mode::ring;
   uring_ping server(listen_on(host, port), md);
   std::fprintf(stderr, "uring-ping: listening on %s:%d\n", host, port);
