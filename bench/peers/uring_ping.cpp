@@ -66,9 +66,11 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -481,16 +483,21 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;  // no SA_RESTART: the wait returns -EINTR
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  const std::string_view m = argc > 3 ? argv[3] : "ring";
-  if (m != "ring" && m != "plain" && m != "hop" && m != "loop" && m != "asio") {
+  // The modes by name; the usage line lists them in this order.
+  using mode = uring_ping::mode;
+  constexpr std::pair<std::string_view, mode> kModes[] = {{"ring", mode::ring},
+                                                          {"plain", mode::plain},
+                                                          {"hop", mode::hop},
+                                                          {"loop", mode::loop},
+                                                          {"asio", mode::asio}};
+  const std::string_view name = argc > 3 ? argv[3] : "ring";
+  const auto* found = std::find_if(std::begin(kModes), std::end(kModes),
+                                   [name](const auto& entry) { return entry.first == name; });
+  if (found == std::end(kModes)) {
     std::fprintf(stderr, "usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio]\n");
     return 2;
   }
-  const auto md = m == "plain"  ? uring_ping::mode::plain
-                  : m == "hop"  ? uring_ping::mode::hop
-                  : m == "loop" ? uring_ping::mode::loop
-                  : m == "asio" ? uring_ping::mode::asio
-                                : uring_ping::mode::ring;
+  const mode md = found->second;
   uring_ping server(listen_on(host, port), md);
   std::fprintf(stderr, "uring-ping: listening on %s:%d\n", host, port);
   server.run();

@@ -61,7 +61,8 @@ int reactor_fd(boost::asio::io_context& io) {
 }
 
 bool arm_reactor_wake(boost::asio::io_context& io) {
-  // io_context's implementation is a service of its own, the scheduler.
+  // io_context's implementation is a service of its own, the scheduler (handed back
+  // directly, with no registry lookup: this runs once per turn).
   auto& sched = boost::asio::use_service<detail::scheduler>(io);
   detail::conditionally_enabled_mutex::scoped_lock lock(sched.*member_of(scheduler_mutex{}));
   // No reactor yet: nothing could interrupt it. (reactor_fd() makes one.)
