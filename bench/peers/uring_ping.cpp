@@ -225,7 +225,7 @@ class uring_ping {
     });
     net::post(io_, [this] {
       while (!stop_requested) {
-        io_.poll();
+        knit_server::poll_inside_handler(io_);
         const bool may_wait = knit_server::arm_reactor_wake(io_);
         const int rc =
             may_wait ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);

@@ -3,6 +3,7 @@
 #include "loops/reactor_wake.hpp"
 
 #if KNIT_REACTOR_WAKE
+#include <boost/asio/detail/call_stack.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler.hpp>
@@ -75,7 +76,22 @@ bool arm_reactor_wake(boost::asio::io_context& io) {
   sched.*member_of(scheduler_task_interrupted{}) = false;
   return true;
 }
+
+std::size_t poll_inside_handler(boost::asio::io_context& io) {
+  auto& sched = boost::asio::use_service<detail::scheduler>(io);
+  // The handler this thread is inside of (its thread_info): what was posted from it sits on
+  // its private queue, counted in its private_outstanding_work. poll() moves the operations
+  // to the main queue and not their count; moved here first, the count follows them.
+  using thread_stack = detail::call_stack<detail::thread_context, detail::thread_info_base>;
+  if (auto* outer = static_cast<detail::scheduler_thread_info*>(thread_stack::contains(&sched))) {
+    for (; outer->private_outstanding_work > 0; --outer->private_outstanding_work) {
+      sched.work_started();
+    }
+  }
+  return io.poll();
+}
 #else
+std::size_t poll_inside_handler(boost::asio::io_context& io) { return io.poll(); }
 int reactor_fd(boost::asio::io_context&) { return -1; }
 bool arm_reactor_wake(boost::asio::io_context&) { return false; }
 #endif

@@ -28,12 +28,27 @@
 //   sets it true before interrupting, so one wait gets at most one interrupt), and the next
 //   poll(), whose task_cleanup sets it true again.
 //
+//   Fact 3 (same file, scheduler::poll and work_cleanup): a handler posted from inside another
+//     handler of a one-thread io_context goes on that thread's private queue and is counted in
+//     its private_outstanding_work, which reaches the scheduler's outstanding_work_ only when
+//     the outer handler returns. A poll() nested in that handler moves the operations to the
+//     main queue but not their count, and each one it runs counts one unit of work finished:
+//     the count falls below the work that exists, reaches 0, and the io_context stops (a
+//     work guard does not help: its unit is counted down too). A loop whose turns run inside
+//     one handler of io.run() (io_ring.hpp) polls this way every turn.
+//   poll_inside_handler(io) moves that count to outstanding_work_ first, then polls: the
+//   count then follows the operations. Partner: the outer handler's work_cleanup, which adds
+//   what is left in the count (nothing, or what was posted after the last poll) when it
+//   returns.
+//
 // Only for the Asio this was read against (Boost 1.81, the epoll reactor on Linux):
 // kReactorWakeActive is false anywhere else, and a loop that needs it must wait in Asio's
 // own run() instead. tests/server/reactor_wake_test.cpp forces both interleavings (a post
 // after the arm wakes the descriptor; a post between poll() and the arm makes the arm
 // refuse) and runs a waiting loop against posting threads that would hang on a lost wake.
 #pragma once
+
+#include <cstddef>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/version.hpp>
@@ -54,6 +69,11 @@ inline constexpr bool kReactorWakeActive = KNIT_REACTOR_WAKE == 1;
 // something for its loop (a socket's event, a timer's expiry, after arm_reactor_wake a post
 // from another thread or a stop). Owned by io. -1 where !kReactorWakeActive.
 int reactor_fd(boost::asio::io_context& io);
+
+// io.poll(), from inside one of io's handlers on its one loop thread (concurrency hint 1),
+// without losing count of the work that handler posted (fact 3). Where !kReactorWakeActive,
+// io.poll().
+std::size_t poll_inside_handler(boost::asio::io_context& io);
 
 // On io's one loop thread, after io.poll() and before blocking until reactor_fd(io) is
 // readable: true when nothing is ready and any later post from another thread, or a stop,

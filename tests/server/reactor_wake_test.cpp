@@ -101,6 +101,48 @@ TEST_F(ReactorWake, APostFromTheLoopItselfRunsInTheSamePoll) {
   EXPECT_TRUE(arm_reactor_wake(io_));
 }
 
+// Fact 3, as it is in this Asio: a poll() nested in a handler of run() runs what that handler
+// posted, counts it as finished work without having counted it as started, and the io_context
+// stops although a work guard holds it.
+TEST_F(ReactorWake, APollNestedInAHandlerStopsTheLoopOnWhatTheHandlerPosted) {
+  bool stopped_inside = false;
+  net::post(io_, [this, &stopped_inside] {
+    // On this thread's private queue, counted there: two, against the two units the
+    // scheduler counts (the guard's, and this handler's own).
+    net::post(io_, [] {});
+    net::post(io_, [] {});
+    io_.poll();
+    stopped_inside = io_.stopped();
+  });
+  io_.run_one();
+  EXPECT_TRUE(stopped_inside);
+}
+
+// poll_inside_handler moves the count with the operations: the loop keeps running, every turn
+// (as io_ring's turns, which post from their completions and poll again).
+TEST_F(ReactorWake, PollInsideAHandlerKeepsCountOfWhatTheHandlerPosted) {
+  int ran = 0;
+  bool stopped_inside = false;
+  net::post(io_, [this, &ran, &stopped_inside] {
+    for (int turn = 0; turn < 100; ++turn) {
+      net::post(io_, [&ran] { ++ran; });
+      net::post(io_, [this, &ran] { net::post(io_, [&ran] { ++ran; }); });
+      knit_server::poll_inside_handler(io_);
+      if (io_.stopped()) break;
+    }
+    stopped_inside = io_.stopped();
+  });
+  io_.run_one();
+  EXPECT_FALSE(stopped_inside);
+  EXPECT_EQ(ran, 200);
+  // What the guard holds is all that is left: the loop waits for it, as before.
+  EXPECT_FALSE(io_.stopped());
+  EXPECT_TRUE(arm_reactor_wake(io_));
+  keep_running_.reset();
+  EXPECT_EQ(io_.poll(), 0u);
+  EXPECT_TRUE(io_.stopped());
+}
+
 // io_context::stop() from another thread wakes an armed loop too.
 TEST_F(ReactorWake, AnArmedLoopIsWokenByAStop) {
   ASSERT_TRUE(arm_reactor_wake(io_));
