@@ -14,6 +14,15 @@ std::string_view to_string(exec_mode mode) noexcept {
   return "?";
 }
 
+std::string_view to_string(io_backend io) noexcept {
+  switch (io) {
+    case io_backend::auto_pick: return "auto";
+    case io_backend::uring: return "uring";
+    case io_backend::epoll: return "epoll";
+  }
+  return "?";
+}
+
 std::string_view to_string(isolation i) noexcept {
   return i == isolation::process ? "process" : "thread";
 }

@@ -36,6 +36,16 @@ enum class isolation {
             //   a task that crashes fails its own call (500) and the server lives
 };
 
+// How an event loop waits and does its sessions' reads and writes (KNIT_IO, docs/server-io.md).
+enum class io_backend {
+  auto_pick,  // "auto": io_uring where the kernel grants it, else epoll (the banner says which)
+  uring,      // "uring": io_uring, or the server does not start
+  epoll,      // "epoll": Asio's own epoll reactor
+};
+
+// "auto", "uring" or "epoll": the spelling of KNIT_IO.
+std::string_view to_string(io_backend io) noexcept;
+
 // "thread" or "process": the spelling of KNIT_ISOLATION and of the knit-stats field.
 std::string_view to_string(isolation i) noexcept;
 
@@ -55,6 +65,8 @@ struct server_config {
   // KNIT_ISOLATION: thread (default) or process; process needs KNIT_MODE=pooled (the other
   // modes run the routes on the loop's thread or on threads knit does not own).
   isolation worker_isolation = isolation::thread;
+  // KNIT_IO: io_uring or epoll under each event loop. Multi mode always runs Asio's own loop.
+  io_backend io = io_backend::auto_pick;
 
   // KNIT_HOSTS: event loops, each with its own thread, io_context and SO_REUSEPORT listener
   // on the same port (docs/server-hosts.md). 1 is the single event loop on the main thread.

@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
     return kExitStartup;
   }
   print_banner(cfg, pool ? &*pool : nullptr, pool_options.threads, auto_options, budget,
-               budget_size.origin, out);
+               budget_size.origin, hosts.io_line(0), out);
   out.write_line("listening on " + url_of(bound));  // scripts wait for this line
   notify_ready();  // systemd (Type=notify): every listener accepts (service_notify.hpp)
 

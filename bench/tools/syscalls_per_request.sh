@@ -10,10 +10,13 @@
 #     floor an io_uring path for knit-server could approach) /ping and pipelined, when URING
 #     names an executable; and /ping in each of URING_MODES' other designs (default: loop
 #     hop; the modes are in uring_ping.cpp's header).
-# When BEFORE and AFTER are the same file, knit runs once per round (cases named knit-after-*).
+# BEFORE_IO and AFTER_IO, when set, are each side's KNIT_IO (docs/server-io.md): one binary
+# with BEFORE_IO=epoll AFTER_IO=uring compares knit-server's two loops.
+# When BEFORE and AFTER are the same file with the same KNIT_IO, knit runs once per round
+# (cases named knit-after-*).
 # Server on CPU 0, wrk on CPU 1 (taskset); before and after swap places every round (odd
 # rounds before first, even rounds after first). Usage:
-#   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... NGINX=... URING=...
+#   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... BEFORE_IO= AFTER_IO= NGINX=... URING=... URING_MODES=
 # About 14 cases x REPS x (WINDOW + 2) s: 8 minutes with the defaults.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +28,9 @@ BEFORE=${BEFORE:-/work/ab/knit-server-before-sys}
 AFTER=${AFTER:-$repo/build-sys/bin/knit-server}
 NGINX=${NGINX:-/usr/sbin/nginx}
 URING=${URING:-$repo/build/bin/uring-ping}
-URING_MODES=${URING_MODES:-loop hop}
+URING_MODES=${URING_MODES-loop hop}  # set and empty: none
+BEFORE_IO=${BEFORE_IO:-}
+AFTER_IO=${AFTER_IO:-}
 PORT=${PORT:-18435}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: nginx reads its prefix and config from it
@@ -49,9 +54,11 @@ wait_port() {
   echo "nothing listens on $PORT" >&2; return 1
 }
 
-# start_knit BINARY MODE: knit-server on CPU 0; pids=(its pid).
+# start_knit BINARY MODE [IO]: knit-server on CPU 0 (with KNIT_IO=IO when given); pids=(its pid).
 start_knit() {
-  PORT=$PORT KNIT_MODE=$2 KNIT_THREADS=1 taskset -c 0 "$1" >"$out/server.log" 2>&1 &
+  local io=()
+  [ -n "${3:-}" ] && io=(KNIT_IO="$3")
+  env PORT=$PORT KNIT_MODE=$2 KNIT_THREADS=1 "${io[@]}" taskset -c 0 "$1" >"$out/server.log" 2>&1 &
   pids=($!)
   wait_port
 }
@@ -125,14 +132,16 @@ jwt=(-s "$here/wrk_jwt.lua")
 for rep in $(seq "$REPS"); do
   order="before after"
   [ $((rep % 2)) -eq 0 ] && order="after before"
-  [ "$BEFORE" -ef "$AFTER" ] && order=after
+  [ "$BEFORE" -ef "$AFTER" ] && [ "$BEFORE_IO" = "$AFTER_IO" ] && order=after
   for bin in $order; do
-    b=$BEFORE; [ $bin = after ] && b=$AFTER
-    start_knit "$b" inline
+    b=$BEFORE io=$BEFORE_IO
+    [ $bin = after ] && b=$AFTER io=$AFTER_IO
+    start_knit "$b" inline "$io"
+    grep -m1 '^io: ' "$out/server.log" > "$out/io-$bin.txt" || true
     measure "$rep" "knit-$bin-inline-ping" /ping
     measure "$rep" "knit-$bin-inline-ping-pipe16" /ping "${pipe[@]}" -- 16
     stop_server
-    start_knit "$b" pooled
+    start_knit "$b" pooled "$io"
     measure "$rep" "knit-$bin-pooled-ping" /ping
     measure "$rep" "knit-$bin-pooled-jwt" /jwt "${jwt[@]}"
     stop_server

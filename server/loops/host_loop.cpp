@@ -2,6 +2,7 @@
 #include "loops/host_loop.hpp"
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,32 @@ host_loop::host_loop(const host_resources& shared) : io_(shared.io_threads) {
       break;
   }
   server_.emplace(io_, cfg, *placement_, shared.limit, shared.budget, shared.status);
+  open_ring(cfg);
+}
+
+void host_loop::open_ring(const server_config& cfg) {
+  // Multi mode's threads share one io_context: only Asio's own run() serves them.
+  if (cfg.mode == exec_mode::multi_thread) {
+    io_line_ = "io: epoll (multi mode: KNIT_THREADS threads run Asio's own loop)";
+    return;
+  }
+  if (cfg.io == io_backend::epoll) {
+    io_line_ = "io: epoll (KNIT_IO=epoll: Asio's reactor)";
+    return;
+  }
+  std::string why_not;
+  ring_ = io_ring::open(io_, why_not);
+  if (!ring_) {
+    if (cfg.io == io_backend::uring) throw std::runtime_error("KNIT_IO=uring: " + why_not);
+    io_line_ = "io: epoll (KNIT_IO=auto; no io_uring: " + why_not + ")";
+    return;
+  }
+  server_->use_ring(ring_.get());
+  io_line_ = std::string(
+                 "io: io_uring (head reads and response writes through the ring, one "
+                 "system call a turn") +
+             (ring_->deferred() ? "; SINGLE_ISSUER|DEFER_TASKRUN)"
+                                : "; without DEFER_TASKRUN: a kernel before 6.1)");
 }
 
 void run_event_loop(boost::asio::io_context& io, log_writer& err) {

@@ -2,7 +2,9 @@
 // (listener, sessions, counters). KNIT_HOSTS=H makes H of them.
 #pragma once
 
+#include <memory>
 #include <optional>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -12,6 +14,7 @@
 #include "config.hpp"
 #include "limits/connection_limit.hpp"
 #include "limits/write_budget.hpp"
+#include "loops/io_ring.hpp"
 #include "loops/process_status.hpp"
 #include "loops/server.hpp"
 #include "placement/heavy_placement.hpp"
@@ -46,6 +49,7 @@ struct host_resources {
 // posts each result back to this io_context, the loop that asked.
 class host_loop {
  public:
+  // Throws std::runtime_error when KNIT_IO=uring and the kernel refuses the ring.
   explicit host_loop(const host_resources& shared);
 
   host_loop(const host_loop&) = delete;
@@ -62,14 +66,27 @@ class host_loop {
     return knit_host_ ? knit_host_->give_up() : knit::shutdown_report{};
   }
 
-  // run_event_loop(io(), err). Multi mode: every io thread calls this.
-  void run(log_writer& err) { run_event_loop(io_, err); }
+  // Runs the loop until io() is stopped: through its io_uring (io_ring::run) or Asio's
+  // own run() (run_event_loop). Multi mode: every io thread calls this (no ring there).
+  void run(log_writer& err) {
+    if (ring_) return ring_->run(io_, err);
+    run_event_loop(io_, err);
+  }
+
+  // The banner's "io:" line: what this loop waits in, and why not io_uring where it is not.
+  const std::string& io_line() const noexcept { return io_line_; }
 
  private:
+  void open_ring(const server_config& cfg);
+
   boost::asio::io_context io_;
   std::optional<knit::asio_host> knit_host_;  // pooled and auto mode
   std::optional<heavy_placement> placement_;
   std::optional<server> server_;
+  // KNIT_IO: the loop's io_uring, or null (epoll). After server_: destroyed first, its
+  // pending reads and writes cancelled while their sessions' server still exists.
+  std::unique_ptr<io_ring> ring_;
+  std::string io_line_;
 };
 
 }  // namespace knit_server

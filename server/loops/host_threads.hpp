@@ -22,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,6 +56,9 @@ class host_threads {
 
   // Host i's server (valid until finish()), to be stopped and counted from the control thread.
   server& srv(std::size_t i) noexcept { return hosts_[i]->loop->srv(); }
+
+  // Host i's banner line on what its loop waits in (host_loop::io_line).
+  const std::string& io_line(std::size_t i) const noexcept { return hosts_[i]->loop->io_line(); }
 
   // Runs fn(loop) on host i's loop (posted), for what only that loop's thread may read (its
   // placement's counters). Not run once the loop has stopped.

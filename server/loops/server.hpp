@@ -26,6 +26,8 @@
 
 namespace knit_server {
 
+class io_ring;
+
 class process_status;
 class session;
 
@@ -130,6 +132,11 @@ class server {
   // Refusals and stuck calls with their times, for the readiness policy (health_events.hpp).
   health_events& health() noexcept { return placement_.ledger().health(); }
   const health_events& health() const noexcept { return placement_.ledger().health(); }
+  // KNIT_IO=uring: the loop's ring, through which the sessions read their heads and write
+  // their responses (io_ring.hpp); null where the loop runs Asio's epoll alone. Set once by
+  // host_loop, before start().
+  void use_ring(io_ring* ring) noexcept { ring_ = ring; }
+  io_ring* ring() const noexcept { return ring_; }
   // Null when the operations endpoints are not served (see the constructor).
   const process_status* status() const noexcept { return status_; }
   std::size_t connections() const;
@@ -168,6 +175,7 @@ class server {
   request_counters counters_;
   request_metrics metrics_;
   const process_status* status_;
+  io_ring* ring_ = nullptr;
   ping_cache ping_cache_;
   listener listener_;
   mutable std::mutex sessions_mutex_;      // guards the four below

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <exception>
 #include <system_error>
 #include <tuple>
@@ -38,6 +39,15 @@ constexpr std::size_t kHeadBytes = 256;
 // The most one read of a request's head asks for (pipelined requests may come with it).
 constexpr std::size_t kReadChunk = 8 * 1024;
 
+// A ring completion's result (bytes, or -errno) as the error Asio's operation would give:
+// a cancelled one as operation_aborted, a read of 0 bytes as end of stream.
+beast::error_code ring_error(int result, bool is_read) {
+  if (result == -ECANCELED) return net::error::operation_aborted;
+  if (result < 0) return beast::error_code(-result, net::error::get_system_category());
+  if (result == 0 && is_read) return net::error::eof;
+  return {};
+}
+
 // True when the parser rejected the bytes (as opposed to the connection failing).
 bool is_parse_error(const beast::error_code& ec) {
   static const std::error_category& http_category =
@@ -57,6 +67,7 @@ bool has_valid_host(const Request& req) {
 
 session::session(socket_type&& socket, server& srv)
     : socket_(std::move(socket)),
+      ring_(srv.ring()),
       exec_(srv.threading().executor_for(socket_.get_executor())),
       server_(srv) {}
 
@@ -139,6 +150,13 @@ void session::check_head() {
   // buffer holds twice that.
   const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), kReadChunk);
   KNIT_ASSERT(room > 0);
+  if (ring_ != nullptr) {
+    // The ring's receive, submitted with the turn's other operations; the kernel waits for
+    // the bytes (io_ring.hpp).
+    const net::mutable_buffer into = buffer_.prepare(room);
+    return ring_->recv(ring_read_, socket_.native_handle(), into.data(), into.size(),
+                       shared_from_this());
+  }
   exec_.start(
       [this, room](auto&& handler) {
         // A drained_buffer: after a read that emptied the socket the next one waits for epoll
@@ -147,6 +165,12 @@ void session::check_head() {
                                 std::forward<decltype(handler)>(handler));
       },
       beast::bind_front_handler(&session::on_read_head, shared_from_this()));
+}
+
+void session::ring_read_done(std::shared_ptr<void> owner, int result) {
+  const auto self = std::static_pointer_cast<session>(std::move(owner));
+  self->on_read_head(ring_error(result, /*is_read=*/true),
+                     result > 0 ? static_cast<std::size_t>(result) : 0);
 }
 
 void session::on_read_head(beast::error_code ec, std::size_t bytes) {
@@ -368,6 +392,7 @@ void session::respond(heavy_outcome&& out) noexcept {
     send_response();
   } catch (const std::exception&) {
     // Out of memory while building the response: drop the connection, keep the server.
+    cancel_ring_ops();
     beast::error_code ignored;
     socket_.close(ignored);
   }
@@ -452,6 +477,20 @@ void session::write_response(bool close) {
   const std::size_t total = net::buffer_size(buffers);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
 
+  if (ring_ != nullptr) {
+    // One sendmsg through the ring, submitted with the turn's other operations; on_write
+    // runs from its completion (ring_write_done).
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      ring_iov_[i] = iovec{const_cast<void*>(buffers[i].data()), buffers[i].size()};
+    }
+    ring_msg_ = msghdr{};
+    ring_msg_.msg_iov = ring_iov_.data();
+    ring_msg_.msg_iovlen = ring_iov_.size();
+    ring_total_ = total;
+    ring_close_ = close;
+    return ring_->sendmsg(ring_write_, socket_.native_handle(), &ring_msg_, shared_from_this());
+  }
+
   // First what the kernel takes now (the socket is non-blocking), usually all of it; then
   // on_write runs here, with no completion posted to the loop (a posted one costs the loop an
   // epoll_wait(0) before it runs).
@@ -462,9 +501,24 @@ void session::write_response(bool close) {
     return on_write(close, ec, sent);
   }
 
+  write_rest(close, ec ? 0 : sent);
+}
+
+void session::ring_write_done(std::shared_ptr<void> owner, int result) {
+  const auto self = std::static_pointer_cast<session>(std::move(owner));
+  if (result < 0) return self->on_write(self->ring_close_, ring_error(result, false), 0);
+  const auto sent = static_cast<std::size_t>(result);
+  if (sent == self->ring_total_) return self->on_write(self->ring_close_, {}, sent);
+  self->write_rest(self->ring_close_, sent);
+}
+
+void session::write_rest(bool close, std::size_t sent) {
   // The rest when the socket can take it.
+  const std::array<net::const_buffer, 3> buffers{
+      net::buffer(batch_), net::buffer(head_),
+      head_only_ ? net::const_buffer() : net::buffer(res_.body)};
   beast::buffers_suffix<std::array<net::const_buffer, 3>> rest(buffers);
-  rest.consume(ec ? 0 : sent);
+  rest.consume(sent);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
   exec_.start(
       [this, &rest](auto&& handler) {

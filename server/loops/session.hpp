@@ -2,6 +2,10 @@
 // response, repeat.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +30,7 @@
 #include "http/router.hpp"
 #include "limits/write_budget.hpp"
 #include "loops/connection_executor.hpp"
+#include "loops/io_ring.hpp"
 #include "placement/heavy_job.hpp"
 #include "placement/heavy_outcome.hpp"
 
@@ -192,6 +197,13 @@ class session : public std::enable_shared_from_this<session> {
   // (its route is not heavy): then the current response waits in batch_ for it.
   bool next_request_is_cheap() const;
   void write_response(bool close);
+  // What write_response's first write left (`sent` bytes of it are out): async_write.
+  void write_rest(bool close, std::size_t sent);
+  // KNIT_IO=uring: the ring's completions of the head read and the response write.
+  static void ring_read_done(std::shared_ptr<void> owner, int result);
+  static void ring_write_done(std::shared_ptr<void> owner, int result);
+  // Cancels the ring's pending read or write (as socket_.cancel() cancels Asio's).
+  void cancel_ring_ops();
   void record_response() noexcept;
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
   void release_large_buffers() noexcept;
@@ -204,6 +216,18 @@ class session : public std::enable_shared_from_this<session> {
   using parser_type = request_parser;
 
   socket_type socket_;
+  // KNIT_IO=uring: the loop's ring (server::ring(), io_ring.hpp), which takes the head reads
+  // and the response writes; null with epoll. The rest (body reads, the 100 Continue, the
+  // rest of a response the kernel did not take at once, the lingering close) stays Asio's.
+  io_ring* ring_;
+  ring_op ring_read_{&session::ring_read_done};
+  ring_op ring_write_{&session::ring_write_done};
+  // The ring's sendmsg: the message and its three pieces (batch_, head_, res_.body), kept
+  // until its completion; the bytes it carries, and whether the connection closes after.
+  msghdr ring_msg_{};
+  std::array<iovec, 3> ring_iov_{};
+  std::size_t ring_total_ = 0;
+  bool ring_close_ = false;
   // Where every handler of this connection runs, one at a time.
   connection_executor exec_;
   // The read buffer, reused for every request on the connection, never larger than

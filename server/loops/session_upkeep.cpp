@@ -56,6 +56,7 @@ void session::stop_here() {
   if (phase_ == phase::reading && buffer_.size() == 0 && parser_ && !parser_->got_some()) {
     beast::error_code ignored;
     socket_.cancel(ignored);
+    cancel_ring_ops();
   }
   // Otherwise a request is in progress: send_response sees server_.stopping() and answers
   // with Connection: close (after it, each request already received behind it gets 503, the
@@ -117,6 +118,13 @@ void session::expire(clock_type::time_point now) {
   if (phase_ == phase::writing || unacknowledged > 0) return reset();
   beast::error_code ignored;
   socket_.cancel(ignored);
+  cancel_ring_ops();
+}
+
+void session::cancel_ring_ops() {
+  if (ring_ == nullptr) return;
+  ring_->cancel(ring_read_);
+  ring_->cancel(ring_write_);
 }
 
 std::size_t session::unacknowledged_bytes() noexcept {
@@ -130,6 +138,8 @@ void session::reset() noexcept {
   // off (so that it never blocks), which would make this a graceful close after all. close()
   // also cancels the pending operation: its handler sees operation_aborted and the session
   // ends.
+  // A ring operation holds the socket's file: the reset happens once it is cancelled.
+  cancel_ring_ops();
   beast::error_code ignored;
   socket_.set_option(net::socket_base::linger(true, 0), ignored);
   socket_.close(ignored);

@@ -97,7 +97,7 @@ std::string budget_line(const server_config& cfg, const write_budget& budget,
 
 void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
                   const offload_options& auto_options, const write_budget& budget,
-                  budget_origin origin, log_writer& out) {
+                  budget_origin origin, std::string_view io_line, log_writer& out) {
   // The route list exactly as the reference server prints it.
   out.write_line("GET  /ping");
   out.write_line("POST /ssr   body: { name?, plan?, bio?, projects? }");
@@ -124,6 +124,7 @@ void print_banner(const server_config& cfg, const knit::pool* pool, unsigned thr
     out.write_line("mode: inline (/ssr and /jwt on the host thread, no pool)");
   }
   out.write_line(hosts_line(cfg.hosts));
+  out.write_line(std::string(io_line));
   if (pool) out.write_line(heavy_share_line(pool->options()));
   out.write_line("cost profile: " + cfg.cost_profile + " (ssr " + std::to_string(cfg.ssr_cost_us) +
                  " us, jwt " + std::to_string(cfg.jwt_cost_us) + " us)");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <knit/knit.hpp>
@@ -18,12 +19,13 @@ namespace knit_server {
 // The banner, one line each: the route list exactly as the reference server prints it, then
 //   mode: ...          where /ssr and /jwt run (docs/server-modes.md)
 //   hosts: H (...)     the event loops (KNIT_HOSTS, docs/server-hosts.md)
+//   io: ...            `io_line`: what the loops wait in (KNIT_IO, docs/server-io.md)
 //   cost profile: ..., admission: ...
 //   memory budget: ...  the write budget, where it came from, what it admits (budget_line)
 // `pool` is the knit pool (pooled and auto mode), else null; `threads` is KNIT_THREADS.
 void print_banner(const server_config& cfg, const knit::pool* pool, unsigned threads,
                   const offload_options& auto_options, const write_budget& budget,
-                  budget_origin origin, log_writer& out);
+                  budget_origin origin, std::string_view io_line, log_writer& out);
 
 // "memory budget: 1024 MB (fixed default; ...) for unfinished writes; kernel send queue
 // <= 128 KiB per connection (SO_SNDBUF 64 KiB, doubled by Linux); sheds /ssr and /jwt with

@@ -46,6 +46,7 @@ std::string server_value(std::string_view env, const server_config& c) {
   if (env == "PORT") return num(c.port);
   if (env == "KNIT_MODE") return std::string(to_string(c.mode));
   if (env == "KNIT_HOSTS") return num(c.hosts);
+  if (env == "KNIT_IO") return std::string(to_string(c.io));
   if (env == "KNIT_ISOLATION") return std::string(to_string(c.worker_isolation));
   if (env == "KNIT_MAX_CONNECTIONS") return num(c.max_connections);
   if (env == "KNIT_IDLE_TIMEOUT_MS") return ms(c.idle_timeout);

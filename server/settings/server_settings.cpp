@@ -73,6 +73,15 @@ void build_server(const setting_values& v, server_config& cfg) {
                                mode_said + " (one knit pool takes 64 hosts, each an event loop)");
   }
 
+  const std::string io = *v.word("KNIT_IO");
+  cfg.io = io == "uring"   ? io_backend::uring
+           : io == "epoll" ? io_backend::epoll
+                           : io_backend::auto_pick;
+  if (cfg.io == io_backend::uring && cfg.mode == exec_mode::multi_thread) {
+    v.reject("KNIT_IO", "auto or epoll with " + mode_said +
+                            " (KNIT_THREADS threads run one io_context: Asio's own loop)");
+  }
+
   cfg.cost_profile = *v.word("KNIT_COST_PROFILE");
   if (cfg.cost_profile == "bun") {
     // The reference server's Bun routes spend about this much CPU per call in each route.

@@ -61,6 +61,11 @@ std::uint16_t free_port() {
 server_process::server_process(std::map<std::string, std::string> env) {
   if (!env.count("PORT")) env["PORT"] = std::to_string(free_port());
   if (!env.count("JWT_SECRET")) env["JWT_SECRET"] = "knit-test-secret";
+  // KNIT_TEST_IO: the suite's KNIT_IO where a test sets none (the epoll run of the e2e tests,
+  // tests/server/CMakeLists.txt); the default otherwise (auto: io_uring where granted).
+  if (const char* io = std::getenv("KNIT_TEST_IO"); io != nullptr && !env.count("KNIT_IO")) {
+    env["KNIT_IO"] = io;
+  }
   try {
     port_ = static_cast<std::uint16_t>(std::stoul(env["PORT"]));
   } catch (...) {

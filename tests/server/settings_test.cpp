@@ -69,12 +69,13 @@ TEST(settings_table, each_flag_is_its_variable_in_lower_case_and_hidden_rows_hav
 }
 
 TEST(settings_table, every_variable_the_server_reads_is_a_row) {
-  // The 38 the server reads (server_settings.cpp), the removed one it refuses and the two test
+  // The 39 the server reads (server_settings.cpp), the removed one it refuses and the two test
   // hooks a worker process reads (process_isolation.cpp).
   for (const char* name : {"HOST",
                            "PORT",
                            "KNIT_MODE",
                            "KNIT_HOSTS",
+                           "KNIT_IO",
                            "KNIT_AUTO_INLINE_US",
                            "JWT_SECRET",
                            "KNIT_THREADS",
@@ -115,7 +116,7 @@ TEST(settings_table, every_variable_the_server_reads_is_a_row) {
                            "KNIT_TEST_WORKER_EXIT"}) {
     EXPECT_NE(find_setting(name), nullptr) << name;
   }
-  EXPECT_EQ(settings_table().size(), 42u);
+  EXPECT_EQ(settings_table().size(), 43u);
   for (const char* name : {"KNIT_COST_PROFILE", "KNIT_SSR_COST_US", "KNIT_JWT_COST_US"}) {
     EXPECT_EQ(find_setting(name)->group, setting_group::benchmark) << name;
   }

@@ -1,0 +1,124 @@
+// io_ring: one event loop's io_uring. The loop thread waits in the ring instead of Asio's
+// reactor, the sessions' head reads and response writes go through it, and everything else
+// (the listener, timers, posts from other threads, body reads, a lingering close) stays
+// Asio's, polled once per turn (KNIT_IO, docs/server-io.md).
+//
+// Spec.
+//   Set-up (open): IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (Linux 6.1: the
+//     kernel runs completions only when this thread enters the ring, never by interrupting
+//     it), without them where refused (EINVAL), and no ring at all where io_uring_setup is
+//     refused (ENOSYS: not built in; EPERM: a seccomp filter, kernel.io_uring_disabled) or a
+//     needed operation is missing (IORING_OP_RECV, SENDMSG, POLL_ADD, ASYNC_CANCEL): open
+//     returns null and says why, and the loop runs Asio's own run() (epoll).
+//   One multishot IORING_OP_POLL_ADD watches Asio's reactor descriptor (reactor_fd), re-armed
+//     whenever its completion lacks IORING_CQE_F_MORE.
+//   A turn, run inside a handler of io.run() on the loop's thread (so that what the
+//   completions post stays on this thread's queue, with no interrupt):
+//     1. io.poll(): Asio's ready handlers, its reactor once without waiting (epoll_wait 0);
+//     2. arm_reactor_wake(io): when nothing is queued, a post from another thread or a stop
+//        will make the reactor descriptor readable from now on (reactor_wake.hpp);
+//     3. armed: io_uring_submit_and_wait(1), one system call that submits every operation
+//        the last turn queued and waits for a completion; not armed (a handler is queued):
+//        io_uring_submit_and_get_events, which does not wait;
+//     4. every completion in the CQ, each marked seen before its operation's handler runs
+//        (a handler that throws loses nothing; run() logs it and goes on).
+//     The turns end when io is stopped; run() returns when io.run() does.
+//   An operation (ring_op) belongs to its owner (a session) and holds a shared_ptr to it
+//   from submission to completion, as an Asio handler would: the owner lives while the kernel
+//   may write into its buffers. At most one submission per ring_op at a time (asserted).
+//   cancel(op) queues IORING_OP_ASYNC_CANCEL by the op's address (not by descriptor: the
+//   descriptor may be closed before the cancel is submitted; the pending operation holds
+//   the file, so a close(2) takes effect when it ends). The operation completes with
+//   -ECANCELED, or normally if it had finished first.
+//   The destructor, on the loop's thread, cancels every pending operation, waits until the
+//   kernel has ended each (at most 1 s), drops their owners without running their handlers,
+//   and closes the ring: no buffer is written after its owner is gone.
+// Threads: every member on the loop's thread only (SINGLE_ISSUER makes another thread's
+// submission fail with EEXIST).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <liburing.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "telemetry/log_writer.hpp"
+
+namespace knit_server {
+
+class io_ring;
+
+// One operation slot of an owner (a session's read, its write). Not movable: the kernel
+// knows it by address.
+class ring_op {
+ public:
+  // Runs on the loop's thread with the completion's result (bytes, or -errno) and the
+  // owner, which the op no longer holds.
+  using handler = void (*)(std::shared_ptr<void> owner, int result);
+
+  explicit ring_op(handler done) noexcept : done_(done) {}
+  ring_op(const ring_op&) = delete;
+  ring_op& operator=(const ring_op&) = delete;
+  ~ring_op();  // asserts it is not pending: its owner would still be held
+
+  bool pending() const noexcept { return owner_ != nullptr; }
+
+ private:
+  friend class io_ring;
+  handler done_;
+  std::shared_ptr<void> owner_;  // set from submission to completion
+  ring_op* prev_ = nullptr;      // the ring's list of pending operations
+  ring_op* next_ = nullptr;
+};
+
+class io_ring {
+ public:
+  // A ring for the calling thread (the loop's), watching io's reactor; null when the kernel
+  // refuses one or an operation it needs, with the reason in `why_not`.
+  static std::unique_ptr<io_ring> open(boost::asio::io_context& io, std::string& why_not);
+
+  io_ring(const io_ring&) = delete;
+  io_ring& operator=(const io_ring&) = delete;
+  ~io_ring();
+
+  // Queues a receive of at most `size` bytes into `data` (IORING_RECVSEND_POLL_FIRST: the
+  // kernel waits for readiness before trying, as the read usually follows a response).
+  void recv(ring_op& op, int fd, void* data, std::size_t size, std::shared_ptr<void> owner);
+  // Queues a sendmsg (MSG_NOSIGNAL). `msg` and what it points to must stay valid until the
+  // completion.
+  void sendmsg(ring_op& op, int fd, const msghdr* msg, std::shared_ptr<void> owner);
+  // Queues the cancellation of `op` if it is pending; nothing otherwise.
+  void cancel(ring_op& op);
+
+  // Runs io (io.run()) with the turns above until io is stopped. A handler that throws is
+  // logged to `err` and the loop goes on, as run_event_loop does.
+  void run(boost::asio::io_context& io, log_writer& err);
+
+  // Whether the ring runs with SINGLE_ISSUER | DEFER_TASKRUN (the banner says it).
+  bool deferred() const noexcept { return deferred_; }
+
+ private:
+  io_ring() = default;
+  io_uring_sqe* next_sqe();
+  void turns(boost::asio::io_context& io);
+  void arm_reactor_poll();
+  void complete(const io_uring_cqe& cqe);
+  void link(ring_op& op, std::shared_ptr<void> owner, io_uring_sqe* sqe);
+  void unlink(ring_op& op) noexcept;
+
+  io_uring ring_{};
+  bool ready_ = false;  // ring_ was set up (the destructor closes it)
+  bool deferred_ = false;
+  bool turns_queued_ = false;  // run(): the turns' handler is posted and has not started
+  int reactor_fd_ = -1;
+  ring_op* pending_ = nullptr;  // every submitted, not yet completed operation
+  std::size_t pending_count_ = 0;
+};
+
+}  // namespace knit_server

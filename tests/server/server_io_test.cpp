@@ -1,0 +1,62 @@
+// KNIT_IO end to end (docs/server-io.md): the banner names what each loop waits in, epoll
+// when asked, io_uring or the reason it is refused by default, and the combinations refused at
+// start-up. (Every other e2e test runs through the default, and a subset again with epoll:
+// tests/server/CMakeLists.txt.)
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "http_client.hpp"
+#include "server_fixture.hpp"
+#include "server_process.hpp"
+
+namespace knit_test {
+namespace {
+
+// Starts a server with `env`, answers a /ping and returns the banner's "io:" line.
+std::string io_line_of(const env_map& env) {
+  server_process server(env);
+  if (!server.wait_listening()) {
+    ADD_FAILURE() << server.stderr_text();
+    return {};
+  }
+  connection c(server.port());
+  EXPECT_TRUE(c.request("GET", "/ping"));
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
+  const std::string out = server.stdout_seen();
+  const std::size_t at = out.find("\nio: ");
+  if (at == std::string::npos) return {};
+  return out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+}
+
+TEST(server_io, the_default_takes_the_ring_or_says_why_not) {
+  const std::string line = io_line_of(env_map{{"KNIT_IO", "auto"}});
+  const bool ring = line.starts_with("io: io_uring (");
+  const bool refused = line.starts_with("io: epoll (KNIT_IO=auto; no io_uring: ");
+  EXPECT_TRUE(ring || refused) << line;
+}
+
+TEST(server_io, epoll_when_asked) {
+  EXPECT_EQ(io_line_of(env_map{{"KNIT_IO", "epoll"}}), "io: epoll (KNIT_IO=epoll: Asio's reactor)");
+}
+
+TEST(server_io, multi_mode_runs_asios_own_loop) {
+  EXPECT_EQ(io_line_of(env_map{{"KNIT_MODE", "multi"}, {"KNIT_THREADS", "2"}}),
+            "io: epoll (multi mode: KNIT_THREADS threads run Asio's own loop)");
+}
+
+TEST(server_io, uring_with_multi_mode_exits_2_and_says_why) {
+  server_process server(env_map{{"KNIT_MODE", "multi"}, {"KNIT_IO", "uring"}});
+  EXPECT_EQ(server.wait_exit(), 2);
+  EXPECT_NE(server.stderr_text().find("KNIT_IO"), std::string::npos) << server.stderr_text();
+}
+
+TEST(server_io, a_bad_value_exits_2_and_names_the_choices) {
+  server_process server(env_map{{"KNIT_IO", "kqueue"}});
+  EXPECT_EQ(server.wait_exit(), 2);
+  EXPECT_NE(server.stderr_text().find("KNIT_IO"), std::string::npos) << server.stderr_text();
+  EXPECT_NE(server.stderr_text().find("epoll"), std::string::npos) << server.stderr_text();
+}
+
+}  // namespace
+}  // namespace knit_test
