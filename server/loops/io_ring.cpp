@@ -91,12 +91,8 @@ io_ring::~io_ring() {
   // Cancel what is pending, and wait until the kernel has ended each: its buffers belong to
   // owners that go with the last reference the operation holds.
   for (ring_op* op = pending_; op != nullptr; op = op->next_) {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    if (sqe == nullptr) {  // the SQ is full: submit what is queued
-      io_uring_submit(&ring_);
-      sqe = io_uring_get_sqe(&ring_);
-      if (sqe == nullptr) break;  // what is not cancelled is kept below
-    }
+    io_uring_sqe* sqe = try_sqe();
+    if (sqe == nullptr) break;  // what is not cancelled is kept below
     io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(op), 0);
     io_uring_sqe_set_data64(sqe, kCancel);
   }
@@ -126,14 +122,19 @@ io_ring::~io_ring() {
   io_uring_queue_exit(&ring_);
 }
 
-io_uring_sqe* io_ring::next_sqe() {
+io_uring_sqe* io_ring::try_sqe() noexcept {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {  // the SQ is full: submit what is queued, then take a slot again
     io_uring_submit(&ring_);
     sqe = io_uring_get_sqe(&ring_);
-    if (sqe == nullptr) {
-      throw std::system_error(EBUSY, std::generic_category(), "io_uring: no submission slot");
-    }
+  }
+  return sqe;
+}
+
+io_uring_sqe* io_ring::next_sqe() {
+  io_uring_sqe* sqe = try_sqe();
+  if (sqe == nullptr) {
+    throw std::system_error(EBUSY, std::generic_category(), "io_uring: no submission slot");
   }
   return sqe;
 }
@@ -167,8 +168,7 @@ void io_ring::unlink(ring_op& op) noexcept {
   --pending_count_;
 }
 
-void io_ring::recv(ring_op& op, int fd, void* data, std::size_t size,
-                   std::shared_ptr<void> owner) {
+void io_ring::recv(ring_op& op, int fd, void* data, std::size_t size, std::shared_ptr<void> owner) {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_recv(sqe, fd, data, size, 0);
   // Linux 5.19; every kernel that takes DEFER_TASKRUN (6.1) has it.
@@ -182,9 +182,12 @@ void io_ring::sendmsg(ring_op& op, int fd, const msghdr* msg, std::shared_ptr<vo
   link(op, std::move(owner), sqe);
 }
 
-void io_ring::cancel(ring_op& op) {
+void io_ring::cancel(ring_op& op) noexcept {
   if (!op.pending()) return;
-  io_uring_sqe* sqe = next_sqe();
+  // No slot even after a submit (the kernel refused the submit): the operation ends with its
+  // peer, or at the teardown.
+  io_uring_sqe* sqe = try_sqe();
+  if (sqe == nullptr) return;
   io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(&op), 0);
   io_uring_sqe_set_data64(sqe, kCancel);
 }

@@ -94,7 +94,7 @@ class io_ring {
   // completion.
   void sendmsg(ring_op& op, int fd, const msghdr* msg, std::shared_ptr<void> owner);
   // Queues the cancellation of `op` if it is pending; nothing otherwise.
-  void cancel(ring_op& op);
+  void cancel(ring_op& op) noexcept;
 
   // Runs io (io.run()) with the turns above until io is stopped. A handler that throws is
   // logged to `err` and the loop goes on, as run_event_loop does.
@@ -105,6 +105,9 @@ class io_ring {
 
  private:
   io_ring() = default;
+  // A submission slot: a full SQ is submitted first. try_sqe: null when even that fails;
+  // next_sqe throws std::system_error then.
+  io_uring_sqe* try_sqe() noexcept;
   io_uring_sqe* next_sqe();
   void turns(boost::asio::io_context& io);
   void arm_reactor_poll();

@@ -96,6 +96,10 @@ using socket_type =
 // trying a recvfrom that would find nothing (EAGAIN). So one request on a keep-alive
 // connection costs a recvfrom and a sendmsg, and a share of the loop's epoll_wait. The writes
 // are counted (request_counters::writes, the knit-stats line).
+// With the loop's io_uring (KNIT_IO, io_ring.hpp) the head read is a ring receive and the
+// response's first write a ring sendmsg instead, submitted with the turn's other operations in
+// one io_uring_enter; on_write then runs from the send's completion. The rest (body reads, the
+// 100 Continue, the rest of a response, the lingering close) stays Asio's.
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
 //
@@ -203,7 +207,7 @@ class session : public std::enable_shared_from_this<session> {
   static void ring_read_done(std::shared_ptr<void> owner, int result);
   static void ring_write_done(std::shared_ptr<void> owner, int result);
   // Cancels the ring's pending read or write (as socket_.cancel() cancels Asio's).
-  void cancel_ring_ops();
+  void cancel_ring_ops() noexcept;
   void record_response() noexcept;
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
   void release_large_buffers() noexcept;

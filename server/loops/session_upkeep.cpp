@@ -121,7 +121,7 @@ void session::expire(clock_type::time_point now) {
   cancel_ring_ops();
 }
 
-void session::cancel_ring_ops() {
+void session::cancel_ring_ops() noexcept {
   if (ring_ == nullptr) return;
   ring_->cancel(ring_read_);
   ring_->cancel(ring_write_);

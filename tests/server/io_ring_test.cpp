@@ -4,7 +4,6 @@
 #include "loops/io_ring.hpp"
 
 #include <fcntl.h>
-#include <seccomp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "refuse_io_uring.hpp"
 #include "telemetry/log_writer.hpp"
 
 namespace {
@@ -186,12 +186,7 @@ TEST(IoRingRefused, ASeccompFilterThatRefusesTheRingGivesNullAndTheReason) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (ctx == nullptr ||
-        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_setup), 0) != 0 ||
-        seccomp_load(ctx) != 0) {
-      ::_exit(3);
-    }
+    if (!knit_test::refuse_io_uring()) ::_exit(3);
     net::io_context io{1};
     std::string why_not;
     const auto ring = io_ring::open(io, why_not);

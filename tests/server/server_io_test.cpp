@@ -36,6 +36,21 @@ TEST(server_io, the_default_takes_the_ring_or_says_why_not) {
   EXPECT_TRUE(ring || refused) << line;
 }
 
+// Refused as a container's seccomp profile refuses it: auto falls back to epoll, says why, and
+// serves; uring does not start.
+TEST(server_io, a_refused_ring_falls_back_to_epoll_and_serves) {
+  EXPECT_EQ(io_line_of(env_map{{"KNIT_IO", "auto"}, {std::string(kRefuseIoUring), "1"}}),
+            "io: epoll (KNIT_IO=auto; no io_uring: io_uring_setup: Operation not permitted)");
+}
+
+TEST(server_io, a_refused_ring_with_uring_exits_1_and_says_why) {
+  server_process server(env_map{{"KNIT_IO", "uring"}, {std::string(kRefuseIoUring), "1"}});
+  EXPECT_EQ(server.wait_exit(), 1);  // cannot start, as a port that cannot be bound
+  EXPECT_NE(server.stderr_text().find("KNIT_IO=uring: io_uring_setup: Operation not permitted"),
+            std::string::npos)
+      << server.stderr_text();
+}
+
 TEST(server_io, epoll_when_asked) {
   EXPECT_EQ(io_line_of(env_map{{"KNIT_IO", "epoll"}}), "io: epoll (KNIT_IO=epoll: Asio's reactor)");
 }

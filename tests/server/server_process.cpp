@@ -1,6 +1,8 @@
 // fork/exec of knit-server with a controlled environment; stdout read by line with deadlines.
 #include "server_process.hpp"
 
+#include "refuse_io_uring.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -72,6 +74,9 @@ server_process::server_process(std::map<std::string, std::string> env) {
     port_ = 0;  // a deliberately invalid PORT: the test expects the server to refuse it
   }
 
+  // Not a variable: the child refuses itself io_uring before it execs (refuse_io_uring.hpp).
+  const bool refuse_ring = env.erase(std::string(kRefuseIoUring)) > 0;
+
   std::vector<std::string> entries;
   for (char** e = environ; *e; ++e) {
     if (!server_reads(*e)) entries.emplace_back(*e);
@@ -97,6 +102,7 @@ server_process::server_process(std::map<std::string, std::string> env) {
     // Child: stdout to the pipe, stderr to the file, then become the server.
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(stderr_fd, STDERR_FILENO);
+    if (refuse_ring && !refuse_io_uring()) std::_Exit(126);
     char* argv[] = {const_cast<char*>(path), nullptr};
     ::execve(path, argv, envp.data());
     std::_Exit(127);

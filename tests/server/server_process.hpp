@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace knit_test {
 
@@ -16,6 +17,10 @@ using namespace std::chrono_literals;
 // A port nobody listens on right now (bind port 0, read it back, close). Another process
 // could take it before the server binds it; on a test machine that is rare enough.
 std::uint16_t free_port();
+
+// In `env`, not a variable: the child installs refuse_io_uring() before it execs, so that
+// io_uring_setup fails with EPERM in the server (KNIT_IO's fallback).
+inline constexpr std::string_view kRefuseIoUring = "@refuse-io_uring";
 
 // One knit-server child. The environment is the test's own minus every variable the server
 // reads (so a developer's KNIT_THREADS cannot change a test), plus `env`. PORT defaults to
