@@ -52,8 +52,8 @@ void host_loop::open_ring(const server_config& cfg) {
   }
   server_->use_ring(ring_.get());
   io_line_ = std::string(
-                 "io: io_uring (head reads and response writes through the ring, one "
-                 "system call a turn") +
+                 "io: io_uring (head reads and response writes through the ring, submitted "
+                 "together once a turn") +
              (ring_->deferred() ? "; SINGLE_ISSUER|DEFER_TASKRUN)"
                                 : "; without DEFER_TASKRUN: a kernel before 6.1)");
 }

@@ -37,10 +37,10 @@ constexpr std::array kTable = std::to_array<setting>({
              "64 with a knit pool (pooled, auto), 1 in multi mode (docs/server-hosts.md)"},
     {.env = "KNIT_IO", .flag = "--io", .group = server, .kind = choice, .unit = "IO",
      .default_value = "auto", .choices = "auto uring epoll",
-     .help = "How each event loop waits and does its reads and writes: uring an io_uring (one "
-             "system call a turn), epoll Asio's reactor, auto uring where the kernel grants "
-             "it, else epoll; the banner says which runs; multi mode is always epoll "
-             "(docs/server-io.md)"},
+     .help = "How each event loop waits and does its reads and writes: uring an io_uring (a "
+             "turn's reads and writes submitted together), epoll Asio's reactor, auto uring "
+             "where the kernel grants it, else epoll; the banner says which runs; multi mode "
+             "is always epoll (docs/server-io.md)"},
     {.env = "KNIT_AUTO_INLINE_US", .flag = "--auto-inline-us", .group = server, .kind = number,
      .unit = "US", .default_value = "10", .lo = 1, .hi = offload_options::kMaxInlineUs,
      .help = "auto mode: a route moves to the pool once its average CPU cost per call rises "
