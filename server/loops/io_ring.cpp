@@ -63,6 +63,12 @@ std::unique_ptr<io_ring> io_ring::open(net::io_context& io, std::string& why_not
     why_not = "the kernel may drop completions (no IORING_FEAT_NODROP: before Linux 5.5)";
     return nullptr;
   }
+  // The reactor's multishot poll came with Linux 5.13, as did this feature bit; without it
+  // the poll would fail at every re-arm.
+  if (!(r->ring_.features & IORING_FEAT_RSRC_TAGS)) {
+    why_not = "the kernel has no multishot poll (before Linux 5.13)";
+    return nullptr;
+  }
   io_uring_probe* probe = io_uring_get_probe_ring(&r->ring_);
   if (probe == nullptr) {
     why_not = "the kernel cannot list its io_uring operations (before Linux 5.6)";

@@ -9,7 +9,8 @@
 //     it), without them where refused (EINVAL), and no ring at all where io_uring_setup is
 //     refused (ENOSYS: not built in; EPERM: a seccomp filter, kernel.io_uring_disabled) or a
 //     needed operation is missing (IORING_OP_RECV, SENDMSG, POLL_ADD, ASYNC_CANCEL): open
-//     returns null and says why, and the loop runs Asio's own run() (epoll).
+//     returns null and says why, and the loop runs Asio's own run() (epoll). So does a kernel
+//     before 5.13 (no multishot poll).
 //   One multishot IORING_OP_POLL_ADD watches Asio's reactor descriptor (reactor_fd), re-armed
 //     whenever its completion lacks IORING_CQE_F_MORE.
 //   A turn, run inside a handler of io.run() on the loop's thread (so that what the
