@@ -471,9 +471,7 @@ bool session::next_request_is_cheap() const {
 void session::write_response(bool close) {
   // The responses held back (batch_), then this one's head and body, in one gathering write.
   // HEAD: the same head, Content-Length included, and no body.
-  const std::array<net::const_buffer, 3> buffers{
-      net::buffer(batch_), net::buffer(head_),
-      head_only_ ? net::const_buffer() : net::buffer(res_.body)};
+  const response_pieces buffers = pieces();
   const std::size_t total = net::buffer_size(buffers);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
 
@@ -514,10 +512,8 @@ void session::ring_write_done(std::shared_ptr<void> owner, int result) {
 
 void session::write_rest(bool close, std::size_t sent) {
   // The rest when the socket can take it.
-  const std::array<net::const_buffer, 3> buffers{
-      net::buffer(batch_), net::buffer(head_),
-      head_only_ ? net::const_buffer() : net::buffer(res_.body)};
-  beast::buffers_suffix<std::array<net::const_buffer, 3>> rest(buffers);
+  const response_pieces buffers = pieces();
+  beast::buffers_suffix<response_pieces> rest(buffers);
   rest.consume(sent);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
   exec_.start(
@@ -525,6 +521,11 @@ void session::write_rest(bool close, std::size_t sent) {
         net::async_write(socket_, rest, std::forward<decltype(handler)>(handler));
       },
       beast::bind_front_handler(&session::on_write, shared_from_this(), close));
+}
+
+session::response_pieces session::pieces() const noexcept {
+  return {net::buffer(batch_), net::buffer(head_),
+          head_only_ ? net::const_buffer() : net::buffer(res_.body)};
 }
 
 void session::record_response() noexcept {

@@ -200,6 +200,10 @@ class session : public std::enable_shared_from_this<session> {
   // Whether the next request, whole in buffer_ already, is one answered on this thread at once
   // (its route is not heavy): then the current response waits in batch_ for it.
   bool next_request_is_cheap() const;
+  // What write_response writes: the responses held back (batch_), this one's head and its
+  // body (none for HEAD).
+  using response_pieces = std::array<boost::asio::const_buffer, 3>;
+  response_pieces pieces() const noexcept;
   void write_response(bool close);
   // What write_response's first write left (`sent` bytes of it are out): async_write.
   void write_rest(bool close, std::size_t sent);
