@@ -5,6 +5,8 @@
 #include "loops/reactor_wake.hpp"
 
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 namespace {
@@ -161,6 +164,42 @@ TEST_F(ReactorWake, ATimerWakesTheLoopWithoutAnArm) {
   EXPECT_TRUE(readable_within(fd_, 2000));
   io_.poll();
   EXPECT_TRUE(fired);
+}
+
+// More descriptors ready than one epoll_wait hands back (Asio asks for 128 events): poll()
+// runs the reactor again each time its task comes back to the front of the queue, until a
+// run finds nothing, so one poll() empties epoll's ready list. Nothing is left linked there
+// (Asio's interrupter included), and an arm after it is woken by a foreign post as on a quiet
+// loop. A poll() that ran the reactor only once would leave 172 waits unrun here, and the
+// interrupter's EPOLL_CTL_MOD would wake no one while it stayed on the list.
+TEST_F(ReactorWake, OnePollEmptiesAReadyListLongerThanOneEpollWait) {
+  constexpr int kDescriptors = 300;
+  std::vector<net::posix::stream_descriptor> descriptors;
+  descriptors.reserve(kDescriptors);
+  int ran = 0;
+  for (int i = 0; i < kDescriptors; ++i) {
+    const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    descriptors.emplace_back(io_, fd);
+    descriptors.back().async_wait(net::posix::stream_descriptor::wait_read,
+                                  [&ran](boost::system::error_code ec) { ran += ec ? 0 : 1; });
+  }
+  io_.poll();  // registers the waits; none is ready
+  ASSERT_EQ(ran, 0);
+  for (auto& d : descriptors) {
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(d.native_handle(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  }
+  ASSERT_TRUE(readable_within(fd_, 0));
+  io_.poll();
+  EXPECT_EQ(ran, kDescriptors);
+  EXPECT_FALSE(readable_within(fd_, 0)) << "entries left on epoll's ready list";
+  ASSERT_TRUE(arm_reactor_wake(io_));
+  bool posted_ran = false;
+  post_from_another_thread(io_, [&posted_ran] { posted_ran = true; });
+  EXPECT_TRUE(readable_within(fd_, 2000));
+  io_.poll();
+  EXPECT_TRUE(posted_ran);
 }
 
 // The loop of a thread that blocks on the descriptor (as one waiting in an io_uring does),
