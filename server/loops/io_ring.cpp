@@ -201,8 +201,9 @@ void io_ring::cancel(ring_op& op) noexcept {
 void io_ring::complete(const io_uring_cqe& cqe) {
   if (cqe.user_data == kCancel) return;
   if (cqe.user_data == kReactorPoll) {
-    // Asio has something: the next turn's poll() runs it. Re-armed when the kernel ended
-    // the multishot poll (an error, or a full CQ).
+    // Asio's reactor has something: the next turn's poll runs it. Re-armed when the kernel
+    // ended the multishot poll (an error, or a full CQ).
+    reactor_due_ = true;
     if (!(cqe.flags & IORING_CQE_F_MORE)) arm_reactor_poll();
     return;
   }
@@ -215,7 +216,13 @@ void io_ring::complete(const io_uring_cqe& cqe) {
 
 void io_ring::turns(net::io_context& io) {
   while (!io.stopped()) {
-    poll_inside_handler(io);  // io.poll(), keeping count of what the last turn posted
+    // io.poll(), keeping count of what the last turn posted; without the reactor's
+    // epoll_wait when its descriptor has not become readable since the last one.
+    if (std::exchange(reactor_due_, false)) {
+      poll_inside_handler(io);
+    } else {
+      poll_queued_inside_handler(io);
+    }
     if (io.stopped()) return;
     const int rc = arm_reactor_wake(io) ? io_uring_submit_and_wait(&ring_, 1)
                                         : io_uring_submit_and_get_events(&ring_);
@@ -240,6 +247,7 @@ void io_ring::run(net::io_context& io, log_writer& err) {
       // would run nested inside the first's poll()).
       if (!turns_queued_) {
         turns_queued_ = true;
+        reactor_due_ = true;  // the first turn (or the first after a throw) asks the reactor
         net::post(io, [this, &io] {
           turns_queued_ = false;
           turns(io);

@@ -15,7 +15,9 @@
 //     whenever its completion lacks IORING_CQE_F_MORE.
 //   A turn, run inside a handler of io.run() on the loop's thread (so that what the
 //   completions post stays on this thread's queue, with no interrupt):
-//     1. io.poll(): Asio's ready handlers, its reactor once without waiting (epoll_wait 0);
+//     1. io.poll(): Asio's ready handlers, and its reactor without waiting (epoll_wait 0)
+//        only when the reactor's descriptor became readable since the last turn that ran
+//        it (poll_queued_inside_handler otherwise: nothing there to find);
 //     2. arm_reactor_wake(io): when nothing is queued, a post from another thread or a stop
 //        will make the reactor descriptor readable from now on (reactor_wake.hpp);
 //     3. armed: io_uring_submit_and_wait(1), one system call that submits every operation
@@ -120,6 +122,9 @@ class io_ring {
   bool ready_ = false;  // ring_ was set up (the destructor closes it)
   bool deferred_ = false;
   bool turns_queued_ = false;  // run(): the turns' handler is posted and has not started
+  // The reactor's descriptor became readable (its poll's completion) since the last turn
+  // that ran the reactor: the next turn's poll runs it.
+  bool reactor_due_ = true;
   int reactor_fd_ = -1;
   ring_op* pending_ = nullptr;  // every submitted, not yet completed operation
   std::size_t pending_count_ = 0;

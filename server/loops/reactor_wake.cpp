@@ -3,6 +3,8 @@
 #include "loops/reactor_wake.hpp"
 
 #if KNIT_REACTOR_WAKE
+#include "loops/asio_private.hpp"
+
 #include <boost/asio/detail/call_stack.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/op_queue.hpp>
@@ -12,45 +14,38 @@
 namespace knit_server {
 
 #if KNIT_REACTOR_WAKE
-namespace {
-
 namespace detail = boost::asio::detail;
 
-// A private member, named without access checks: they do not apply to the template
-// arguments of an explicit instantiation ([temp.spec.general]), and the friend function the
-// instantiation defines hands the member pointer out. One tag per member.
-template <class Tag, typename Tag::type Member>
-struct private_member {
-  friend typename Tag::type member_of(Tag) { return Member; }
-};
-
+// The members reached (asio_private.hpp).
+namespace asio_private {
 struct scheduler_mutex {
-  using type = detail::conditionally_enabled_mutex detail::scheduler::*;
-  friend type member_of(scheduler_mutex);
+  friend auto member_of(scheduler_mutex);
 };
 struct scheduler_queue {
-  using type = detail::op_queue<detail::scheduler_operation> detail::scheduler::*;
-  friend type member_of(scheduler_queue);
+  friend auto member_of(scheduler_queue);
 };
 struct scheduler_task {
-  using type = detail::scheduler_task* detail::scheduler::*;
-  friend type member_of(scheduler_task);
+  friend auto member_of(scheduler_task);
+};
+struct scheduler_task_operation {
+  friend auto member_of(scheduler_task_operation);
 };
 struct scheduler_task_interrupted {
-  using type = bool detail::scheduler::*;
-  friend type member_of(scheduler_task_interrupted);
+  friend auto member_of(scheduler_task_interrupted);
 };
 struct reactor_epoll_fd {
-  using type = int detail::epoll_reactor::*;
-  friend type member_of(reactor_epoll_fd);
+  friend auto member_of(reactor_epoll_fd);
 };
+template struct member<scheduler_mutex, &detail::scheduler::mutex_>;
+template struct member<scheduler_queue, &detail::scheduler::op_queue_>;
+template struct member<scheduler_task, &detail::scheduler::task_>;
+template struct member<scheduler_task_operation, &detail::scheduler::task_operation_>;
+template struct member<scheduler_task_interrupted, &detail::scheduler::task_interrupted_>;
+template struct member<reactor_epoll_fd, &detail::epoll_reactor::epoll_fd_>;
+}  // namespace asio_private
 
-template struct private_member<scheduler_mutex, &detail::scheduler::mutex_>;
-template struct private_member<scheduler_queue, &detail::scheduler::op_queue_>;
-template struct private_member<scheduler_task, &detail::scheduler::task_>;
-template struct private_member<scheduler_task_interrupted, &detail::scheduler::task_interrupted_>;
-template struct private_member<reactor_epoll_fd, &detail::epoll_reactor::epoll_fd_>;
-
+namespace {
+using namespace asio_private;
 }  // namespace
 
 int reactor_fd(boost::asio::io_context& io) {
@@ -90,8 +85,43 @@ std::size_t poll_inside_handler(boost::asio::io_context& io) {
   }
   return io.poll();
 }
+
+std::size_t poll_queued_inside_handler(boost::asio::io_context& io) {
+  auto& sched = boost::asio::use_service<detail::scheduler>(io);
+  auto& mutex = sched.*member_of(scheduler_mutex{});
+  auto& queue = sched.*member_of(scheduler_queue{});
+  detail::scheduler_operation* const task = &(sched.*member_of(scheduler_task_operation{}));
+  {
+    detail::conditionally_enabled_mutex::scoped_lock lock(mutex);
+    // Disarmed, as the reactor's run would leave it (fact 2): the loop is not blocked now, and
+    // a poster need not interrupt it.
+    sched.*member_of(scheduler_task_interrupted{}) = true;
+    // The reactor's task is at the front between turns (nothing is queued before it: posts
+    // from this thread wait on its private queue, other threads' behind it). Anywhere else,
+    // or not there: a full poll, which puts the queue back in that order.
+    if (sched.*member_of(scheduler_task{}) == nullptr || queue.front() != task) {
+      lock.unlock();
+      return poll_inside_handler(io);
+    }
+    queue.pop();
+  }
+  // Put back at the end even if a handler throws: without it the reactor would never run
+  // again.
+  struct put_back {
+    detail::conditionally_enabled_mutex& mutex;
+    detail::op_queue<detail::scheduler_operation>& queue;
+    detail::scheduler_operation* task;
+    ~put_back() {
+      detail::conditionally_enabled_mutex::scoped_lock lock(mutex);
+      queue.push(task);
+    }
+  } on_exit{mutex, queue, task};
+  // With no task queued, poll() runs handlers until the queue is empty and never the reactor.
+  return poll_inside_handler(io);
+}
 #else
 std::size_t poll_inside_handler(boost::asio::io_context& io) { return io.poll(); }
+std::size_t poll_queued_inside_handler(boost::asio::io_context& io) { return io.poll(); }
 int reactor_fd(boost::asio::io_context&) { return -1; }
 bool arm_reactor_wake(boost::asio::io_context&) { return false; }
 #endif

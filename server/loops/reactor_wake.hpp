@@ -41,6 +41,18 @@
 //   what is left in the count (nothing, or what was posted after the last poll) when it
 //   returns.
 //
+//   Fact 4 (same file, do_poll_one): poll() runs the reactor (epoll_wait(…, 0)) each time the
+//     reactor's task comes to the front of the queue, and again until a run finds nothing; it
+//     returns when the queue is empty or holds only the task. Between a loop's turns the task
+//     is at the front (task_cleanup puts it at the end after each run; this thread's posts
+//     wait on its private queue, other threads' go behind it).
+//   poll_queued_inside_handler(io) runs what is queued without the reactor's epoll_wait, for a
+//   loop that knows reactor_fd has not become readable since the last poll (nothing for the
+//   reactor to find): it takes the task out of the queue under the scheduler's mutex, polls,
+//   and puts it back at the end (also when a handler throws). It disarms as the reactor's run
+//   would (task_interrupted_ true). Anywhere but at the front, the task is left alone and the
+//   poll is a full one.
+//
 // Only for the Asio this was read against (Boost 1.81, the epoll reactor on Linux):
 // kReactorWakeActive is false anywhere else, and a loop that needs it must wait in Asio's
 // own run() instead. tests/server/reactor_wake_test.cpp forces both interleavings (a post
@@ -74,6 +86,10 @@ int reactor_fd(boost::asio::io_context& io);
 // without losing count of the work that handler posted (fact 3). Where !kReactorWakeActive,
 // io.poll().
 std::size_t poll_inside_handler(boost::asio::io_context& io);
+
+// poll_inside_handler without running the reactor (fact 4): for a turn after which
+// reactor_fd(io) has not become readable. Where !kReactorWakeActive, io.poll().
+std::size_t poll_queued_inside_handler(boost::asio::io_context& io);
 
 // On io's one loop thread, after io.poll() and before blocking until reactor_fd(io) is
 // readable: true when nothing is ready and any later post from another thread, or a stop,

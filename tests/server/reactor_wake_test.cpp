@@ -10,14 +10,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 namespace {
@@ -200,6 +201,95 @@ TEST_F(ReactorWake, OnePollEmptiesAReadyListLongerThanOneEpollWait) {
   EXPECT_TRUE(readable_within(fd_, 2000));
   io_.poll();
   EXPECT_TRUE(posted_ran);
+}
+
+// Makes `count` eventfds readable, each with an Asio wait on it that counts into `ran`;
+// returns once the reactor's descriptor reports them (none of the waits has run yet).
+std::vector<net::posix::stream_descriptor> ready_waits(net::io_context& io, int reactor, int count,
+                                                       int& ran) {
+  std::vector<net::posix::stream_descriptor> waits;
+  waits.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    waits.emplace_back(io, ::eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC));
+    waits.back().async_wait(net::posix::stream_descriptor::wait_read,
+                            [&ran](boost::system::error_code ec) { ran += ec ? 0 : 1; });
+  }
+  EXPECT_TRUE(readable_within(reactor, 2000));
+  return waits;
+}
+
+// Fact 4: poll_queued_inside_handler runs what is queued and not the reactor: a ready
+// descriptor waits for the next full poll (taking the reactor's task out is what keeps
+// poll() from running it: without that, the wait runs here).
+TEST_F(ReactorWake, PollQueuedRunsPostsButNotTheReactor) {
+  int waits_ran = 0;
+  auto waits = ready_waits(io_, fd_, 1, waits_ran);
+  bool posted_ran = false;
+  net::post(io_, [&posted_ran] { posted_ran = true; });
+  knit_server::poll_queued_inside_handler(io_);
+  EXPECT_TRUE(posted_ran);
+  EXPECT_EQ(waits_ran, 0);
+  EXPECT_TRUE(readable_within(fd_, 0));  // still on epoll's list: no epoll_wait took it
+  EXPECT_TRUE(arm_reactor_wake(io_));    // the task is back, alone in the queue
+  io_.poll();
+  EXPECT_EQ(waits_ran, 1);
+}
+
+// A handler that throws out of poll_queued_inside_handler leaves the reactor's task queued
+// again: the next poll runs the reactor (without the put-back on the way out, it never would).
+TEST_F(ReactorWake, PollQueuedPutsTheReactorBackWhenAHandlerThrows) {
+  net::post(io_, [] { throw std::runtime_error("a handler's error"); });
+  EXPECT_THROW(knit_server::poll_queued_inside_handler(io_), std::runtime_error);
+  int waits_ran = 0;
+  auto waits = ready_waits(io_, fd_, 1, waits_ran);
+  io_.poll();
+  EXPECT_EQ(waits_ran, 1);
+}
+
+// Where the reactor's task is not at the front of the queue (a handler before it), the poll is
+// a full one: nothing queued is skipped or lost (taking the front for the task would drop that
+// handler, and leave the task queued twice).
+TEST_F(ReactorWake, PollQueuedWithTheTaskBehindAHandlerPollsInFull) {
+  int waits_ran = 0;
+  auto waits = ready_waits(io_, fd_, 2, waits_ran);
+  // The reactor's run queues both waits' descriptors before its task; poll_one runs the
+  // first and leaves the second in front of the task.
+  ASSERT_EQ(io_.poll_one(), 1u);
+  ASSERT_EQ(waits_ran, 1);
+  knit_server::poll_queued_inside_handler(io_);
+  EXPECT_EQ(waits_ran, 2);
+  EXPECT_TRUE(arm_reactor_wake(io_));
+}
+
+// After an arm, a turn that runs only the queue disarms as the reactor's run would: the loop
+// is not blocked, and another thread's post interrupts nothing.
+TEST_F(ReactorWake, PollQueuedDisarms) {
+  ASSERT_TRUE(arm_reactor_wake(io_));
+  knit_server::poll_queued_inside_handler(io_);
+  bool ran = false;
+  post_from_another_thread(io_, [&ran] { ran = true; });
+  EXPECT_FALSE(readable_within(fd_, 100));
+  knit_server::poll_queued_inside_handler(io_);
+  EXPECT_TRUE(ran);
+}
+
+// Inside a handler of run(), turn after turn (as io_ring's turns): what the handler posts is
+// counted with it, as with poll_inside_handler, and the loop keeps running.
+TEST_F(ReactorWake, PollQueuedInsideAHandlerKeepsCount) {
+  int ran = 0;
+  bool stopped_inside = false;
+  net::post(io_, [this, &ran, &stopped_inside] {
+    for (int turn = 0; turn < 100; ++turn) {
+      net::post(io_, [this, &ran] { net::post(io_, [&ran] { ++ran; }); });
+      knit_server::poll_queued_inside_handler(io_);
+      if (io_.stopped()) break;
+    }
+    stopped_inside = io_.stopped();
+  });
+  io_.run_one();
+  EXPECT_FALSE(stopped_inside);
+  EXPECT_EQ(ran, 100);
+  EXPECT_TRUE(arm_reactor_wake(io_));
 }
 
 // The loop of a thread that blocks on the descriptor (as one waiting in an io_uring does),
