@@ -157,7 +157,7 @@ void session::check_head() {
     return ring_->recv(ring_read_, socket_.native_handle(), into.data(), into.size(),
                        shared_from_this());
   }
-  exec_.start(
+  start_asio(
       [this, room](auto&& handler) {
         // A drained_buffer: after a read that emptied the socket the next one waits for epoll
         // (drained_read.hpp).
@@ -204,7 +204,7 @@ void session::on_read_header(beast::error_code ec, std::size_t bytes) {
     const std::array<net::const_buffer, 2> buffers{net::buffer(batch_),
                                                    net::buffer(kContinue.data(), kContinue.size())};
     server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
-    exec_.start(
+    start_asio(
         [this, &buffers](auto&& handler) {
           net::async_write(socket_, buffers, std::forward<decltype(handler)>(handler));
         },
@@ -235,7 +235,7 @@ void session::do_read_body() {
   if (ec || parser_->is_done()) return on_read(ec, 0);
 
   // Read the rest of the message into the parser's string body.
-  exec_.start(
+  start_asio(
       [this](auto&& handler) {
         http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));
       },
@@ -279,7 +279,7 @@ void session::end_with_batch() {
   phase_ = phase::writing;
   set_deadline(deadline_after(server_.config().idle_timeout));
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
-  exec_.start(
+  start_asio(
       [this](auto&& handler) {
         net::async_write(socket_, net::buffer(batch_), std::forward<decltype(handler)>(handler));
       },
@@ -516,7 +516,7 @@ void session::write_rest(bool close, std::size_t sent) {
   beast::buffers_suffix<response_pieces> rest(buffers);
   rest.consume(sent);
   server_.counters().writes.fetch_add(1, std::memory_order_relaxed);
-  exec_.start(
+  start_asio(
       [this, &rest](auto&& handler) {
         net::async_write(socket_, rest, std::forward<decltype(handler)>(handler));
       },
@@ -551,7 +551,9 @@ void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) 
   // no request already received waits to be answered.
   if (close || (server_.stopping() && !next_request_received())) return do_close();
 
-  // Keep-alive: read the next request (it may already be waiting in buffer_).
+  // Keep-alive: read the next request (it may already be waiting in buffer_). The ring
+  // reads it: Asio's reactor need not hear of this socket until an Asio operation needs it.
+  if (ring_ != nullptr && in_reactor_) in_reactor_ = !leave_reactor(socket_);
   release_large_buffers();
   publish_buffered_bytes();
   // Written at once (write_response) with the next request already in buffer_ (pipelined):

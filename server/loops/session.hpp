@@ -31,6 +31,7 @@
 #include "limits/write_budget.hpp"
 #include "loops/connection_executor.hpp"
 #include "loops/io_ring.hpp"
+#include "loops/reactor_membership.hpp"
 #include "placement/heavy_job.hpp"
 #include "placement/heavy_outcome.hpp"
 
@@ -212,6 +213,22 @@ class session : public std::enable_shared_from_this<session> {
   static void ring_write_done(std::shared_ptr<void> owner, int result);
   // Cancels the ring's pending read or write (as socket_.cancel() cancels Asio's).
   void cancel_ring_ops() noexcept;
+  // Starts an Asio operation on socket_ (exec_.start), first putting the socket back in
+  // Asio's epoll set if the ring took it out (reactor_membership.hpp). Where that fails the
+  // socket is closed first: the operation then ends at once with an error, and so does the
+  // connection.
+  template <class Initiate, class Handler>
+  void start_asio(Initiate&& initiate, Handler&& handler) {
+    if (!in_reactor_) {
+      in_reactor_ = true;
+      if (rejoin_reactor(socket_)) {
+        cancel_ring_ops();
+        boost::beast::error_code ignored;
+        socket_.close(ignored);
+      }
+    }
+    exec_.start(std::forward<Initiate>(initiate), std::forward<Handler>(handler));
+  }
   void record_response() noexcept;
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
   void release_large_buffers() noexcept;
@@ -236,6 +253,10 @@ class session : public std::enable_shared_from_this<session> {
   std::array<iovec, 3> ring_iov_{};
   std::size_t ring_total_ = 0;
   bool ring_close_ = false;
+  // Whether socket_ is in Asio's epoll set (as Asio put it at the accept). The ring takes a
+  // keep-alive connection out after its first response (one epoll_ctl per connection, none
+  // for a connection that closes after one request), start_asio puts it back.
+  bool in_reactor_ = true;
   // Where every handler of this connection runs, one at a time.
   connection_executor exec_;
   // The read buffer, reused for every request on the connection, never larger than

@@ -193,7 +193,7 @@ void session::do_close() {
 void session::do_linger() {
   // prepare() without commit() hands out the same bytes every time: discarding costs no
   // memory beyond one chunk.
-  exec_.start(
+  start_asio(
       [this](auto&& handler) {
         socket_.async_read_some(buffer_.prepare(kLingerChunk),
                                 std::forward<decltype(handler)>(handler));
