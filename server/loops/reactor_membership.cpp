@@ -37,9 +37,9 @@ struct state_queues {
 struct membership_epoll_fd {
   friend auto member_of(membership_epoll_fd);
 };
-template struct member<socket_impl, &boost::asio::basic_socket<
-                                        boost::asio::ip::tcp,
-                                        boost::asio::io_context::executor_type>::impl_>;
+template struct member<socket_impl,
+                       &boost::asio::basic_socket<boost::asio::ip::tcp,
+                                                  boost::asio::io_context::executor_type>::impl_>;
 template struct member<state_reactor, &descriptor_state::reactor_>;
 template struct member<state_events, &descriptor_state::registered_events_>;
 template struct member<state_queues, &descriptor_state::op_queue_>;

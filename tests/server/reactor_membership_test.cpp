@@ -22,10 +22,10 @@
 namespace {
 
 namespace net = boost::asio;
-using net::ip::tcp;
 using knit_server::leave_reactor;
 using knit_server::reactor_socket;
 using knit_server::rejoin_reactor;
+using net::ip::tcp;
 
 bool readable_within(int fd, int ms) {
   pollfd p{fd, POLLIN, 0};
