@@ -25,37 +25,28 @@ namespace asio_private {
 struct socket_impl {
   friend auto member_of(socket_impl);
 };
-struct state_reactor {
-  friend auto member_of(state_reactor);
-};
 struct state_events {
   friend auto member_of(state_events);
 };
 struct state_queues {
   friend auto member_of(state_queues);
 };
-struct membership_epoll_fd {
-  friend auto member_of(membership_epoll_fd);
-};
 template struct member<socket_impl,
                        &boost::asio::basic_socket<boost::asio::ip::tcp,
                                                   boost::asio::io_context::executor_type>::impl_>;
-template struct member<state_reactor, &descriptor_state::reactor_>;
 template struct member<state_events, &descriptor_state::registered_events_>;
 template struct member<state_queues, &descriptor_state::op_queue_>;
-template struct member<membership_epoll_fd, &detail::epoll_reactor::epoll_fd_>;
 }  // namespace asio_private
 
 namespace {
 
 using namespace asio_private;
 
+// The reactor's epoll set, as reactor_wake finds it (the socket's io_context has its reactor).
+int epoll_fd_of(reactor_socket& s) noexcept { return reactor_fd(s.get_executor().context()); }
+
 descriptor_state* state_of(reactor_socket& s) noexcept {
   return (s.*member_of(socket_impl{})).get_implementation().reactor_data_;
-}
-
-int epoll_fd_of(descriptor_state& state) noexcept {
-  return (*(state.*member_of(state_reactor{}))).*member_of(membership_epoll_fd{});
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ bool leave_reactor(reactor_socket& s) noexcept {
   for (const auto& queue : state->*member_of(state_queues{})) {
     if (!queue.empty()) return false;
   }
-  return ::epoll_ctl(epoll_fd_of(*state), EPOLL_CTL_DEL, s.native_handle(), nullptr) == 0;
+  return ::epoll_ctl(epoll_fd_of(s), EPOLL_CTL_DEL, s.native_handle(), nullptr) == 0;
 }
 
 boost::system::error_code rejoin_reactor(reactor_socket& s) noexcept {
@@ -75,8 +66,7 @@ boost::system::error_code rejoin_reactor(reactor_socket& s) noexcept {
   epoll_event ev{};
   ev.events = state->*member_of(state_events{});
   ev.data.ptr = state;
-  if (::epoll_ctl(epoll_fd_of(*state), EPOLL_CTL_ADD, s.native_handle(), &ev) == 0 ||
-      errno == EEXIST) {
+  if (::epoll_ctl(epoll_fd_of(s), EPOLL_CTL_ADD, s.native_handle(), &ev) == 0 || errno == EEXIST) {
     return {};
   }
   return {errno, boost::system::system_category()};
