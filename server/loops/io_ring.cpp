@@ -216,16 +216,18 @@ void io_ring::complete(const io_uring_cqe& cqe) {
 
 void io_ring::turns(net::io_context& io) {
   while (!io.stopped()) {
-    // io.poll(), keeping count of what the last turn posted; without the reactor's
-    // epoll_wait when its descriptor has not become readable since the last one.
+    // io.poll(), keeping count of what the last turn posted, with one epoll_wait of the
+    // reactor when its descriptor became readable since the last (or that one may have left
+    // descriptors on epoll's list), none otherwise.
     if (std::exchange(reactor_due_, false)) {
-      poll_inside_handler(io);
+      reactor_due_ = poll_reactor_once_inside_handler(io).may_have_left;
     } else {
       poll_queued_inside_handler(io);
     }
     if (io.stopped()) return;
-    const int rc = arm_reactor_wake(io) ? io_uring_submit_and_wait(&ring_, 1)
-                                        : io_uring_submit_and_get_events(&ring_);
+    const bool wait = !reactor_due_ && arm_reactor_wake(io);
+    const int rc =
+        wait ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit_and_get_events(&ring_);
     // EINTR: a signal; EBUSY/EAGAIN: completions must be reaped first (below).
     if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
       throw std::system_error(-rc, std::generic_category(), "io_uring_enter");

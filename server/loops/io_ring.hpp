@@ -15,11 +15,13 @@
 //     whenever its completion lacks IORING_CQE_F_MORE.
 //   A turn, run inside a handler of io.run() on the loop's thread (so that what the
 //   completions post stays on this thread's queue, with no interrupt):
-//     1. io.poll(): Asio's ready handlers, and its reactor without waiting (epoll_wait 0)
-//        only when the reactor's descriptor became readable since the last turn that ran
-//        it (poll_queued_inside_handler otherwise: nothing there to find);
-//     2. arm_reactor_wake(io): when nothing is queued, a post from another thread or a stop
-//        will make the reactor descriptor readable from now on (reactor_wake.hpp);
+//     1. io.poll(): Asio's ready handlers, and its reactor without waiting (one epoll_wait
+//        0, poll_reactor_once_inside_handler) only when the reactor's descriptor became
+//        readable since the last turn that ran it, or that run may have left descriptors on
+//        epoll's list (a full batch); poll_queued_inside_handler otherwise: nothing there;
+//     2. unless the reactor must run again, arm_reactor_wake(io): when nothing is queued, a
+//        post from another thread or a stop will make the reactor descriptor readable from
+//        now on (reactor_wake.hpp);
 //     3. armed: io_uring_submit_and_wait(1), one system call that submits every operation
 //        the last turn queued and waits for a completion; not armed (a handler is queued):
 //        io_uring_submit_and_get_events, which does not wait;
@@ -123,7 +125,8 @@ class io_ring {
   bool deferred_ = false;
   bool turns_queued_ = false;  // run(): the turns' handler is posted and has not started
   // The reactor's descriptor became readable (its poll's completion) since the last turn
-  // that ran the reactor: the next turn's poll runs it.
+  // that ran the reactor, or that run took a full batch: the next turn runs it (and does not
+  // wait before).
   bool reactor_due_ = true;
   int reactor_fd_ = -1;
   ring_op* pending_ = nullptr;  // every submitted, not yet completed operation

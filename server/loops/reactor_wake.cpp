@@ -119,9 +119,35 @@ std::size_t poll_queued_inside_handler(boost::asio::io_context& io) {
   // With no task queued, poll() runs handlers until the queue is empty and never the reactor.
   return poll_inside_handler(io);
 }
+
+reactor_pass poll_reactor_once_inside_handler(boost::asio::io_context& io) {
+  auto& sched = boost::asio::use_service<detail::scheduler>(io);
+  detail::scheduler_task* const reactor = sched.*member_of(scheduler_task{});
+  if (reactor == nullptr) return {poll_inside_handler(io), false};  // nothing to wait in
+  // What the scheduler does when the reactor's task reaches the front (do_poll_one, then
+  // task_cleanup): one run without waiting, its operations queued for this thread. Inside a
+  // handler they go to its private queue (post_deferred_completions), which the poll below
+  // moves to the main queue, as a nested poll does; no work is counted for them, as none is
+  // there (the operations counted theirs when they started).
+  detail::op_queue<detail::scheduler_operation> ready;
+  reactor->run(0, ready);
+  // Each descriptor comes back from epoll_wait at most once, and the run turns every event but
+  // its interrupter's and its timerfd's into one operation (timers that expired add more): a
+  // run that took a full batch made at least kAsioEpollBatch - 2 of them.
+  std::size_t made = 0;
+  for (detail::scheduler_operation* op = ready.front(); op != nullptr;
+       op = detail::op_queue_access::next(op)) {
+    ++made;
+  }
+  sched.post_deferred_completions(ready);
+  return {poll_queued_inside_handler(io), made + 2 >= kAsioEpollBatch};
+}
 #else
 std::size_t poll_inside_handler(boost::asio::io_context& io) { return io.poll(); }
 std::size_t poll_queued_inside_handler(boost::asio::io_context& io) { return io.poll(); }
+reactor_pass poll_reactor_once_inside_handler(boost::asio::io_context& io) {
+  return {io.poll(), false};
+}
 int reactor_fd(boost::asio::io_context&) { return -1; }
 bool arm_reactor_wake(boost::asio::io_context&) { return false; }
 #endif

@@ -53,6 +53,18 @@
 //   would (task_interrupted_ true). Anywhere but at the front, the task is left alone and the
 //   poll is a full one.
 //
+//   Fact 5 (detail/impl/epoll_reactor.ipp, run): one run of the reactor is one epoll_wait of at
+//     most 128 events (kAsioEpollBatch). A run that finds something is followed by a second
+//     one in the same poll (fact 4) that usually finds nothing: two epoll_waits for every
+//     readiness a loop is woken for.
+//   poll_reactor_once_inside_handler(io) runs the reactor once (one epoll_wait(…, 0)), queues
+//   what it found, and runs the queue as poll_queued_inside_handler does, without a second
+//   run. When that run may have taken a full batch (more ready descriptors may wait on
+//   epoll's list, and no new wake comes for them) it says so, and the caller must run the
+//   reactor again before it blocks. A run that took less than a batch left nothing on the list
+//   but level-triggered entries (Asio's timerfd), whose next event wakes the descriptor's
+//   pollers again (ep_poll_callback wakes them whether or not the entry is still listed).
+//
 // Only for the Asio this was read against (Boost 1.81, the epoll reactor on Linux):
 // kReactorWakeActive is false anywhere else, and a loop that needs it must wait in Asio's
 // own run() instead. tests/server/reactor_wake_test.cpp forces both interleavings (a post
@@ -90,6 +102,21 @@ std::size_t poll_inside_handler(boost::asio::io_context& io);
 // poll_inside_handler without running the reactor (fact 4): for a turn after which
 // reactor_fd(io) has not become readable. Where !kReactorWakeActive, io.poll().
 std::size_t poll_queued_inside_handler(boost::asio::io_context& io);
+
+// Asio's epoll_wait batch (fact 5).
+inline constexpr std::size_t kAsioEpollBatch = 128;
+
+// What poll_reactor_once_inside_handler did: the handlers it ran, and whether the reactor's
+// run may have left ready descriptors behind (run it again before blocking).
+struct reactor_pass {
+  std::size_t handlers = 0;
+  bool may_have_left = false;
+};
+
+// poll_inside_handler with one run of the reactor instead of runs until one finds nothing
+// (fact 5): for a turn after which reactor_fd(io) became readable. Where !kReactorWakeActive,
+// io.poll() (which drains the reactor itself).
+reactor_pass poll_reactor_once_inside_handler(boost::asio::io_context& io);
 
 // On io's one loop thread, after io.poll() and before blocking until reactor_fd(io) is
 // readable: true when nothing is ready and any later post from another thread, or a stop,

@@ -4,6 +4,7 @@
 #include "loops/io_ring.hpp"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,14 +12,17 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -135,6 +139,47 @@ TEST_F(IoRing, AnotherThreadsPostWakesTheLoop) {
   EXPECT_TRUE(stopped_by_post.load());
   EXPECT_EQ(probe_->result, -ECANCELED) << "woken by the watchdog: the post did not wake the ring";
   watchdog.join();
+}
+
+// More of Asio's descriptors ready at once than one epoll_wait hands back (128): the turn that
+// ran the reactor once knows it may have left some and runs it again before it waits in the
+// ring. Nothing else wakes the ring for them (one completion of its poll reported them all):
+// without that, the loop sleeps with 172 waits ready until the watchdog's stop.
+TEST_F(IoRing, MoreReadyDescriptorsThanOneEpollWaitRunBeforeTheLoopWaits) {
+  constexpr int kDescriptors = 300;
+  std::vector<net::posix::stream_descriptor> waits;
+  waits.reserve(kDescriptors);
+  int ran = 0;
+  for (int i = 0; i < kDescriptors; ++i) {
+    waits.emplace_back(io_, ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    waits.back().async_wait(net::posix::stream_descriptor::wait_read,
+                            [this, &ran](boost::system::error_code ec) {
+                              if (!ec && ++ran == kDescriptors) io_.stop();
+                            });
+  }
+  // All made readable at once from a handler of the loop, once it has waited in the ring (the
+  // reactor's poll submitted): the ring learns of them in one completion.
+  net::steady_timer later(io_, std::chrono::milliseconds(20));
+  later.async_wait([&waits](boost::system::error_code) {
+    const std::uint64_t one = 1;
+    for (auto& w : waits) (void)!::write(w.native_handle(), &one, sizeof one);
+  });
+  std::atomic<bool> done{false};
+  std::atomic<bool> rescued{false};
+  std::thread watchdog([this, &done, &rescued] {
+    for (int i = 0; i < 500 && !done.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!done.load()) {
+      rescued = true;
+      io_.stop();
+    }
+  });
+  ring_->run(io_, err_);
+  done = true;
+  watchdog.join();
+  EXPECT_FALSE(rescued.load()) << ran << " of " << kDescriptors << " waits ran before the stop";
+  EXPECT_EQ(ran, kDescriptors);
 }
 
 // The teardown: an operation still in the kernel is cancelled and waited for, its owner let go,

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -329,3 +330,83 @@ TEST_F(ReactorWake, ALoopBlockedOnTheDescriptorMissesNoForeignPost) {
 }
 
 }  // namespace
+
+// Fact 5: poll_reactor_once_inside_handler runs the reactor once. A wait whose descriptor
+// becomes ready in a handler of that run is left for the next turn (Asio's poll() would run
+// the reactor again and run it at once), still on epoll's list, and the pass says nothing
+// may have been left (a run of one event is no full batch).
+TEST_F(ReactorWake, PollReactorOnceRunsTheReactorOnce) {
+  net::posix::stream_descriptor first(io_, ::eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC));
+  net::posix::stream_descriptor second(io_, ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  bool second_ran = false;
+  first.async_wait(net::posix::stream_descriptor::wait_read, [&second](boost::system::error_code) {
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(second.native_handle(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  });
+  second.async_wait(net::posix::stream_descriptor::wait_read,
+                    [&second_ran](boost::system::error_code ec) { second_ran = !ec; });
+  ASSERT_TRUE(readable_within(fd_, 2000));
+  const knit_server::reactor_pass pass = knit_server::poll_reactor_once_inside_handler(io_);
+  EXPECT_EQ(pass.handlers, 1u);
+  EXPECT_FALSE(pass.may_have_left);
+  EXPECT_FALSE(second_ran);
+  EXPECT_TRUE(readable_within(fd_, 0));  // the second descriptor's event waits on the list
+  EXPECT_TRUE(arm_reactor_wake(io_));    // the reactor's task is back, alone in the queue
+  knit_server::poll_reactor_once_inside_handler(io_);
+  EXPECT_TRUE(second_ran);
+}
+
+// More descriptors ready than one epoll_wait hands back: a pass says it may have left some,
+// and passes until one says not run every wait and leave nothing on epoll's list (a pass
+// that never said so would leave 172 waits unrun, with no new wake coming for them).
+TEST_F(ReactorWake, PollReactorOnceSaysWhenARunMayHaveLeftDescriptors) {
+  constexpr int kDescriptors = 300;
+  int ran = 0;
+  auto waits = ready_waits(io_, fd_, kDescriptors, ran);
+  int passes = 0;
+  knit_server::reactor_pass pass;
+  do {
+    pass = knit_server::poll_reactor_once_inside_handler(io_);
+    ++passes;
+    if (passes == 1) {
+      EXPECT_TRUE(pass.may_have_left);
+      EXPECT_LE(ran, static_cast<int>(knit_server::kAsioEpollBatch));
+    }
+  } while (pass.may_have_left && passes < 10);
+  EXPECT_EQ(ran, kDescriptors);
+  EXPECT_LE(passes, 4);
+  EXPECT_FALSE(readable_within(fd_, 0)) << "entries left on epoll's ready list";
+  ASSERT_TRUE(arm_reactor_wake(io_));
+  bool posted_ran = false;
+  post_from_another_thread(io_, [&posted_ran] { posted_ran = true; });
+  EXPECT_TRUE(readable_within(fd_, 2000));
+  knit_server::poll_reactor_once_inside_handler(io_);
+  EXPECT_TRUE(posted_ran);
+}
+
+// Inside a handler of run(), turn after turn (as io_ring's turns): the operations one run
+// finds and what their handlers post are counted as the reactor's own run counts them, and
+// the loop keeps running.
+TEST_F(ReactorWake, PollReactorOnceInsideAHandlerKeepsCount) {
+  int ran = 0;
+  bool stopped_inside = false;
+  std::vector<net::posix::stream_descriptor> waits;
+  waits.reserve(100);
+  net::post(io_, [this, &ran, &stopped_inside, &waits] {
+    for (int turn = 0; turn < 100; ++turn) {
+      waits.emplace_back(io_, ::eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC));
+      waits.back().async_wait(net::posix::stream_descriptor::wait_read,
+                              [this, &ran](boost::system::error_code ec) {
+                                if (!ec) net::post(io_, [&ran] { ++ran; });
+                              });
+      if (!readable_within(fd_, 2000)) break;
+      knit_server::poll_reactor_once_inside_handler(io_);
+      if (io_.stopped()) break;
+    }
+    stopped_inside = io_.stopped();
+  });
+  io_.run_one();
+  EXPECT_FALSE(stopped_inside);
+  EXPECT_EQ(ran, 100);
+  EXPECT_TRUE(arm_reactor_wake(io_));
+}
