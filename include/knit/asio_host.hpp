@@ -4,7 +4,9 @@
 // How the loop learns about results: the pool's completion eventfd is wrapped in a
 // posix::stream_descriptor and waited on with async_wait(wait_read) only while calls are
 // pending, so an idle pool keeps no work on the io_context (run() can return), and a busy
-// one costs one eventfd read per batch of results (the workers coalesce their writes).
+// one costs one eventfd read per batch of results (the workers coalesce their writes). A
+// loop that waits somewhere else (an io_uring) may take that watch over
+// (hand_over_completion_watch) and call completions_ready() when the descriptor fires.
 // Deadlines (call_options::timeout) are enforced by one steady_timer on the earliest one.
 // With lending on (pool_options::lend_after) that timer is left armed when the pool goes
 // idle if it fires within lend_after: a loop serving a stream of calls then re-arms it
@@ -108,6 +110,48 @@ class asio_host {
   /// io_context). Any thread may ask.
   bool on_its_thread() const noexcept { return thread_ == std::this_thread::get_id(); }
 
+  /// Hands the watch on this host's completion descriptor to the caller's own loop (one that
+  /// waits in an io_uring, say, and polls the descriptor there at no system call per wake):
+  /// from now on asio_host no longer waits on it through Asio's reactor (no epoll_ctl per
+  /// armed wait, no epoll_wait per wake), and the loop calls completions_ready() on this
+  /// thread each time the descriptor becomes readable (every wake: poll it for POLLIN,
+  /// multishot or re-armed at once, and leave reading it to the drain). Returns the
+  /// descriptor, owned by the pool and valid while this asio_host lives. Host thread only
+  /// (std::logic_error elsewhere); once, before the first submit (std::logic_error after).
+  /// The deadline timer stays Asio's, and run() no longer returns by itself while the loop
+  /// watches (the loop's own watch is its work).
+  int hand_over_completion_watch() {
+    if (!on_its_thread()) {
+      throw std::logic_error(
+          "knit::asio_host::hand_over_completion_watch: called off the thread that built this "
+          "asio_host");
+    }
+    if (state_->watched_elsewhere || state_->read_armed || state_->pool_->pending() > 0) {
+      throw std::logic_error(
+          "knit::asio_host::hand_over_completion_watch: once, before the first submit");
+    }
+    state_->watched_elsewhere = true;
+    // Out of Asio's epoll set too: registered there (edge-triggered), each write would still
+    // wake Asio's reactor for nothing.
+    boost::system::error_code ignored;
+    state_->fd.close(ignored);
+    return state_->pool_->completion_fd();
+  }
+
+  /// For a loop that took the watch (hand_over_completion_watch): the completion descriptor
+  /// became readable. Delivers what is waiting (pool::drain), on this thread; a wake reported
+  /// from inside that drain (a handler that ran the loop) is drained again when it returns.
+  void completions_ready() {
+    if (state_->draining) {
+      state_->ready_again = true;
+      return;
+    }
+    do {
+      state_->ready_again = false;
+      on_wakeup(state_);
+    } while (state_->ready_again && !state_->closed);
+  }
+
   /// The pool whose completions this host delivers.
   pool& get_pool() noexcept { return *state_->pool_; }
   /// The io_context the completions are delivered on.
@@ -125,9 +169,11 @@ class asio_host {
     bool timer_armed = false;
     std::chrono::steady_clock::time_point timer_at{};
     bool closed = false;
-    bool draining = false;      // on_wakeup's pool::drain is under way (a handler may run io)
-    bool holds_wakes = false;   // pool::hold_wakes said yes at construction
-    bool flush_posted = false;  // a flush is queued on io for this turn
+    bool watched_elsewhere = false;  // hand_over_completion_watch: the caller's loop polls fd
+    bool ready_again = false;        // completions_ready came inside a drain
+    bool draining = false;           // on_wakeup's pool::drain is under way (a handler may run io)
+    bool holds_wakes = false;        // pool::hold_wakes said yes at construction
+    bool flush_posted = false;       // a flush is queued on io for this turn
   };
 
   // Held wakes: one flush per turn. Posted from the io_context's own thread, it runs after
@@ -155,7 +201,7 @@ class asio_host {
   }
 
   static void arm_read(const std::shared_ptr<state>& s) {
-    if (s->read_armed || s->closed) return;
+    if (s->read_armed || s->closed || s->watched_elsewhere) return;
     s->read_armed = true;
     s->fd.async_wait(boost::asio::posix::descriptor_base::wait_read,
                      [s](const boost::system::error_code& ec) {

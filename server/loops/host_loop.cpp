@@ -51,9 +51,16 @@ void host_loop::open_ring(const server_config& cfg) {
     return;
   }
   server_->use_ring(ring_.get());
+  // The pool's completions wake the loop through the ring too, not through Asio's reactor.
+  if (knit_host_) {
+    ring_->watch_readable(
+        knit_host_->hand_over_completion_watch(),
+        [](void* host) { static_cast<knit::asio_host*>(host)->completions_ready(); }, &*knit_host_);
+  }
   io_line_ = std::string(
                  "io: io_uring (head reads and response writes through the ring, submitted "
                  "together once a turn") +
+             (knit_host_ ? "; the pool's completions polled there" : "") +
              (ring_->deferred() ? "; SINGLE_ISSUER|DEFER_TASKRUN)"
                                 : "; without DEFER_TASKRUN: a kernel before 6.1)");
 }

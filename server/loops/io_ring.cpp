@@ -25,6 +25,7 @@ namespace {
 // user_data of the ring's own operations; a ring_op's address is never this small.
 constexpr std::uint64_t kReactorPoll = 1;
 constexpr std::uint64_t kCancel = 2;
+constexpr std::uint64_t kWatchPoll = 3;
 
 // SQ slots: a turn queues about one operation per connection it served; a full SQ is
 // submitted early (next_sqe). The CQ has room for four times as many completions, and the
@@ -110,7 +111,7 @@ io_ring::~io_ring() {
     while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
       const std::uint64_t data = cqe->user_data;
       io_uring_cqe_seen(&ring_, cqe);
-      if (data == kReactorPoll || data == kCancel) continue;
+      if (data == kReactorPoll || data == kCancel || data == kWatchPoll) continue;
       auto* op = reinterpret_cast<ring_op*>(data);
       if (!(cqe->flags & IORING_CQE_F_MORE)) {
         unlink(*op);
@@ -149,6 +150,20 @@ void io_ring::arm_reactor_poll() {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_poll_multishot(sqe, reactor_fd_, POLLIN);
   io_uring_sqe_set_data64(sqe, kReactorPoll);
+}
+
+void io_ring::watch_readable(int fd, void (*ready)(void*), void* context) {
+  KNIT_ASSERT(watch_fd_ < 0 && fd >= 0 && ready != nullptr);  // one watch per ring
+  watch_fd_ = fd;
+  watch_ready_ = ready;
+  watch_context_ = context;
+  arm_watch();
+}
+
+void io_ring::arm_watch() {
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_poll_multishot(sqe, watch_fd_, POLLIN);
+  io_uring_sqe_set_data64(sqe, kWatchPoll);
 }
 
 void io_ring::link(ring_op& op, std::shared_ptr<void> owner, io_uring_sqe* sqe) {
@@ -205,6 +220,14 @@ void io_ring::complete(const io_uring_cqe& cqe) {
     // ended the multishot poll (an error, or a full CQ).
     reactor_due_ = true;
     if (!(cqe.flags & IORING_CQE_F_MORE)) arm_reactor_poll();
+    return;
+  }
+  if (cqe.user_data == kWatchPoll) {
+    // Re-armed first: the callback may throw (run() logs it and goes on).
+    // Called on an ended poll too (an error, a full CQ): a drain that finds nothing costs
+    // little, a wake missed would leave results waiting.
+    if (!(cqe.flags & IORING_CQE_F_MORE)) arm_watch();
+    watch_ready_(watch_context_);
     return;
   }
   auto* op = reinterpret_cast<ring_op*>(cqe.user_data);

@@ -12,7 +12,8 @@
 //     returns null and says why, and the loop runs Asio's own run() (epoll). So does a kernel
 //     before 5.13 (no multishot poll).
 //   One multishot IORING_OP_POLL_ADD watches Asio's reactor descriptor (reactor_fd), re-armed
-//     whenever its completion lacks IORING_CQE_F_MORE.
+//     whenever its completion lacks IORING_CQE_F_MORE; another, where the loop asks
+//     (watch_readable), the pool's completion descriptor, whose completions run its callback.
 //   A turn, run inside a handler of io.run() on the loop's thread (so that what the
 //   completions post stays on this thread's queue, with no interrupt):
 //     1. io.poll(): Asio's ready handlers, and its reactor without waiting (one epoll_wait
@@ -101,6 +102,13 @@ class io_ring {
   // Queues the cancellation of `op` if it is pending; nothing otherwise.
   void cancel(ring_op& op) noexcept;
 
+  // Watches `fd` for as long as the ring lives (one multishot IORING_OP_POLL_ADD, re-armed
+  // whenever its completion lacks IORING_CQE_F_MORE): `ready(context)` runs on the loop's
+  // thread, in a turn, each time fd becomes readable. One watch per ring (asserted). For the
+  // pool's completion descriptor (knit::asio_host::hand_over_completion_watch): a wake costs
+  // no system call of its own, where Asio's wait costs an epoll_ctl to arm and an epoll_wait.
+  void watch_readable(int fd, void (*ready)(void* context), void* context);
+
   // Runs io (io.run()) with the turns above until io is stopped. A handler that throws is
   // logged to `err` and the loop goes on, as run_event_loop does.
   void run(boost::asio::io_context& io, log_writer& err);
@@ -116,6 +124,7 @@ class io_ring {
   io_uring_sqe* next_sqe();
   void turns(boost::asio::io_context& io);
   void arm_reactor_poll();
+  void arm_watch();
   void complete(const io_uring_cqe& cqe);
   void link(ring_op& op, std::shared_ptr<void> owner, io_uring_sqe* sqe);
   void unlink(ring_op& op) noexcept;
@@ -129,6 +138,9 @@ class io_ring {
   // wait before).
   bool reactor_due_ = true;
   int reactor_fd_ = -1;
+  int watch_fd_ = -1;  // watch_readable's descriptor, or -1
+  void (*watch_ready_)(void*) = nullptr;
+  void* watch_context_ = nullptr;
   ring_op* pending_ = nullptr;  // every submitted, not yet completed operation
   std::size_t pending_count_ = 0;
 };

@@ -4,6 +4,7 @@
 #include "loops/io_ring.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,6 +27,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "knit/asio_host.hpp"
+#include "loops/reactor_wake.hpp"
 #include "refuse_io_uring.hpp"
 #include "telemetry/log_writer.hpp"
 
@@ -180,6 +183,35 @@ TEST_F(IoRing, MoreReadyDescriptorsThanOneEpollWaitRunBeforeTheLoopWaits) {
   watchdog.join();
   EXPECT_FALSE(rescued.load()) << ran << " of " << kDescriptors << " waits ran before the stop";
   EXPECT_EQ(ran, kDescriptors);
+}
+
+// The pool's completions through the ring (knit::asio_host::hand_over_completion_watch, as
+// host_loop does): a result wakes the ring's watch and is delivered there, and Asio's reactor
+// hears nothing of it (with the completion descriptor still in Asio's epoll set, every result
+// would wake the reactor for nothing).
+TEST_F(IoRing, APoolResultWakesTheRingsWatchAndNotAsiosReactor) {
+  knit::pool_options options;
+  options.threads = 1;
+  knit::pool pool(options);
+  knit::asio_host host(io_, pool);
+  const int completions = host.hand_over_completion_watch();
+  ring_->watch_readable(
+      completions, [](void* h) { static_cast<knit::asio_host*>(h)->completions_ready(); }, &host);
+  const int reactor = knit_server::reactor_fd(io_);
+  io_.poll();  // the reactor's first run takes its interrupter's start-up event
+  pollfd asio{reactor, POLLIN, 0};
+  ASSERT_EQ(::poll(&asio, 1, 0), 0);
+  int got = 0;
+  ASSERT_FALSE(host.submit([](int x) { return x * 2; }, 21,
+                           [this, &got](knit::result<int> r) {
+                             got = r.ok() ? r.value() : -1;
+                             io_.stop();
+                           }));
+  pollfd ready{completions, POLLIN, 0};
+  ASSERT_EQ(::poll(&ready, 1, 10000), 1);  // the result is in, the loop not yet run
+  EXPECT_EQ(::poll(&asio, 1, 0), 0) << "the result woke Asio's reactor";
+  ring_->run(io_, err_);
+  EXPECT_EQ(got, 42);
 }
 
 // The teardown: an operation still in the kernel is cancelled and waited for, its owner let go,
