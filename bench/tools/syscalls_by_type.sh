@@ -45,7 +45,7 @@ load() {
       "$body.json"
   fi
 }
-kinds="epoll_wait epoll_ctl recvmsg sendmsg futex read write timerfd_settime"
+kinds="io_uring_enter epoll_wait epoll_ctl recvmsg sendmsg futex read write timerfd_settime"
 events=(-e raw_syscalls:sys_enter)
 for k in $kinds; do events+=(-e "syscalls:sys_enter_$k"); done
 echo "# $(date -u +%FT%TZ) loadavg $(cut -d' ' -f1-3 /proc/loadavg); A=$a B=$b env: ${SERVER_ENV:-} rate: ${RATE:-saturating}" >>"$out"
