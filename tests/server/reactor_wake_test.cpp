@@ -50,6 +50,18 @@ class ReactorWake : public ::testing::Test {
     io_.poll();  // the reactor's first turn: nothing is ready
   }
 
+  // After a test has emptied epoll's list: an arm, a post from another thread that wakes the
+  // descriptor, and `poll` runs it (nothing left linked there hides the interrupter's wake).
+  template <class Poll>
+  void expect_an_armed_loop_woken_by_a_foreign_post(Poll poll) {
+    ASSERT_TRUE(arm_reactor_wake(io_));
+    bool posted_ran = false;
+    post_from_another_thread(io_, [&posted_ran] { posted_ran = true; });
+    EXPECT_TRUE(readable_within(fd_, 2000));
+    poll();
+    EXPECT_TRUE(posted_ran);
+  }
+
   net::io_context io_{1};  // one loop thread, as each knit-server loop
   // A loop with nothing to do would stop at its first poll(); a server's loop is kept running
   // the same way until its stop.
@@ -196,12 +208,7 @@ TEST_F(ReactorWake, OnePollEmptiesAReadyListLongerThanOneEpollWait) {
   io_.poll();
   EXPECT_EQ(ran, kDescriptors);
   EXPECT_FALSE(readable_within(fd_, 0)) << "entries left on epoll's ready list";
-  ASSERT_TRUE(arm_reactor_wake(io_));
-  bool posted_ran = false;
-  post_from_another_thread(io_, [&posted_ran] { posted_ran = true; });
-  EXPECT_TRUE(readable_within(fd_, 2000));
-  io_.poll();
-  EXPECT_TRUE(posted_ran);
+  expect_an_armed_loop_woken_by_a_foreign_post([this] { io_.poll(); });
 }
 
 // Makes `count` eventfds readable, each with an Asio wait on it that counts into `ran`;
@@ -376,12 +383,8 @@ TEST_F(ReactorWake, PollReactorOnceSaysWhenARunMayHaveLeftDescriptors) {
   EXPECT_EQ(ran, kDescriptors);
   EXPECT_LE(passes, 4);
   EXPECT_FALSE(readable_within(fd_, 0)) << "entries left on epoll's ready list";
-  ASSERT_TRUE(arm_reactor_wake(io_));
-  bool posted_ran = false;
-  post_from_another_thread(io_, [&posted_ran] { posted_ran = true; });
-  EXPECT_TRUE(readable_within(fd_, 2000));
-  knit_server::poll_reactor_once_inside_handler(io_);
-  EXPECT_TRUE(posted_ran);
+  expect_an_armed_loop_woken_by_a_foreign_post(
+      [this] { knit_server::poll_reactor_once_inside_handler(io_); });
 }
 
 // Inside a handler of run(), turn after turn (as io_ring's turns): the operations one run
