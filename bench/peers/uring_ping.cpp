@@ -36,6 +36,12 @@
 //           is quiet while only the loop's thread posts) is watched by a multishot
 //           IORING_OP_POLL_ADD on the epoll fd; each turn also runs epoll_wait(…, 0) once, as
 //           io_context::poll() runs Asio's reactor once per call.
+//     skip  ring, with each send's success unreported (IOSQE_CQE_SKIP_SUCCESS, MSG_WAITALL so
+//           that a short send is a failure the kernel reports): the wait is not ended by the
+//           send's own completion, the price of one io_uring_enter per response. A measuring
+//           instrument only: a connection's next receive is taken as proof that its last
+//           send is out, true of clients that wait for their answers (wrk, knit-load), not of
+//           a server.
 //     asio  loop with Asio itself in place of the stand-in: a real io_context (one thread), its
 //           reactor's epoll fd watched by the multishot poll (server/loops/reactor_wake.hpp),
 //           io_context::poll() once per turn from inside a handler of its run() (so the
@@ -44,7 +50,7 @@
 //           A thread posts to the io_context every 10 ms (as a pool's completions would) and a
 //           timer ticks every second; at the end the slowest post's delay is printed (a lost
 //           wake would show as a delay as long as the timer's period).
-// Usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio]   (default 18435 127.0.0.1 ring)
+// Usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio|skip]   (default 18435 127.0.0.1 ring)
 #include <arpa/inet.h>
 #include <liburing.h>
 #include <netinet/in.h>
@@ -109,7 +115,7 @@ void on_signal(int) { stop_requested = 1; }
 
 class uring_ping {
  public:
-  enum class mode : std::uint8_t { ring, plain, hop, loop, asio };
+  enum class mode : std::uint8_t { ring, plain, hop, loop, asio, skip };
 
   uring_ping(int listen_fd, mode m) : listen_fd_(listen_fd), mode_(m) {
     const auto init = [this](unsigned flags) {
@@ -303,6 +309,12 @@ class uring_ping {
   void send_out(int fd) {
     connection& c = conn(fd);
     io_uring_sqe* s = sqe();
+    if (mode_ == mode::skip) {  // only a failure completes (its completion ends the connection)
+      io_uring_prep_send(s, fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_WAITALL);
+      s->flags |= IOSQE_CQE_SKIP_SUCCESS;
+      io_uring_sqe_set_data64(s, tag(op::send, fd));
+      return;
+    }
     io_uring_prep_send(s, fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
     io_uring_sqe_set_data64(s, tag(op::send, fd));
     c.sending = true;
@@ -369,6 +381,7 @@ class uring_ping {
   void answer_heads(int fd, connection& c) {
     std::size_t start = 0;
     std::string& dst = c.sending ? c.next : c.out;
+    if (mode_ == mode::skip) c.out.clear();  // this receive says the last send is out
     const std::size_t before = dst.size();
     for (;;) {
       const std::size_t end = c.in.find("\r\n\r\n", start);
@@ -403,6 +416,7 @@ class uring_ping {
   }
 
   void on_send(int fd, int res) {
+    if (mode_ == mode::skip) return finish(fd);
     connection& c = conn(fd);
     c.sending = false;
     if (res < 0 || !c.open) return finish(fd);
@@ -485,16 +499,14 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   // The modes by name; the usage line lists them in this order.
   using mode = uring_ping::mode;
-  constexpr std::pair<std::string_view, mode> kModes[] = {{"ring", mode::ring},
-                                                          {"plain", mode::plain},
-                                                          {"hop", mode::hop},
-                                                          {"loop", mode::loop},
-                                                          {"asio", mode::asio}};
+  constexpr std::pair<std::string_view, mode> kModes[] = {
+      {"ring", mode::ring}, {"plain", mode::plain}, {"hop", mode::hop},
+      {"loop", mode::loop}, {"asio", mode::asio},   {"skip", mode::skip}};
   const std::string_view name = argc > 3 ? argv[3] : "ring";
   const auto* found = std::find_if(std::begin(kModes), std::end(kModes),
                                    [name](const auto& entry) { return entry.first == name; });
   if (found == std::end(kModes)) {
-    std::fprintf(stderr, "usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio]\n");
+    std::fprintf(stderr, "usage: uring-ping [PORT] [HOST] [ring|plain|hop|loop|asio|skip]\n");
     return 2;
   }
   const mode md = found->second;

@@ -60,6 +60,9 @@ std::unique_ptr<io_ring> io_ring::open(net::io_context& io, std::string& why_not
     return nullptr;
   }
   r->ready_ = true;
+  // MSG_WAITALL on a send came with Linux 5.18 and CQE_SKIP with 5.17: both are older than
+  // DEFER_TASKRUN (6.1), which is what the pair is tested with.
+  r->links_sends_ = r->deferred_ && (r->ring_.features & IORING_FEAT_CQE_SKIP) != 0;
   if (!(r->ring_.features & IORING_FEAT_NODROP)) {
     why_not = "the kernel may drop completions (no IORING_FEAT_NODROP: before Linux 5.5)";
     return nullptr;
@@ -96,15 +99,17 @@ std::unique_ptr<io_ring> io_ring::open(net::io_context& io, std::string& why_not
 io_ring::~io_ring() {
   if (!ready_) return;
   // Cancel what is pending, and wait until the kernel has ended each: its buffers belong to
-  // owners that go with the last reference the operation holds.
-  for (ring_op* op = pending_; op != nullptr; op = op->next_) {
-    io_uring_sqe* sqe = try_sqe();
-    if (sqe == nullptr) break;  // what is not cancelled is kept below
-    io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(op), 0);
-    io_uring_sqe_set_data64(sqe, kCancel);
-  }
+  // owners that go with the last reference the operation holds. Cancelled again every wait:
+  // a pair's receive that had not started when its cancel came (its send just done) is
+  // found by the next.
   const auto until = std::chrono::steady_clock::now() + kTeardownWait;
   while (pending_count_ > 0 && std::chrono::steady_clock::now() < until) {
+    for (ring_op* op = pending_; op != nullptr; op = op->next_) {
+      io_uring_sqe* sqe = try_sqe();
+      if (sqe == nullptr) break;  // what is not cancelled is kept below
+      io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(op), 0);
+      io_uring_sqe_set_data64(sqe, kCancel);
+    }
     __kernel_timespec wait{.tv_sec = 0, .tv_nsec = 50'000'000};
     io_uring_cqe* cqe = nullptr;
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &wait, nullptr);
@@ -112,11 +117,8 @@ io_ring::~io_ring() {
       const std::uint64_t data = cqe->user_data;
       io_uring_cqe_seen(&ring_, cqe);
       if (data == kReactorPoll || data == kCancel || data == kWatchPoll) continue;
-      auto* op = reinterpret_cast<ring_op*>(data);
-      if (!(cqe->flags & IORING_CQE_F_MORE)) {
-        unlink(*op);
-        op->owner_.reset();  // the owner may go now: the kernel is done with its buffers
-      }
+      // The owner may go now: the kernel is done with its buffers.
+      if (!(cqe->flags & IORING_CQE_F_MORE)) end(*reinterpret_cast<ring_op*>(data)).reset();
     }
   }
   // Still pending past the wait (a kernel that never ends them): their owners are kept for
@@ -189,12 +191,57 @@ void io_ring::unlink(ring_op& op) noexcept {
   --pending_count_;
 }
 
-void io_ring::recv(ring_op& op, int fd, void* data, std::size_t size, std::shared_ptr<void> owner) {
-  io_uring_sqe* sqe = next_sqe();
+std::shared_ptr<void> io_ring::end(ring_op& op) noexcept {
+  KNIT_ASSERT(op.pending());
+  // A pair's send completes only when it failed, and then ends its receive: the kernel
+  // cancels the receive behind a failed send without a completion (a head that skips its
+  // success skips its links' completions when it fails: REQ_F_SKIP_LINK_CQES).
+  if (ring_op* recv = std::exchange(op.linked_recv_, nullptr)) {
+    recv->skipped_send_ = nullptr;
+    unlink(*recv);
+    recv->owner_.reset();
+  }
+  // A receive that ends while its send is still pending: the send succeeded (a failed one
+  // would have ended the pair) and posts no completion of its own.
+  if (ring_op* send = std::exchange(op.skipped_send_, nullptr)) {
+    send->linked_recv_ = nullptr;
+    unlink(*send);
+    send->owner_.reset();
+  }
+  unlink(op);
+  return std::move(op.owner_);
+}
+
+void io_ring::prep_recv(io_uring_sqe* sqe, int fd, void* data, std::size_t size) const noexcept {
   io_uring_prep_recv(sqe, fd, data, size, 0);
   // Linux 5.19; every kernel that takes DEFER_TASKRUN (6.1) has it.
   if (deferred_) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+}
+
+void io_ring::recv(ring_op& op, int fd, void* data, std::size_t size, std::shared_ptr<void> owner) {
+  io_uring_sqe* sqe = next_sqe();
+  prep_recv(sqe, fd, data, size);
   link(op, std::move(owner), sqe);
+}
+
+void io_ring::send_then_recv(ring_op& send, int fd, const msghdr* msg, ring_op& recv, void* data,
+                             std::size_t size, std::shared_ptr<void> owner) {
+  KNIT_ASSERT(links_sends_);
+  // Both in one submission: a link that a full SQ's early submit cut in two would start the
+  // receive at once.
+  if (io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
+  if (io_uring_sq_space_left(&ring_) < 2) {
+    throw std::system_error(EBUSY, std::generic_category(), "io_uring: no submission slot");
+  }
+  io_uring_sqe* first = io_uring_get_sqe(&ring_);
+  io_uring_prep_sendmsg(first, fd, msg, MSG_NOSIGNAL | MSG_WAITALL);
+  first->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+  link(send, owner, first);
+  io_uring_sqe* second = io_uring_get_sqe(&ring_);
+  prep_recv(second, fd, data, size);
+  link(recv, std::move(owner), second);
+  send.linked_recv_ = &recv;
+  recv.skipped_send_ = &send;
 }
 
 void io_ring::sendmsg(ring_op& op, int fd, const msghdr* msg, std::shared_ptr<void> owner) {
@@ -231,9 +278,7 @@ void io_ring::complete(const io_uring_cqe& cqe) {
     return;
   }
   auto* op = reinterpret_cast<ring_op*>(cqe.user_data);
-  KNIT_ASSERT(op->pending());
-  unlink(*op);
-  std::shared_ptr<void> owner = std::move(op->owner_);
+  std::shared_ptr<void> owner = end(*op);
   op->done_(std::move(owner), cqe.res);
 }
 

@@ -32,6 +32,18 @@
 //   An operation (ring_op) belongs to its owner (a session) and holds a shared_ptr to it
 //   from submission to completion, as an Asio handler would: the owner lives while the kernel
 //   may write into its buffers. At most one submission per ring_op at a time (asserted).
+//   send_then_recv queues a pair: a sendmsg of the whole message (MSG_WAITALL: the kernel
+//     sends a short send's rest itself, and a short send fails) whose success posts no
+//     completion (IOSQE_CQE_SKIP_SUCCESS), and, linked behind it (IOSQE_IO_LINK), a receive
+//     that starts once the message is out. Its point: the wait in step 3 is not ended by the
+//     send's own completion, one io_uring_enter a response fewer (where the kernel has both
+//     flags: Linux 6.1, as DEFER_TASKRUN). The receive's completion ends both operations (the
+//     send's handler does not run); a failed send's completion ends both too (the receive's
+//     handler does not run): the kernel cancels the receive behind it and, the send having
+//     asked to skip its success, skips the receive's completion as well
+//     (IoRingPair.ASendThatFailsEndsThePairWithItsOwnCompletionAlone holds it to that).
+//     The receive takes its descriptor when it starts: the owner keeps fd open until the
+//     pair has ended (another connection may be given the number).
 //   cancel(op) queues IORING_OP_ASYNC_CANCEL by the op's address (not by descriptor: the
 //   descriptor may be closed before the cancel is submitted; the pending operation holds
 //   the file, so a close(2) takes effect when it ends). The operation completes with
@@ -79,7 +91,11 @@ class ring_op {
   friend class io_ring;
   handler done_;
   std::shared_ptr<void> owner_;  // set from submission to completion
-  ring_op* prev_ = nullptr;      // the ring's list of pending operations
+  // send_then_recv, until the pair ends: on the receive, its send (whose success posts
+  // nothing); on the send, its receive.
+  ring_op* skipped_send_ = nullptr;
+  ring_op* linked_recv_ = nullptr;
+  ring_op* prev_ = nullptr;  // the ring's list of pending operations
   ring_op* next_ = nullptr;
 };
 
@@ -99,6 +115,15 @@ class io_ring {
   // Queues a sendmsg (MSG_NOSIGNAL). `msg` and what it points to must stay valid until the
   // completion.
   void sendmsg(ring_op& op, int fd, const msghdr* msg, std::shared_ptr<void> owner);
+  // Queues the pair described in the spec: a sendmsg of all of `msg` (MSG_NOSIGNAL), then a
+  // receive as recv() queues it. One handler runs: `recv`'s when the message is out and the
+  // receive has ended, or `send`'s when the send failed (a short send included). Only where
+  // links_sends().
+  void send_then_recv(ring_op& send, int fd, const msghdr* msg, ring_op& recv, void* data,
+                      std::size_t size, std::shared_ptr<void> owner);
+  // Whether send_then_recv may be used (the kernel skips a successful completion and retries
+  // a short send itself: Linux 6.1 and IORING_FEAT_CQE_SKIP).
+  bool links_sends() const noexcept { return links_sends_; }
   // Queues the cancellation of `op` if it is pending; nothing otherwise.
   void cancel(ring_op& op) noexcept;
 
@@ -128,10 +153,15 @@ class io_ring {
   void complete(const io_uring_cqe& cqe);
   void link(ring_op& op, std::shared_ptr<void> owner, io_uring_sqe* sqe);
   void unlink(ring_op& op) noexcept;
+  // A completion ends `op` (and, for the receive of a pair, the send whose success posted
+  // nothing): the owner it held, which the caller passes to the handler or drops.
+  std::shared_ptr<void> end(ring_op& op) noexcept;
+  void prep_recv(io_uring_sqe* sqe, int fd, void* data, std::size_t size) const noexcept;
 
   io_uring ring_{};
   bool ready_ = false;  // ring_ was set up (the destructor closes it)
   bool deferred_ = false;
+  bool links_sends_ = false;
   bool turns_queued_ = false;  // run(): the turns' handler is posted and has not started
   // The reactor's descriptor became readable (its poll's completion) since the last turn
   // that ran the reactor, or that run took a full batch: the next turn runs it (and does not

@@ -169,6 +169,7 @@ void session::check_head() {
 
 void session::ring_read_done(std::shared_ptr<void> owner, int result) {
   const auto self = std::static_pointer_cast<session>(std::move(owner));
+  if (self->ring_linked_) return self->linked_read_done(result);
   self->on_read_head(ring_error(result, /*is_read=*/true),
                      result > 0 ? static_cast<std::size_t>(result) : 0);
 }
@@ -486,6 +487,26 @@ void session::write_response(bool close) {
     ring_msg_.msg_iovlen = ring_iov_.size();
     ring_total_ = total;
     ring_close_ = close;
+    if (!close && buffer_.size() == 0 && total <= kKeepBytes && ring_->links_sends()) {
+      // Keep-alive, with nothing of a next request received: its head's receive goes with
+      // the send, one pair (io_ring::send_then_recv). What on_write would do before the next
+      // read is done now where it must be: the timing (the send's success posts nothing),
+      // the write budget's reservation (the pair may end only with the client's next
+      // request: an idle connection must not hold it; the bytes, at most kKeepBytes, are in
+      // the buffers a session keeps and counts anyway), the big input buffer given back
+      // before the receive's room is taken, the socket out of Asio's epoll set. A bigger
+      // response (a page) is sent alone, and released when its completion says it is out.
+      record_response();
+      parked_.release();
+      batch_parked_.release();
+      if (buffer_.capacity() > kKeepBytes) buffer_.shrink_to_fit();
+      if (in_reactor_) in_reactor_ = !leave_reactor(socket_);
+      ring_linked_ = true;
+      const net::mutable_buffer into =
+          buffer_.prepare(std::min<std::size_t>(buffer_.max_size(), kReadChunk));
+      return ring_->send_then_recv(ring_write_, socket_.native_handle(), &ring_msg_, ring_read_,
+                                   into.data(), into.size(), shared_from_this());
+    }
     return ring_->sendmsg(ring_write_, socket_.native_handle(), &ring_msg_, shared_from_this());
   }
 
@@ -504,6 +525,15 @@ void session::write_response(bool close) {
 
 void session::ring_write_done(std::shared_ptr<void> owner, int result) {
   const auto self = std::static_pointer_cast<session>(std::move(owner));
+  if (self->ring_linked_) {
+    // A pair's send completes only when it failed (a short send too: MSG_WAITALL); its
+    // receive ended with it, without a completion. The session ends here (the response
+    // was timed when it was handed over).
+    self->ring_linked_ = false;
+    self->after_write(false, ring_error(result < 0 ? result : -EPIPE, /*is_read=*/false));
+    if (std::exchange(self->reset_after_pair_, false)) self->reset();
+    return;
+  }
   if (result < 0) return self->on_write(self->ring_close_, ring_error(result, false), 0);
   const auto sent = static_cast<std::size_t>(result);
   if (sent == self->ring_total_) return self->on_write(self->ring_close_, {}, sent);
@@ -536,10 +566,34 @@ void session::record_response() noexcept {
                                std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
 }
 
+void session::linked_read_done(int result) {
+  // The pair's receive ended: its send is out whole (a failed one would have ended first).
+  ring_linked_ = false;
+  if (std::exchange(reset_after_pair_, false)) {
+    after_write(false, {});
+    return reset();  // the deadline's reset: the descriptor may be closed now
+  }
+  if (result <= 0) {
+    // The client closed after its response, the connection failed, or the receive was
+    // cancelled (a deadline, the stop): the session ends, as a failed head read ends it.
+    const beast::error_code ec = ring_error(result, /*is_read=*/true);
+    after_write(false, ec);
+    return on_read_head(ec, 0);
+  }
+  // The next request's first bytes: in buffer_ before the stop's check in after_write,
+  // which answers a request already received.
+  buffer_.commit(static_cast<std::size_t>(result));
+  after_write(false, {});
+}
+
 void session::on_write(bool close, beast::error_code ec, std::size_t /*bytes*/) {
-  const bool at_once = std::exchange(wrote_at_once_, false);
   // The response is out (or the client is gone).
   record_response();
+  after_write(close, ec);
+}
+
+void session::after_write(bool close, beast::error_code ec) {
+  const bool at_once = std::exchange(wrote_at_once_, false);
   // Written, or given up: either way the strings are about to be freed or reused.
   parked_.release();
   batch_parked_.release();

@@ -99,7 +99,15 @@ using socket_type =
 // are counted (request_counters::writes, the knit-stats line).
 // With the loop's io_uring (KNIT_IO, io_ring.hpp) the head read is a ring receive and the
 // response's first write a ring sendmsg instead, submitted with the turn's other operations in
-// one io_uring_enter; on_write then runs from the send's completion. The rest (body reads, the
+// one io_uring_enter; on_write then runs from the send's completion. A keep-alive response
+// with nothing received behind it goes with the next head's receive as one linked pair
+// (io_ring::send_then_recv, where the kernel has it): the send's success posts no completion,
+// so the loop's wait is not ended by it; the response is timed as it is handed over, and the
+// rest of on_write runs when the receive ends (linked_read_done), which says the response is
+// out. Until then the session cannot tell a response still going out from an idle connection:
+// a stop cancels the receive only (a response on its way keeps its grace), a deadline judges
+// by the bytes the kernel still holds, and a reset waits for the pair to end before it closes
+// the descriptor (the receive takes it when it starts). The rest (body reads, the
 // 100 Continue, the rest of a response, the lingering close) stays Asio's.
 // Each pending operation's handler holds a shared_ptr to the session: the session lives
 // exactly as long as something is in progress on it.
@@ -211,6 +219,8 @@ class session : public std::enable_shared_from_this<session> {
   // KNIT_IO=uring: the ring's completions of the head read and the response write.
   static void ring_read_done(std::shared_ptr<void> owner, int result);
   static void ring_write_done(std::shared_ptr<void> owner, int result);
+  // The receive of a response's pair ended (`result`: bytes or -errno): the response is out.
+  void linked_read_done(int result);
   // Cancels the ring's pending read or write (as socket_.cancel() cancels Asio's).
   void cancel_ring_ops() noexcept;
   // Starts an Asio operation on socket_ (exec_.start), first putting the socket back in
@@ -231,6 +241,8 @@ class session : public std::enable_shared_from_this<session> {
   }
   void record_response() noexcept;
   void on_write(bool close, boost::beast::error_code ec, std::size_t bytes);
+  // on_write after the response's timing: its buffers go, then the close or the next read.
+  void after_write(bool close, boost::beast::error_code ec);
   void release_large_buffers() noexcept;
   void do_close();
   void do_linger();
@@ -253,6 +265,10 @@ class session : public std::enable_shared_from_this<session> {
   std::array<iovec, 3> ring_iov_{};
   std::size_t ring_total_ = 0;
   bool ring_close_ = false;
+  // The response's send and the next head's receive are pending as one pair
+  // (io_ring::send_then_recv), and the reset() asked meanwhile, done when the pair ends.
+  bool ring_linked_ = false;
+  bool reset_after_pair_ = false;
   // Whether socket_ is in Asio's epoll set (as Asio put it at the accept). The ring takes a
   // keep-alive connection out after its first response (one epoll_ctl per connection, none
   // for a connection that closes after one request), start_asio puts it back.

@@ -58,6 +58,10 @@ void session::stop_here() {
     socket_.cancel(ignored);
     cancel_ring_ops();
   }
+  // A response handed to the ring with the next head's receive (session.hpp): the receive
+  // is cancelled, and ends the session, if the response is out; a response still on its way
+  // keeps the grace below (the cancel then finds no receive started).
+  if (ring_linked_) ring_->cancel(ring_read_);
   // Otherwise a request is in progress: send_response sees server_.stopping() and answers
   // with Connection: close (after it, each request already received behind it gets 503, the
   // last with the close), and on_write closes once the response is out. A read or write
@@ -110,12 +114,16 @@ void session::expire(clock_type::time_point now) {
     return;
   }
   // Too slow. Cancel the pending read or write; its handler sees operation_aborted, does
-  // not start another, and the session ends.
-  set_deadline(clock_type::time_point::max());
+  // not start another, and the session ends. A response's pair (session.hpp) is looked at
+  // again after the grace: a cancel that came between its send's end and its receive's
+  // start finds neither.
+  set_deadline(ring_linked_ ? now + server_.config().stop_grace : clock_type::time_point::max());
   // A write cut short, or bytes the kernel still holds for the client: reset, so the kernel
   // frees them now. A graceful close would keep them queued (up to the SO_SNDBUF cap) for as
-  // long as the client keeps its connection open, outside every bound of ours.
-  if (phase_ == phase::writing || unacknowledged > 0) return reset();
+  // long as the client keeps its connection open, outside every bound of ours. A pair whose
+  // bytes are all acknowledged is an idle connection, or a send the kernel is about to end:
+  // the cancel below ends the one or cuts the other (its failure then resets).
+  if ((phase_ == phase::writing && !ring_linked_) || unacknowledged > 0) return reset();
   beast::error_code ignored;
   socket_.cancel(ignored);
   cancel_ring_ops();
@@ -140,6 +148,12 @@ void session::reset() noexcept {
   // ends.
   // A ring operation holds the socket's file: the reset happens once it is cancelled.
   cancel_ring_ops();
+  // A response's pair: its receive takes the descriptor when it starts, so the descriptor
+  // stays open until the pair has ended (ring_write_done, linked_read_done reset then).
+  if (ring_linked_) {
+    reset_after_pair_ = true;
+    return;
+  }
   beast::error_code ignored;
   socket_.set_option(net::socket_base::linger(true, 0), ignored);
   socket_.close(ignored);

@@ -7,6 +7,7 @@
 // arriving), with a bound that only stops a broken server from hanging the suite.
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,13 +43,20 @@ constexpr int kStalledClients = 3;
 constexpr int kPagesThatFit = 2;
 constexpr std::int64_t kBudgetBytes = std::int64_t{kBudgetMb} * 1024 * 1024;
 constexpr std::int64_t kPageBytes = 787'387;
+const std::string kPageRequest = make_request("POST", "/ssr", kLargestPageBody);
 
 // A client that sends one request for the largest page and never reads: a raw socket, so
 // that nothing reads behind the test's back.
 class stalled_reader {
  public:
-  explicit stalled_reader(std::uint16_t port) {
+  // Connects and asks for the largest page; with `request` empty, only connects (a small
+  // receive buffer: the window fills after a few KiB).
+  explicit stalled_reader(std::uint16_t port, std::string request = {}) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (request.empty()) {
+      const int bytes = 4096;
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -56,7 +65,16 @@ class stalled_reader {
       ADD_FAILURE() << "connect: " << std::strerror(errno);
       return;
     }
-    const std::string request = make_request("POST", "/ssr", kLargestPageBody);
+    if (request.empty()) return;
+    send_all(request);
+  }
+  ~stalled_reader() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  stalled_reader(const stalled_reader&) = delete;
+  stalled_reader& operator=(const stalled_reader&) = delete;
+
+  void send_all(const std::string& request) {
     std::size_t sent = 0;
     while (sent < request.size()) {
       const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -67,11 +85,6 @@ class stalled_reader {
       sent += static_cast<std::size_t>(n);
     }
   }
-  ~stalled_reader() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  stalled_reader(const stalled_reader&) = delete;
-  stalled_reader& operator=(const stalled_reader&) = delete;
 
   // Waits, without reading a byte, until the connection has failed (POLLERR / POLLHUP: the
   // server reset it), and returns the socket's error: ECONNRESET for a reset. A graceful close
@@ -84,6 +97,20 @@ class stalled_reader {
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &size);
     return error;
   }
+
+  // Waits until more than `before` bytes wait unread in the socket, without reading them;
+  // returns the count then, or `before` when none came within `bound`.
+  int wait_unread_above(int before, std::chrono::milliseconds bound) const {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+      int unread = 0;
+      if (::ioctl(fd_, FIONREAD, &unread) == 0 && unread > before) return unread;
+      if (std::chrono::steady_clock::now() >= until) return before;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  int fd() const { return fd_; }
 
   // Closes with the page unread: the kernel sends RST, the server's write fails.
   void close_now() {
@@ -121,7 +148,7 @@ TEST_P(write_budget_e2e, StalledReadersShedHeavyRoutesUntilTheirWritesEnd) {
       start({{"KNIT_MEMORY_BUDGET_MB", std::to_string(kBudgetMb)}, {"KNIT_SNDBUF_KB", "16"}}));
   std::vector<std::unique_ptr<stalled_reader>> stalled;
   for (int i = 0; i < kStalledClients; ++i) {
-    stalled.push_back(std::make_unique<stalled_reader>(port()));
+    stalled.push_back(std::make_unique<stalled_reader>(port(), kPageRequest));
   }
   // Two stalled pages are being written (the third was shed, at admission or, on a pool that
   // took it before the others' pages existed, at its write): no room for another page.
@@ -159,7 +186,7 @@ TEST_P(write_budget_e2e, AStalledWriteIsCutByItsDeadlineWithAReset) {
   std::vector<std::unique_ptr<stalled_reader>> stalled;
   // As many as fit: each gets its page, and each page's write stalls.
   for (int i = 0; i < kPagesThatFit; ++i) {
-    stalled.push_back(std::make_unique<stalled_reader>(port()));
+    stalled.push_back(std::make_unique<stalled_reader>(port(), kPageRequest));
   }
   // Each stalled write passes its 300 ms deadline and is reset: the kernel drops the unsent
   // page at once (a graceful close would queue the FIN behind it, and nothing would arrive).
@@ -172,6 +199,30 @@ TEST_P(write_budget_e2e, AStalledWriteIsCutByItsDeadlineWithAReset) {
   connection probe(port());
   ASSERT_NO_FATAL_FAILURE(expect_status(probe.request("POST", "/ssr", kSsrBody), 200, "/ssr"));
   ASSERT_NO_FATAL_FAILURE(expect_status(probe.request("POST", "/jwt", kJwtBody), 200, "/jwt"));
+}
+
+// A client that asks for one small response at a time, each once the last has arrived, and
+// reads none: each response leaves with the next head's receive (KNIT_IO=uring: the ring's
+// pair, session.hpp) until the client's window is full and a send waits in the kernel. The
+// deadline then resets the connection, and nothing of it stays.
+TEST_P(write_budget_e2e, SmallResponsesNobodyReadsAreCutByTheirDeadlineWithAReset) {
+  ASSERT_NO_FATAL_FAILURE(start({{"KNIT_SNDBUF_KB", "16"}, {"KNIT_IDLE_TIMEOUT_MS", "300"}}));
+  stalled_reader client(port());
+  const std::string ping = make_request("GET", "/ping");
+  int unread = 0;
+  int answered = 0;
+  for (; answered < 100'000; ++answered) {
+    client.send_all(ping);
+    const int now = client.wait_unread_above(unread, std::chrono::seconds(2));
+    if (now == unread) break;  // this response did not arrive: its send waits
+    unread = now;
+  }
+  EXPECT_GT(answered, 10);  // a 4 KiB window and a 32 KiB send queue take many /ping answers
+  EXPECT_EQ(client.wait_failed(std::chrono::seconds(20)), ECONNRESET);
+  const json::object after = stats_where(*server_, [](const json::object& s) {
+    return parked_bytes(s) == 0 && s.at("connections").as_int64() == 0;
+  });
+  EXPECT_EQ(after.at("connections").as_int64(), 0) << json::serialize(after);
 }
 
 }  // namespace
