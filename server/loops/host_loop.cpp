@@ -57,12 +57,14 @@ void host_loop::open_ring(const server_config& cfg) {
         knit_host_->hand_over_completion_watch(),
         [](void* host) { static_cast<knit::asio_host*>(host)->completions_ready(); }, &*knit_host_);
   }
-  io_line_ = std::string(
-                 "io: io_uring (head reads and response writes through the ring, submitted "
-                 "together once a turn") +
-             (knit_host_ ? "; the pool's completions polled there" : "") +
-             (ring_->deferred() ? "; SINGLE_ISSUER|DEFER_TASKRUN)"
-                                : "; without DEFER_TASKRUN: a kernel before 6.1)");
+  io_line_ =
+      std::string(
+          "io: io_uring (head reads and response writes through the ring, submitted "
+          "together once a turn") +
+      (ring_->can_link_sends() ? "; a small keep-alive response linked to the next receive" : "") +
+      (knit_host_ ? "; the pool's completions polled there" : "") +
+      (ring_->deferred() ? "; SINGLE_ISSUER|DEFER_TASKRUN)"
+                         : "; without DEFER_TASKRUN: a kernel before 6.1)");
 }
 
 void run_event_loop(boost::asio::io_context& io, log_writer& err) {

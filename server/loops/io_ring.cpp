@@ -300,6 +300,7 @@ void io_ring::turns(net::io_context& io) {
     if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
       throw std::system_error(-rc, std::generic_category(), "io_uring_enter");
     }
+    turn_completions_ = io_uring_cq_ready(&ring_);
     io_uring_cqe* cqe = nullptr;
     while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
       const io_uring_cqe copy = *cqe;

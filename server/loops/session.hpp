@@ -99,9 +99,9 @@ using socket_type =
 // are counted (request_counters::writes, the knit-stats line).
 // With the loop's io_uring (KNIT_IO, io_ring.hpp) the head read is a ring receive and the
 // response's first write a ring sendmsg instead, submitted with the turn's other operations in
-// one io_uring_enter; on_write then runs from the send's completion. A keep-alive response
-// with nothing received behind it goes with the next head's receive as one linked pair
-// (io_ring::send_then_recv, where the kernel has it): the send's success posts no completion,
+// one io_uring_enter; on_write then runs from the send's completion. In a quiet loop, a small
+// keep-alive response with nothing received behind it goes with the next head's receive as
+// one linked pair (io_ring::send_then_recv, links_sends()): the send's success posts no completion,
 // so the loop's wait is not ended by it; the response is timed as it is handed over, and the
 // rest of on_write runs when the receive ends (linked_read_done), which says the response is
 // out. Until then the session cannot tell a response still going out from an idle connection:
