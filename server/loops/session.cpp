@@ -527,12 +527,13 @@ void session::ring_write_done(std::shared_ptr<void> owner, int result) {
   const auto self = std::static_pointer_cast<session>(std::move(owner));
   if (self->ring_linked_) {
     // A pair's send completes only when it failed (a short send too: MSG_WAITALL); its
-    // receive ended with it, without a completion. The session ends here (the response
-    // was timed when it was handed over).
+    // receive ended with it, without a completion. A write cut short, or a connection that
+    // failed: the session ends with a reset, as expire() ends a write cut short (the
+    // response was timed when it was handed over).
     self->ring_linked_ = false;
+    self->reset_after_pair_ = false;
     self->after_write(false, ring_error(result < 0 ? result : -EPIPE, /*is_read=*/false));
-    if (std::exchange(self->reset_after_pair_, false)) self->reset();
-    return;
+    return self->reset();
   }
   if (result < 0) return self->on_write(self->ring_close_, ring_error(result, false), 0);
   const auto sent = static_cast<std::size_t>(result);
@@ -570,8 +571,10 @@ void session::linked_read_done(int result) {
   // The pair's receive ended: its send is out whole (a failed one would have ended first).
   ring_linked_ = false;
   if (std::exchange(reset_after_pair_, false)) {
-    after_write(false, {});
-    return reset();  // the deadline's reset: the descriptor may be closed now
+    // The deadline's reset, held while the receive could still take the descriptor: the
+    // response's buffers go (no read starts: the error), then the reset.
+    after_write(false, net::error::operation_aborted);
+    return reset();
   }
   if (result <= 0) {
     // The client closed after its response, the connection failed, or the receive was

@@ -122,7 +122,8 @@ void session::expire(clock_type::time_point now) {
   // frees them now. A graceful close would keep them queued (up to the SO_SNDBUF cap) for as
   // long as the client keeps its connection open, outside every bound of ours. A pair whose
   // bytes are all acknowledged is an idle connection, or a send the kernel is about to end:
-  // the cancel below ends the one or cuts the other (its failure then resets).
+  // the cancel below ends the one or cuts the other (its failure then resets:
+  // ring_write_done).
   if ((phase_ == phase::writing && !ring_linked_) || unacknowledged > 0) return reset();
   beast::error_code ignored;
   socket_.cancel(ignored);
