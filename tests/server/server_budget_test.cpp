@@ -110,8 +110,6 @@ class stalled_reader {
     }
   }
 
-  int fd() const { return fd_; }
-
   // Closes with the page unread: the kernel sends RST, the server's write fails.
   void close_now() {
     ::close(fd_);
