@@ -61,9 +61,10 @@ bool is_limit(const boost::beast::error_code& ec) {
          ec == http::error::buffer_overflow;
 }
 
-// The session's steps (server/loops/session.cpp: do_read, check_head, on_read_header, on_read) on
-// bytes that are all there already. The read buffer's 16 KiB bound is kept for what Beast
-// holds at once after the head: a chunk line or trailer over it is refused (policy).
+// The session's steps (server/loops/session_read.cpp: do_read, check_head, on_read_header,
+// on_read) on bytes that are all there already. The read buffer's 16 KiB bound is kept for
+// what Beast holds at once after the head: a chunk line or trailer over it is refused
+// (policy).
 knit_reading knit_framing(std::string_view in) {
   knit_reading r;
   std::size_t at = 0;

@@ -1,5 +1,5 @@
 // fuzz_request: the bytes one TCP connection delivers, through the real server code:
-// Beast's request parser as session.cpp configures it, match_route, the routes, the
+// Beast's request parser as session_read.cpp configures it, match_route, the routes, the
 // response writer, keep-alive, 100-continue, refusals and lingering close.
 //
 // A knit_server::server runs in inline mode (every route on its event-loop thread, as

@@ -32,7 +32,7 @@
 //   or not a read is waiting; the reactor's perform_io sets try_speculative_ true on that
 //   event, so a read started later tries at once, and one already waiting is performed.
 //
-// Used for the session's reads of a request head (session.cpp), the read after every
+// Used for the session's reads of a request head (session_read.cpp), the read after every
 // response; the listener turns TCP_INQ on (enable_queue_hint). Body reads (Beast's
 // http::async_read) keep Asio's own buffers: a body usually comes with its head.
 // tests/server/drained_read_test.cpp forces each case (a read that empties the queue makes

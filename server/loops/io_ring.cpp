@@ -11,6 +11,7 @@
 #include <system_error>
 #include <utility>
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include "invariant.hpp"  // KNIT_ASSERT
@@ -330,6 +331,13 @@ void io_ring::run(net::io_context& io, log_writer& err) {
       err.write_line(std::string("knit-server: error in the event loop: ") + e.what());
     }
   }
+}
+
+boost::system::error_code ring_error(int result, bool is_read) {
+  if (result == -ECANCELED) return net::error::operation_aborted;
+  if (result < 0) return {-result, boost::system::system_category()};
+  if (result == 0 && is_read) return net::error::eof;
+  return {};
 }
 
 }  // namespace knit_server

@@ -65,6 +65,7 @@
 #include <liburing.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
 
 #include "telemetry/log_writer.hpp"
 
@@ -181,5 +182,9 @@ class io_ring {
   ring_op* pending_ = nullptr;  // every submitted, not yet completed operation
   std::size_t pending_count_ = 0;
 };
+
+// A completion's result (bytes, or -errno) as the error Asio's operation would give: a
+// cancelled one as operation_aborted, a read of 0 bytes as end of stream.
+boost::system::error_code ring_error(int result, bool is_read);
 
 }  // namespace knit_server

@@ -157,6 +157,8 @@ class session : public std::enable_shared_from_this<session> {
   static constexpr std::size_t kKeepBytes = 4 * 1024;
   // The most bytes of pipelined responses held back to be written together.
   static constexpr std::size_t kBatchBytes = 16 * 1024;
+  // The most one read of a request's head asks for (pipelined requests may come with it).
+  static constexpr std::size_t kReadChunk = 8 * 1024;
 
  private:
   enum class phase : std::uint8_t {

@@ -1,4 +1,4 @@
-// The session's upkeep beside its read -> route -> write chain (session.cpp): how it stops and
+// The session's upkeep beside its read -> route -> write chain (session*.cpp): how it stops and
 // expires (stop(), check_deadline(), the requests already received that the stop still
 // answers, the reset that frees the kernel's send queue), the lingering close after
 // "Connection: close", and the bytes its buffers hold between requests.
