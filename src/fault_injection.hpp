@@ -26,11 +26,13 @@ inline std::atomic<int> allocation_countdown{0};
 // many-hosts protocol guards (src/host_state.hpp), or the lending one (src/lent_workers.cpp),
 // so a test can make the other side act inside it every time instead of hoping a loop hits
 // it (tests/core/many_hosts_interleaving_test.cpp, lend_interleavings_test.cpp). Off
-// (null) it costs a relaxed load, on paths where the worker has found nothing to do or the
-// host is about to wait.
+// (null) it costs a relaxed load of a line nobody writes, on paths where the worker has
+// found nothing to do or the host is about to wait, and once per call a worker starts.
 enum class interleaving_point {
   ring_found_empty,        // worker going to park: ring(h, w) empty, bit h not cleared yet
   before_park,             // worker: nothing claimed, empty rings' bits cleared, not parked
+  claimed_not_started,     // worker: took a call and looked for more behind it; its start
+                           // not stamped yet, so dispatch still sees it between calls
   host_took_completions,   // host: its drain took its completion list (drain_steps)
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
   lent_found_nothing,      // lent worker: claimed nothing, still working (leaving not stored)

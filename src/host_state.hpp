@@ -194,6 +194,7 @@ class host_state {
   // lent_workers.cpp.
   std::optional<std::int64_t> lend_due(std::optional<std::int64_t> now) const;
   void lend_if_starved(std::int64_t now);
+  bool wake_a_sleeper_for_held_calls(std::int64_t now);
   std::size_t abandon_queued();
   void reclaim_rings() noexcept;
   void deliver(call_base* c, std::error_code ec) noexcept;

@@ -18,6 +18,14 @@
 //   worker between calls counts as starting one now, since the worker waking for h's queue
 //   may take a long call first), so a loop asleep on its timer wakes for it; nothing is
 //   timed while none of h's calls waits.
+//   Held calls (host h, in its drain, before it judges When): a call dispatch queued
+//   behind a worker it expected to be free soon (dispatch_policy.hpp, rule 2: a call within
+//   the running average, or one taken and not yet stamped) while that call has now run for
+//   lend_after, with another seat's worker parked: a parked worker does not steal, so the
+//   call would wait for the held one while a worker sleeps, and When lends none while a
+//   seat is not held. h wakes the first parked seat's worker instead (steal and doorbell
+//   on), which steals it in its pass over its peers' rings before it parks again. Steal
+//   off: nothing (docs/not-done.md). Forced: tests/core/lend_interleavings_test.cpp.
 //   Lending (the pool, under the seats mutex): none if the workers are being stopped, or
 //   a lent worker is already working with no call (it takes the waiting ones: two hosts
 //   asking at once lend one); else an idle slot: join its ended thread, phase = working,
@@ -190,7 +198,30 @@ std::optional<std::int64_t> host_state::lend_due(std::optional<std::int64_t> now
 }
 
 void host_state::lend_if_starved(std::int64_t now) {
+  if (wake_a_sleeper_for_held_calls(now)) return;
   if (const auto due = lend_due(now); due && *due <= now) owner_.lend_worker();
+}
+
+// "Held calls": true if it woke a parked seat's worker.
+bool host_state::wake_a_sleeper_for_held_calls(std::int64_t now) {
+  const pool_options& o = shared_.options;
+  if (!o.steal || !o.doorbell || shared_.seat_count < 2) return false;
+  bool held = false;
+  for (unsigned w = 0; w < shared_.seat_count && !held; ++w) {
+    if (rings_[w]->producer_size() == 0) continue;  // this host's calls into seat w
+    const std::int64_t started = shared_.seat(w).call_started_ns.load(std::memory_order_relaxed);
+    held = started != 0 && now - started >= shared_.lend_after_ns;
+  }
+  if (!held) return false;
+  // Pairs with the sleeper's park fence, as a peer's wake does (worker.cpp, wake_one_peer).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (unsigned w = 0; w < shared_.seat_count; ++w) {
+    if (shared_.seat(w).bell.wake_if_parked()) {
+      counters_.host_wakes.bump();
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace knit::detail

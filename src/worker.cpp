@@ -227,6 +227,9 @@ class worker_loop {
     if (!lent_ && steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
       wake_one_peer();
     }
+    // Until the stamp below, the host may queue a call behind this one: if this call runs
+    // long, the host's drain wakes a sleeping peer for it (lent_workers.cpp, "Held calls").
+    at_interleaving_point(interleaving_point::claimed_not_started);
 
     if (try_move(*c, call_state::queued, call_state::running)) {
       me_.counters.calls_run.bump();

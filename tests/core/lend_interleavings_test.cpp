@@ -10,6 +10,8 @@
 //   push before the re-check, so the reordering it forbids (the leaving store still in the
 //   store buffer while the rings are read) never happens here; lend_stress_test runs the
 //   unforced race under ThreadSanitizer.
+// And the host's wake for calls queued behind a held worker while a peer sleeps ("Held
+// calls"), forced the same way at the worker's claimed_not_started point.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -147,6 +149,47 @@ TEST(lend_interleavings, host_sees_leaving_and_lends_a_fresh_worker) {
       },
       10s));
   EXPECT_EQ(runs->load(), 1) << "C ran once: the fresh worker took it, the re-check found none";
+}
+
+// Held calls (src/lent_workers.cpp), forced: worker 0 has taken A and not yet stamped its
+// start when the host pushes B, so dispatch sees it between calls and queues B behind A
+// (dispatch_policy.hpp, rule 2); A is then held on its gate while worker 1 sleeps. Once A
+// has been held for lend_after, the host's drain wakes worker 1, which steals B; nothing is
+// lent, as a worker was free. Without that wake B waits for A, every run.
+TEST(lend_interleavings, a_call_queued_behind_a_held_one_wakes_a_sleeping_peer) {
+  knit::pool_options o;
+  o.threads = 2;
+  o.spin_us = 0;  // nobody spins: only a wake brings worker 1
+  o.lend_after = 20ms;
+  auto g = std::make_shared<gate>();
+  knit::pool p(o);
+  const opens_on_exit open_g{g};
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = p.stats();
+        return s.workers[0].parks >= 1 && s.workers[1].parks >= 1;
+      },
+      10s));
+  bool b = false;
+  {
+    const pause_at pause(interleaving_point::claimed_not_started);
+    ASSERT_FALSE(p.submit(
+        [g](int x) {
+          g->wait();
+          return x;
+        },
+        1, [](knit::result<int>) {}));
+    ASSERT_TRUE(eventually([] { return paused.load(); }, 10s));
+    ASSERT_FALSE(p.submit([](int x) { return x; }, 2, [&b](knit::result<int> r) { b = r.ok(); }));
+  }  // go: worker 0 stamps A's start and is held in it
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }, 10s));
+  EXPECT_TRUE(drain_until(
+      p, [&] { return b; }, 10s))
+      << "B waited behind the held call while a worker slept";
+  const knit::pool_stats s = p.stats();
+  EXPECT_EQ(s.workers[1].calls_stolen, 1u) << "B was not queued behind A";
+  EXPECT_EQ(s.lent_workers_started, 0u) << "a worker was lent while one slept";
+  g->open = true;
 }
 
 }  // namespace
