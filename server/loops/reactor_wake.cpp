@@ -33,6 +33,9 @@ struct scheduler_task_operation {
 struct scheduler_task_interrupted {
   friend auto member_of(scheduler_task_interrupted);
 };
+struct scheduler_stopped {
+  friend auto member_of(scheduler_stopped);
+};
 struct reactor_epoll_fd {
   friend auto member_of(reactor_epoll_fd);
 };
@@ -41,6 +44,7 @@ template struct member<scheduler_queue, &detail::scheduler::op_queue_>;
 template struct member<scheduler_task, &detail::scheduler::task_>;
 template struct member<scheduler_task_operation, &detail::scheduler::task_operation_>;
 template struct member<scheduler_task_interrupted, &detail::scheduler::task_interrupted_>;
+template struct member<scheduler_stopped, &detail::scheduler::stopped_>;
 template struct member<reactor_epoll_fd, &detail::epoll_reactor::epoll_fd_>;
 }  // namespace asio_private
 
@@ -63,6 +67,9 @@ bool arm_reactor_wake(boost::asio::io_context& io) {
   detail::conditionally_enabled_mutex::scoped_lock lock(sched.*member_of(scheduler_mutex{}));
   // No reactor yet: nothing could interrupt it. (reactor_fd() makes one.)
   if (sched.*member_of(scheduler_task{}) == nullptr) return false;
+  // A stop that came after the loop last looked at stopped() (and before this lock) found
+  // the flag set and interrupted nothing: nothing will wake the descriptor for it.
+  if (sched.*member_of(scheduler_stopped{})) return false;
   // After poll(), the queue holds the reactor's task (put back at its end by task_cleanup);
   // anything else is a handler posted since, which must run before the loop may block.
   auto& queue = sched.*member_of(scheduler_queue{});

@@ -22,9 +22,11 @@
 //   sets task_interrupted_ false: from then on the first post from another thread (or a
 //   stop) interrupts the reactor and reactor_fd becomes readable (fact 1). When a handler is
 //   already queued (posted after poll() looked), it returns false and leaves the flag alone:
-//   the caller must poll again instead of blocking. Both under the mutex the posting thread
-//   takes: the queue cannot change between the look and the flag.
-//   Partner: the poster's wake_one_thread_and_unlock (reads the flag under the same mutex,
+//   the caller must poll again instead of blocking. So it does when io is stopped: a stop()
+//   that came before the arm (after the loop's last look at stopped()) found the flag set
+//   and interrupted nothing (scheduler::stop_all_threads), so the caller must look again. Both
+//   under the mutex the posting thread takes: the queue cannot change between the look and the
+//   flag. Partner: the poster's wake_one_thread_and_unlock (reads the flag under the same mutex,
 //   sets it true before interrupting, so one wait gets at most one interrupt), and the next
 //   poll(), whose task_cleanup sets it true again.
 //
@@ -120,8 +122,8 @@ reactor_pass poll_reactor_once_inside_handler(boost::asio::io_context& io);
 
 // On io's one loop thread, after io.poll() and before blocking until reactor_fd(io) is
 // readable: true when nothing is ready and any later post from another thread, or a stop,
-// makes reactor_fd readable; false when a handler is already queued (poll again, do not
-// block). Always false where !kReactorWakeActive.
+// makes reactor_fd readable; false when a handler is already queued or io is stopped (poll
+// again or leave, do not block). Always false where !kReactorWakeActive.
 bool arm_reactor_wake(boost::asio::io_context& io);
 
 }  // namespace knit_server

@@ -168,6 +168,18 @@ TEST_F(ReactorWake, AnArmedLoopIsWokenByAStop) {
   EXPECT_TRUE(io_.stopped());
 }
 
+// A stop that lands between the loop's last look at stopped() and the arm interrupted nothing
+// (the flag was still set): the arm must refuse, so the loop looks again and leaves instead
+// of blocking on a descriptor nothing will wake (removing the stopped check fails this; it
+// was a server's stop that never ended, one run in about a thousand).
+TEST_F(ReactorWake, AStopBetweenPollAndArmMakesTheArmRefuse) {
+  ASSERT_FALSE(io_.stopped());
+  std::thread([this] { io_.stop(); }).join();
+  EXPECT_FALSE(arm_reactor_wake(io_));
+  EXPECT_FALSE(readable_within(fd_, 0));  // the stop woke nothing: only the refusal saves it
+  EXPECT_TRUE(io_.stopped());
+}
+
 // A timer's expiry makes the descriptor readable with no arm (its timerfd is in the set).
 TEST_F(ReactorWake, ATimerWakesTheLoopWithoutAnArm) {
   net::steady_timer timer(io_, std::chrono::milliseconds(20));
