@@ -10,6 +10,12 @@
 #     floor an io_uring path for knit-server could approach) /ping and pipelined, when URING
 #     names an executable; and /ping in each of URING_MODES' other designs (default: loop
 #     hop; the modes are in uring_ping.cpp's header).
+# RATE, when set (requests/s), measures at a fixed rate instead of at saturation: every /ping
+#   window (not the pipelined or /jwt ones, which are skipped) is knit-load's open loop at RATE
+#   over 50 connections (LOAD: the knit-load binary), so each server is compared at the same
+#   load and no server's speed changes how the load generator batches (wrk at saturation is
+#   on its own CPU, and a server that answers sooner leaves it sleeping more, which moves the
+#   server's cost per request).
 # BEFORE_IO and AFTER_IO, when set, are each side's KNIT_IO (docs/server-io.md): one binary
 # with BEFORE_IO=epoll AFTER_IO=uring compares knit-server's two loops.
 # When BEFORE and AFTER are the same file with the same KNIT_IO, knit runs once per round
@@ -32,6 +38,8 @@ URING_MODES=${URING_MODES-loop hop}  # set and empty: none
 BEFORE_IO=${BEFORE_IO:-}
 AFTER_IO=${AFTER_IO:-}
 PORT=${PORT:-18435}
+RATE=${RATE:-}
+LOAD=${LOAD:-$repo/build/bin/knit-load}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: nginx reads its prefix and config from it
 rows=$out/rows.tsv
@@ -103,18 +111,31 @@ measure() {
   local tp c0 c1 wrk_out perf_out reqs rps calls
   tp=$(tree_pids)
   # Warm up the connections and the caches (not measured).
-  taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT$path" "$@" >/dev/null
+  if [ -n "$RATE" ]; then
+    taskset -c 1 "$LOAD" --port "$PORT" --duration 1 --route "ping:GET:/ping:50:$RATE" >/dev/null
+  else
+    taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT$path" "$@" >/dev/null
+  fi
   perf_out=$out/perf-$rep-$name.txt
   perf stat -x, -e raw_syscalls:sys_enter -e syscalls:sys_enter_futex -p "$tp" -o "$perf_out" -- sleep $((WINDOW + 1)) &
   local perf_pid=$!
   sleep 0.3
   c0=$(cpu_ticks "$tp")
-  wrk_out=$(taskset -c 1 wrk -t1 -c50 -d"${WINDOW}s" "http://127.0.0.1:$PORT$path" "$@")
-  c1=$(cpu_ticks "$tp")
-  wait "$perf_pid" || true
-  echo "$wrk_out" > "$out/wrk-$rep-$name.txt"
-  reqs=$(echo "$wrk_out" | awk '/requests in/ {print $1}')
-  rps=$(echo "$wrk_out" | awk '/Requests\/sec/ {print $2}')
+  if [ -n "$RATE" ]; then
+    taskset -c 1 "$LOAD" --port "$PORT" --duration "$WINDOW" --json "$out/load-$rep-$name.json" \
+      --route "ping:GET:/ping:50:$RATE" >/dev/null
+    c1=$(cpu_ticks "$tp")
+    wait "$perf_pid" || true
+    reqs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["routes"]["ping"]["summary"]["successes"])' "$out/load-$rep-$name.json")
+    rps=$(awk -v r="$reqs" -v w="$WINDOW" 'BEGIN {printf "%.0f", r / w}')
+  else
+    wrk_out=$(taskset -c 1 wrk -t1 -c50 -d"${WINDOW}s" "http://127.0.0.1:$PORT$path" "$@")
+    c1=$(cpu_ticks "$tp")
+    wait "$perf_pid" || true
+    echo "$wrk_out" > "$out/wrk-$rep-$name.txt"
+    reqs=$(echo "$wrk_out" | awk '/requests in/ {print $1}')
+    rps=$(echo "$wrk_out" | awk '/Requests\/sec/ {print $2}')
+  fi
   calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$perf_out")
   case $calls in ''|*[!0-9]*) calls=n/a ;; esac
   futexes=$(awk -F, '/syscalls:sys_enter_futex/ {print $1}' "$perf_out")
@@ -139,21 +160,21 @@ for rep in $(seq "$REPS"); do
     start_knit "$b" inline "$io"
     grep -m1 '^io: ' "$out/server.log" > "$out/io-$bin.txt" || true
     measure "$rep" "knit-$bin-inline-ping" /ping
-    measure "$rep" "knit-$bin-inline-ping-pipe16" /ping "${pipe[@]}" -- 16
+    [ -z "$RATE" ] && measure "$rep" "knit-$bin-inline-ping-pipe16" /ping "${pipe[@]}" -- 16
     stop_server
     start_knit "$b" pooled "$io"
     measure "$rep" "knit-$bin-pooled-ping" /ping
-    measure "$rep" "knit-$bin-pooled-jwt" /jwt "${jwt[@]}"
+    [ -z "$RATE" ] && measure "$rep" "knit-$bin-pooled-jwt" /jwt "${jwt[@]}"
     stop_server
   done
   start_nginx
   measure "$rep" nginx-ping /ping
-  measure "$rep" nginx-ping-pipe16 /ping "${pipe[@]}" -- 16
+  [ -z "$RATE" ] && measure "$rep" nginx-ping-pipe16 /ping "${pipe[@]}" -- 16
   stop_server
   if [ -x "$URING" ]; then
     start_uring
     measure "$rep" uring-ping /ping
-    measure "$rep" uring-ping-pipe16 /ping "${pipe[@]}" -- 16
+    [ -z "$RATE" ] && measure "$rep" uring-ping-pipe16 /ping "${pipe[@]}" -- 16
     stop_server
     for mode in $URING_MODES; do
       start_uring "$mode"
