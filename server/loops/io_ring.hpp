@@ -20,9 +20,9 @@
 //        0, poll_reactor_once_inside_handler) only when the reactor's descriptor became
 //        readable since the last turn that ran it, or that run may have left descriptors on
 //        epoll's list (a full batch); poll_queued_inside_handler otherwise: nothing there;
-//     2. unless the reactor must run again, arm_reactor_wake(io): when nothing is queued, a
-//        post from another thread or a stop will make the reactor descriptor readable from
-//        now on (reactor_wake.hpp);
+//     2. unless the reactor must run again, arm_reactor_wake(io): when nothing is queued and
+//        io is not stopped, a post from another thread or a stop will make the reactor
+//        descriptor readable from now on (reactor_wake.hpp);
 //     3. armed: io_uring_submit_and_wait(1), one system call that submits every operation
 //        the last turn queued and waits for a completion; not armed (a handler is queued):
 //        io_uring_submit_and_get_events, which does not wait;

@@ -171,7 +171,7 @@ TEST_F(ReactorWake, AnArmedLoopIsWokenByAStop) {
 // A stop that lands between the loop's last look at stopped() and the arm interrupted nothing
 // (the flag was still set): the arm must refuse, so the loop looks again and leaves instead
 // of blocking on a descriptor nothing will wake (removing the stopped check fails this; it
-// was a server's stop that never ended, one run in about a thousand).
+// was a knit-server whose stop never ended, seen once in CI under ASan).
 TEST_F(ReactorWake, AStopBetweenPollAndArmMakesTheArmRefuse) {
   ASSERT_FALSE(io_.stopped());
   std::thread([this] { io_.stop(); }).join();
