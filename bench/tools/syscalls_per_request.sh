@@ -23,6 +23,7 @@
 # Server on CPU 0, wrk on CPU 1 (taskset); before and after swap places every round (odd
 # rounds before first, even rounds after first). Usage:
 #   bench/tools/syscalls_per_request.sh [OUT_DIR]   env: WINDOW=10 (s per case) REPS=3 BEFORE=... AFTER=... BEFORE_IO= AFTER_IO= NGINX=... URING=... URING_MODES=
+#   RATE= LOAD=build/bin/knit-load (a RATE that is not a positive whole number: exit 2)
 # About 14 cases x REPS x (WINDOW + 2) s: 8 minutes with the defaults.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +41,13 @@ AFTER_IO=${AFTER_IO:-}
 PORT=${PORT:-18435}
 RATE=${RATE:-}
 LOAD=${LOAD:-$repo/build/bin/knit-load}
+if [ -n "$RATE" ]; then
+  case $RATE in *[!0-9]* | 0*)
+    echo "syscalls_per_request.sh: RATE=$RATE is not a positive whole number of requests/s" >&2
+    exit 2 ;;
+  esac
+  [ -x "$LOAD" ] || { echo "syscalls_per_request.sh: no knit-load at $LOAD (build it, or set LOAD)" >&2; exit 2; }
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: nginx reads its prefix and config from it
 rows=$out/rows.tsv
@@ -105,6 +113,14 @@ cpu_ticks() {
   echo "$sum"
 }
 
+# load_ping SECONDS [JSON]: knit-load's open loop on CPU 1, /ping at RATE over 50 connections.
+load_ping() {
+  local json=()
+  [ -n "${2:-}" ] && json=(--json "$2")
+  taskset -c 1 "$LOAD" --port "$PORT" --duration "$1" "${json[@]}" \
+    --route "ping:GET:/ping:50:$RATE" >/dev/null
+}
+
 # measure REP CASE PATH [wrk args...]: one wrk window against the running server.
 measure() {
   local rep=$1 name=$2 path=$3; shift 3
@@ -112,7 +128,7 @@ measure() {
   tp=$(tree_pids)
   # Warm up the connections and the caches (not measured).
   if [ -n "$RATE" ]; then
-    taskset -c 1 "$LOAD" --port "$PORT" --duration 1 --route "ping:GET:/ping:50:$RATE" >/dev/null
+    load_ping 1
   else
     taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT$path" "$@" >/dev/null
   fi
@@ -122,8 +138,7 @@ measure() {
   sleep 0.3
   c0=$(cpu_ticks "$tp")
   if [ -n "$RATE" ]; then
-    taskset -c 1 "$LOAD" --port "$PORT" --duration "$WINDOW" --json "$out/load-$rep-$name.json" \
-      --route "ping:GET:/ping:50:$RATE" >/dev/null
+    load_ping "$WINDOW" "$out/load-$rep-$name.json"
     c1=$(cpu_ticks "$tp")
     wait "$perf_pid" || true
     reqs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["routes"]["ping"]["summary"]["successes"])' "$out/load-$rep-$name.json")
