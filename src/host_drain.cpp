@@ -116,6 +116,13 @@ std::size_t host_state::deliver_taken() noexcept {
     taken_ = c->next_done;
     KNIT_ASSERT(out_ > 0);
     --out_;
+    // Taken from that ring (its taker's CAS came before its release in complete()): the
+    // ring's depth needs no read of its head line while nothing of ours is left in it.
+    if (c->ring != call_base::kNoRing) {
+      const bool counted = rings_[c->ring]->producer_saw_taken();
+      KNIT_ASSERT(counted);
+      (void)counted;
+    }
     if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
       call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
     }

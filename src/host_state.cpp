@@ -145,7 +145,7 @@ bool host_state::dispatch(call_base* c) {
     s.retired = false;  // a seat's rings outlive its retired workers: its next one takes them
     s.depth = rings_[i]->producer_size();
     s.capacity = rings_[i]->capacity();
-    if (!reads_state(s)) continue;
+    if (!reads_workers(n) || !reads_state(s)) continue;
     worker_slot& w = shared_.seat(i);
     s.state = w.bell.state();
     if (ends_scan(s)) break;
@@ -158,6 +158,7 @@ bool host_state::dispatch(call_base* c) {
   if (choice.worker < 0) return false;  // every ring is full
   const unsigned chosen = static_cast<unsigned>(choice.worker);
   // The rule chose a ring with depth < capacity, and this host is its only producer.
+  c->ring = chosen;  // published with the push; only this host reads it (deliver_taken)
   const bool pushed = rings_[chosen]->try_push(c);
   KNIT_ASSERT(pushed);
   if (!pushed) return false;

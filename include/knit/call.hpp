@@ -90,6 +90,10 @@ class call_base {
   // came back: feeds the host's estimate of a call's duration (dispatch).
   std::uint64_t run_ns = 0;
   std::uint32_t block_size = 0;  // allocator bookkeeping: 0 = heap
+  // The seat whose ring of its host carried it (kNoRing: none, a process call): set by the
+  // host before the push, read by the host when the record comes back.
+  static constexpr std::uint32_t kNoRing = ~std::uint32_t{0};
+  std::uint32_t ring = kNoRing;
   // Its host's completion list (src/host_state.hpp): written by the worker before
   // its release CAS, read by the host after its acquire exchange.
   call_base* next_done = nullptr;

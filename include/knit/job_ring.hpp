@@ -9,7 +9,14 @@
 //     h = head (acquire); t = tail (acquire); h == t -> empty
 //     v = slot[h & mask] (relaxed atomic load); CAS head h -> h + 1 (acq_rel)
 //     success -> v is ours; failure -> another consumer took h, retry with the new head
+//   producer, told by its own channel that a value it pushed was taken (the pool: the
+//   call's record came back through the host's completion list, after the taker's CAS):
+//     taken_known += 1; cached_head = max(cached_head, taken_known)   (no shared access)
 // Guarantee: every pushed value is returned by exactly one successful try_pop.
+// Invariant: cached_head <= head. A value known taken was claimed by a CAS, so head is at
+// least the number known taken; and the CAS that took the newest of them happens before
+// the producer learns it (the consumer's release, the producer's acquire), as does every
+// CAS before it in head's order (acq_rel RMWs): the slots below are free to rewrite.
 // Why the slot load before the CAS is safe: the producer rewrites slot (h & mask) only for
 // index h + capacity, which it does only after it has seen head > h, i.e. after the CAS that
 // consumed h. If our CAS succeeds, ours was that CAS, so our earlier load read index h's
@@ -96,8 +103,24 @@ class job_ring {
   /// size_approx() == 0.
   bool empty_approx() const noexcept { return size_approx() == 0; }
 
+  /// Producer only: a value this producer pushed is known to have been taken, through a
+  /// channel that orders it after the taker's CAS (its reply). Counts it into the cached
+  /// head, so a ring the producer knows to be empty costs producer_size() no read of the
+  /// consumers' line: that read, on every push, puts the line the consumer's next CAS
+  /// must own back into the producer's cache (~1 µs a round trip on a 2-vCPU VM).
+  /// Returns false, counting nothing, if that would count more values than were pushed
+  /// (the caller's bug: a cached head past the real one would let a push overwrite a slot
+  /// nobody took).
+  [[nodiscard]] bool producer_saw_taken() noexcept {
+    if (taken_known_ >= tail_.load(std::memory_order_relaxed)) return false;
+    ++taken_known_;
+    if (taken_known_ > cached_head_) cached_head_ = taken_known_;
+    return true;
+  }
+
   /// Producer only: depth seen through the producer's cached head, refreshed only when the
-  /// cache says "non-empty" (so an empty ring costs no remote cache-line read).
+  /// cache says "non-empty" (so an empty ring, or one whose values producer_saw_taken
+  /// accounted for, costs no remote cache-line read).
   std::size_t producer_size() noexcept {
     const std::uint64_t t = tail_.load(std::memory_order_relaxed);
     if (t == cached_head_) return 0;
@@ -117,6 +140,8 @@ class job_ring {
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
   // Producer-private copy of head_, so a push usually touches no consumer-written line.
   alignas(detail::kCacheLine) std::uint64_t cached_head_ = 0;
+  // Producer-private: how many of its values it knows were taken (producer_saw_taken).
+  std::uint64_t taken_known_ = 0;
   alignas(detail::kCacheLine) const std::size_t capacity_;
   const std::size_t mask_;
   std::unique_ptr<std::atomic<T>[]> slots_;

@@ -182,6 +182,32 @@ TEST(dispatch_policy, host_reads_only_what_the_rule_uses) {
   EXPECT_TRUE(reads_call_start(between_calls(), 50 * us));
 }
 
+// One seat: the host reads nothing of its worker, so the rule must choose the same from the
+// snapshot's defaults (running, between calls) as from whatever the worker is doing: its
+// ring when it has room, none when it is full.
+TEST(dispatch_policy, one_seat_chooses_its_ring_whatever_its_worker_does) {
+  EXPECT_FALSE(knit::detail::reads_workers(1));
+  EXPECT_TRUE(knit::detail::reads_workers(2));
+  const worker_snapshot as_read_by_nobody = between_calls();
+  for (const std::size_t depth : {0, 1, 7, 8}) {
+    for (const worker_state st :
+         {worker_state::running, worker_state::spinning, worker_state::parked}) {
+      for (const std::int64_t started : {std::int64_t{0}, now - us, now - 1'000'000 * us}) {
+        for (const std::int64_t estimate : {std::int64_t{0}, 2 * us, 500 * us}) {
+          dispatch_inputs in = inputs();
+          in.call_ns_estimate = estimate;
+          const worker_snapshot real{depth, 8, started, st, false};
+          worker_snapshot unread = as_read_by_nobody;
+          unread.depth = depth;
+          const int expected = depth < 8 ? 0 : -1;
+          EXPECT_EQ(choose({real}, in).worker, expected) << depth << " " << int(st);
+          EXPECT_EQ(choose({unread}, in).worker, expected) << depth;
+        }
+      }
+    }
+  }
+}
+
 // The loop pool.cpp ran before the rule moved here, verbatim but for reading the snapshots
 // instead of the atomics: the refactor must choose exactly as it did.
 int reference_choice(const std::vector<worker_snapshot>& ws, const dispatch_inputs& in) {

@@ -45,4 +45,49 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
 }
 
+// The pool's way: each taker replies through a channel of its own (release after its CAS),
+// and the producer counts the replies into the ring (producer_saw_taken, acquire), so most
+// pushes reuse slots on that count, not on a read of the head. A count ahead of the real
+// head would let a push overwrite a value nobody took: lost and duplicated values.
+TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
+  const std::uint64_t total = scaled(300'000);
+  knit::job_ring<std::uintptr_t> ring(4);
+  std::vector<std::atomic<std::uint8_t>> seen(total);
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> replies{0};  // writers: the takers (release); reader: producer
+  auto consumer = [&] {
+    std::uintptr_t v;
+    for (;;) {
+      if (ring.try_pop(v)) {
+        seen[v].fetch_add(1, std::memory_order_relaxed);
+        replies.fetch_add(1, std::memory_order_release);
+      } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
+        return;
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  };
+  std::vector<std::thread> consumers;
+  for (int i = 0; i < 2; ++i) consumers.emplace_back(consumer);
+  std::uint64_t counted = 0;
+  auto count_replies = [&] {
+    const std::uint64_t r = replies.load(std::memory_order_acquire);
+    for (; counted < r; ++counted) ASSERT_TRUE(ring.producer_saw_taken());
+  };
+  for (std::uintptr_t i = 0; i < total; ++i) {
+    count_replies();
+    while (!ring.try_push(i)) {
+      std::this_thread::yield();
+      count_replies();
+    }
+  }
+  done.store(true, std::memory_order_release);
+  for (auto& t : consumers) t.join();
+  count_replies();
+  EXPECT_EQ(counted, total);
+  EXPECT_EQ(ring.producer_size(), 0u);
+  for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
+}
+
 }  // namespace
