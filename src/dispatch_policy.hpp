@@ -57,10 +57,10 @@ struct dispatch_choice {
 
 // Whether the host must read anything of its workers: not with a single seat, where every
 // rule picks that seat's ring when it has room and none when it is full, whatever the
-// worker is doing. Reading its state and call start there would decide nothing and only
-// pull lines the worker writes (its state around each spin, its call start twice a call)
-// into the host's cache on every call: a burst of 64 calls on one worker ran ~1.5x the
-// calls a second without those reads (bench/results/handoff-lines-2026-12-06).
+// worker is doing; the push itself finds a full ring. Reading the worker's state, its call
+// start and its ring's head there would decide nothing and only pull lines the worker
+// writes (its state around each spin, its call start twice a call, the head at each claim)
+// into the host's cache on every call (bench/results/handoff-lines-2026-12-06).
 inline bool reads_workers(std::size_t seats) noexcept { return seats > 1; }
 
 // Whether the host must read a worker's state word: only if its ring has room.

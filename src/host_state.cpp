@@ -131,37 +131,19 @@ call_id host_state::publish(const placed_call& placed, call_base* c) {
 
 // The dispatch rule over this host's rings (dispatch_policy.hpp), then the mask and wake
 // steps of the protocol in host_state.hpp. Returns false if no ring can take the call now.
-// The snapshots are built in the rule's scan order and only as far as it reads them: no
-// clock read unless a worker is in a call, and nothing allocated (snapshots_ is sized once).
 bool host_state::dispatch(call_base* c) {
   const unsigned n = shared_.seat_count;
-  dispatch_inputs in;
-  in.call_ns_estimate = call_ns_estimate_;
-  in.wake_cost_ns = wake_cost_ns_;
-  in.start = next_;
-  for (unsigned k = 0; k < n; ++k) {
-    const unsigned i = (next_ + k) % n;
-    worker_snapshot& s = snapshots_[i];
-    s.retired = false;  // a seat's rings outlive its retired workers: its next one takes them
-    s.depth = rings_[i]->producer_size();
-    s.capacity = rings_[i]->capacity();
-    if (!reads_workers(n) || !reads_state(s)) continue;
-    worker_slot& w = shared_.seat(i);
-    s.state = w.bell.state();
-    if (ends_scan(s)) break;
-    s.call_started_ns = reads_call_start(s, in.wake_cost_ns)
-                            ? w.call_started_ns.load(std::memory_order_relaxed)
-                            : 0;
-    if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
-  }
-  const dispatch_choice choice = choose_worker(snapshots_, in);
-  if (choice.worker < 0) return false;  // every ring is full
-  const unsigned chosen = static_cast<unsigned>(choice.worker);
-  // The rule chose a ring with depth < capacity, and this host is its only producer.
+  const int ring = reads_workers(n) ? choose_ring() : 0;
+  if (ring < 0) return false;  // every ring is full
+  const unsigned chosen = static_cast<unsigned>(ring);
   c->ring = chosen;  // published with the push; only this host reads it (deliver_taken)
-  const bool pushed = rings_[chosen]->try_push(c);
-  KNIT_ASSERT(pushed);
-  if (!pushed) return false;
+  // One seat: the push says whether its ring has room, reading the head only when the
+  // cached one says full. Else the rule chose a ring with room, and this host is its only
+  // producer.
+  if (!rings_[chosen]->try_push(c)) {
+    KNIT_ASSERT(!reads_workers(n));
+    return false;
+  }
   ++out_;
   next_ = (chosen + 1) % n;
   // Partner: the worker's fetch_and + fence + ring re-check (claim_in_turn, worker.cpp).
@@ -184,6 +166,33 @@ bool host_state::dispatch(call_base* c) {
     if (shared_.seat(chosen).bell.wake_if_parked()) counters_.host_wakes.bump();
   }
   return true;
+}
+
+// The rule's choice among several seats. The snapshots are built in the rule's scan order
+// and only as far as it reads them: no clock read unless a worker is in a call, and nothing
+// allocated (snapshots_ is sized once). Returns -1 if every ring is full.
+int host_state::choose_ring() noexcept {
+  const unsigned n = shared_.seat_count;
+  dispatch_inputs in;
+  in.call_ns_estimate = call_ns_estimate_;
+  in.wake_cost_ns = wake_cost_ns_;
+  in.start = next_;
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned i = (next_ + k) % n;
+    worker_snapshot& s = snapshots_[i];
+    s.retired = false;  // a seat's rings outlive its retired workers: its next one takes them
+    s.depth = rings_[i]->producer_size();
+    s.capacity = rings_[i]->capacity();
+    if (!reads_state(s)) continue;
+    worker_slot& w = shared_.seat(i);
+    s.state = w.bell.state();
+    if (ends_scan(s)) break;
+    s.call_started_ns = reads_call_start(s, in.wake_cost_ns)
+                            ? w.call_started_ns.load(std::memory_order_relaxed)
+                            : 0;
+    if (s.call_started_ns != 0 && in.now_ns == 0) in.now_ns = steady_now_ns();
+  }
+  return choose_worker(snapshots_, in).worker;
 }
 
 bool host_state::hold_wakes(bool on) noexcept {

@@ -186,6 +186,7 @@ class host_state {
   std::optional<std::chrono::steady_clock::time_point> pool_deadline() const noexcept;
   std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
+  int choose_ring() noexcept;  // dispatch's rule over several seats; -1: every ring full
   void flush_backlog();
   std::size_t pop_done();
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);

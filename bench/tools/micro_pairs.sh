@@ -5,7 +5,7 @@
 # runs the benchmark rows FILTER selects (knit-micro repeats each row 3 times). Before each
 # build it prints `== micro pair P LABEL (BIN) load: ...`, then knit-micro's peer/ lines;
 # bench/tools/micro_pairs_summary.py turns that into medians and ratios to the first build.
-# Before each pair it prints the machine's cache-line round trip (`== floor before pair`).
+# The header line ends with the machine's cache-line round trip, measured just before.
 #
 #   bench/tools/micro_pairs.sh [-n PAIRS] [-f FILTER] [-c CPUS] LABEL=KNIT_MICRO...
 #     defaults: 3 pairs; CPUs 0-1; FILTER the knit peer rows of one host's cost:
@@ -36,17 +36,16 @@ for build in "$@"; do
 done
 echo "== $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg); nproc $(nproc)"
 lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node0)'
-first_bin=${1#*=}
 for pair in $(seq 1 "$pairs"); do
-  # The machine's own floor before each pair, from the first build: this VM's two vCPUs move
-  # between placements whose cache-line round trip differs ~4x (~110 ns against ~470 ns),
-  # and every runtime's hand-off moves with it. Compare builds within a pair.
-  floor=$(taskset -c "$cpus" "$first_bin" --benchmark_filter='^floor_cache_line_ping_pong' \
-            2>/dev/null | awk '/^floor_cache_line_ping_pong/ {print $2}')
-  echo "== floor before pair $pair: cache line round trip ${floor:-?} ns"
   for build in "$@"; do
     label=${build%%=*} bin=${build#*=}
-    echo "== micro pair $pair $label ($bin) load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    # The machine's own floor right before each build's rows: this VM's two vCPUs move
+    # between placements whose cache-line round trip differs ~4x (~110 ns against ~470 ns),
+    # and every runtime's hand-off moves with it: compare builds within a pair whose floors
+    # agree.
+    floor=$(taskset -c "$cpus" "$bin" --benchmark_filter='^floor_cache_line_ping_pong' \
+              2>/dev/null | awk '/^floor_cache_line_ping_pong/ {print $2}')
+    echo "== micro pair $pair $label ($bin) load: $(cut -d' ' -f1-3 /proc/loadavg) floor: ${floor:-?} ns"
     taskset -c "$cpus" "$bin" --benchmark_filter="$filter" 2>/dev/null | grep -E '^peer/'
   done
 done

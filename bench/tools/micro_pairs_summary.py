@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Medians of micro_pairs.sh's output: for each knit peer row (round trip p50 and p99, burst of
 64 in flight, steady-stream host CPU), each pair's median per build and its ratio to the first
-build, then the same over all pairs (a markdown table). Builds are the labels of the
-`== micro pair P LABEL` lines, in the order they first appear.
+build, then the same over all pairs (a markdown table); and the cache-line floor measured before
+each build, where the header line gives it (compare a pair only where its floors agree). Builds
+are the labels of the `== micro pair P LABEL` lines, in the order they first appear.
 
   bench/tools/micro_pairs_summary.py [--base LABEL] < MICRO_PAIRS_OUTPUT
 """
@@ -44,6 +45,11 @@ def main():
             section = m.groups()
             if section[1] not in labels:
                 labels.append(section[1])
+            floor = re.search(r'floor: (\d+) ns', line)  # the machine's, just before the build
+            if floor:
+                rows.setdefault('cache-line floor ns (the machine, before the build)', {}) \
+                    .setdefault(section[0], {}).setdefault(section[1], []) \
+                    .append(float(floor.group(1)))
             continue
         if not section or not line.startswith('peer/'):
             continue
