@@ -15,6 +15,23 @@ constexpr std::uint64_t scaled(std::uint64_t n) {
   return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1);
 }
 
+// A claimer's loop: every value it takes goes to `took`, until the producer is done and the
+// ring is empty; it yields when it finds nothing (more threads than cores: the producer runs).
+template <class Took>
+void claim_until_done(knit::job_ring<std::uintptr_t>& ring, const std::atomic<bool>& done,
+                      Took took) {
+  std::uintptr_t v;
+  for (;;) {
+    if (ring.try_pop(v)) {
+      took(v);
+    } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
+      return;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   const std::uint64_t total = scaled(300'000);  // 4 threads share 2 cores here
   knit::job_ring<std::uintptr_t> ring(4);       // tiny: constant wrap-around and full states
@@ -22,17 +39,10 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> consumed{0};
   auto consumer = [&] {
-    std::uintptr_t v;
-    for (;;) {
-      if (ring.try_pop(v)) {
-        seen[v].fetch_add(1, std::memory_order_relaxed);
-        consumed.fetch_add(1, std::memory_order_relaxed);
-      } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
-        return;
-      } else {
-        std::this_thread::yield();  // more threads than cores: let the producer run
-      }
-    }
+    claim_until_done(ring, done, [&](std::uintptr_t v) {
+      seen[v].fetch_add(1, std::memory_order_relaxed);
+      consumed.fetch_add(1, std::memory_order_relaxed);
+    });
   };
   std::vector<std::thread> consumers;
   for (int i = 0; i < 3; ++i) consumers.emplace_back(consumer);
@@ -56,17 +66,10 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> replies{0};  // writers: the takers (release); reader: producer
   auto consumer = [&] {
-    std::uintptr_t v;
-    for (;;) {
-      if (ring.try_pop(v)) {
-        seen[v].fetch_add(1, std::memory_order_relaxed);
-        replies.fetch_add(1, std::memory_order_release);
-      } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
-        return;
-      } else {
-        std::this_thread::yield();
-      }
-    }
+    claim_until_done(ring, done, [&](std::uintptr_t v) {
+      seen[v].fetch_add(1, std::memory_order_relaxed);
+      replies.fetch_add(1, std::memory_order_release);
+    });
   };
   std::vector<std::thread> consumers;
   for (int i = 0; i < 2; ++i) consumers.emplace_back(consumer);
