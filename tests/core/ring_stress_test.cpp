@@ -17,12 +17,15 @@ constexpr std::uint64_t scaled(std::uint64_t n) {
 
 // A claimer's loop: every value it takes goes to `took`, until the producer is done and the
 // ring is empty; it yields when it finds nothing (more threads than cores: the producer runs).
+// With `keep_tail_copy` it claims as the pool's worker does (its own copy of the tail,
+// job_ring::try_pop(out, seen_tail)); without, as a thief does.
 template <class Took>
 void claim_until_done(knit::job_ring<std::uintptr_t>& ring, const std::atomic<bool>& done,
-                      Took took) {
+                      Took took, bool keep_tail_copy = false) {
   std::uintptr_t v;
+  std::uint64_t seen_tail = 0;
   for (;;) {
-    if (ring.try_pop(v)) {
+    if (keep_tail_copy ? ring.try_pop(v, seen_tail) : ring.try_pop(v)) {
       took(v);
     } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
       return;
@@ -38,19 +41,32 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> consumed{0};
-  auto consumer = [&] {
-    claim_until_done(ring, done, [&](std::uintptr_t v) {
-      seen[v].fetch_add(1, std::memory_order_relaxed);
-      consumed.fetch_add(1, std::memory_order_relaxed);
-    });
+  // A value taken twice means a claimer took a slot past the tail: the head then runs ahead
+  // of the pushes and the producer would find the ring full for ever, so it stops instead.
+  std::atomic<bool> duplicated{false};
+  auto consumer = [&](bool keep_tail_copy) {
+    claim_until_done(
+        ring, done,
+        [&](std::uintptr_t v) {
+          if (seen[v].fetch_add(1, std::memory_order_relaxed) != 0) {
+            duplicated.store(true, std::memory_order_relaxed);
+          }
+          consumed.fetch_add(1, std::memory_order_relaxed);
+        },
+        keep_tail_copy);
   };
+  // Two claimers keep their own copy of the tail (stale whenever another claimed past it),
+  // one reads the tail every time.
   std::vector<std::thread> consumers;
-  for (int i = 0; i < 3; ++i) consumers.emplace_back(consumer);
-  for (std::uintptr_t i = 0; i < total; ++i) {
-    while (!ring.try_push(i)) std::this_thread::yield();
+  for (int i = 0; i < 3; ++i) consumers.emplace_back(consumer, i < 2);
+  for (std::uintptr_t i = 0; i < total && !duplicated.load(std::memory_order_relaxed); ++i) {
+    while (!ring.try_push(i) && !duplicated.load(std::memory_order_relaxed)) {
+      std::this_thread::yield();
+    }
   }
   done.store(true, std::memory_order_release);
   for (auto& t : consumers) t.join();
+  EXPECT_FALSE(duplicated.load()) << "a value was taken twice";
   EXPECT_EQ(consumed.load(), total);
   for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
 }
