@@ -213,15 +213,10 @@ bool host_state::wake_a_sleeper_for_held_calls(std::int64_t now) {
     held = started != 0 && now - started >= shared_.lend_after_ns;
   }
   if (!held) return false;
-  // Pairs with the sleeper's park fence, as a peer's wake does (worker.cpp, wake_one_peer).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (unsigned w = 0; w < shared_.seat_count; ++w) {
-    if (shared_.seat(w).bell.wake_if_parked()) {
-      counters_.host_wakes.bump();
-      return true;
-    }
-  }
-  return false;
+  // As a peer's wake does (worker.cpp, wake_one_peer), over every seat.
+  if (!shared_.wake_one_parked(0, shared_.seat_count)) return false;
+  counters_.host_wakes.bump();
+  return true;
 }
 
 }  // namespace knit::detail

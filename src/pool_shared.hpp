@@ -183,6 +183,17 @@ struct pool_shared {
   std::unique_ptr<std::atomic<worker_slot*>[]> seats;
   unsigned seat_count = 0;
   worker_slot& seat(unsigned i) const noexcept { return *seats[i].load(std::memory_order_acquire); }
+  // A ringer with work already published (a worker's queued calls, a host's held ones):
+  // wakes the first parked worker among the `count` seats from `first` on (wrapping), after
+  // the fence that pairs with their park fence (worker_doorbell.hpp). Returns whether it
+  // issued a FUTEX_WAKE (the caller counts it).
+  bool wake_one_parked(unsigned first, unsigned count) const noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (unsigned k = 0; k < count; ++k) {
+      if (seat((first + k) % seat_count).bell.wake_if_parked()) return true;
+    }
+    return false;
+  }
   // Lent workers (lent_workers.cpp): lent[k] is lent slot k, seat index seat_count + k in
   // the stuck scan. Each entry always names a slot that lives as long as the pool (one
   // retired for a stuck call is replaced, like a seat's). Writer: the pool under its seats

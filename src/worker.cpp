@@ -273,15 +273,9 @@ class worker_loop {
     call_allocator::destroy_orphan(c);
   }
 
+  // Every other seat, from the next one on (one relaxed load each when it is not parked).
   void wake_one_peer() noexcept {
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the peer's park fence
-    for (unsigned k = 1; k < n_; ++k) {
-      worker_slot& peer = s_.seat((self_ + k) % n_);
-      if (peer.bell.wake_if_parked()) {  // one relaxed load when it is not parked
-        me_.counters.peer_wakes.bump();
-        return;
-      }
-    }
+    if (s_.wake_one_parked(self_ + 1, n_ - 1)) me_.counters.peer_wakes.bump();
   }
 
   bool spin(call_base*& c, bool& stolen, unsigned& from) noexcept {
