@@ -15,7 +15,6 @@
 //
 // A lent worker (lent_workers.cpp) has no seat: it claims from every seat's rings, never
 // spins or parks, and ends when it finds nothing (its leaving re-check, run_lent).
-#include <array>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -169,7 +168,7 @@ class worker_loop {
     for (const std::uint64_t order : {hosts & after, hosts & ~after}) {
       for (std::uint64_t m = order; m != 0; m &= m - 1) {
         const unsigned h = static_cast<unsigned>(std::countr_zero(m));
-        if (s_.host(h)->ring(self_).try_pop(c, seen_tail_[h])) {
+        if (s_.host(h)->ring(self_).try_pop(c)) {
           cursor_ = h;
           from = h;
           return true;
@@ -369,10 +368,6 @@ class worker_loop {
   spin_backoff backoff_;            // this worker's own: no other thread reads it
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   std::int64_t idle_since_ns_ = 0;  // when that skipped period began
-  // This worker's copy of each host's tail into its seat (job_ring::try_pop's seen_tail):
-  // a burst costs one read of the host's tail line, not one per call. Tails only grow, and
-  // a host index's rings live as long as the pool, so a copy outlives any host attached at h.
-  std::array<std::uint64_t, 64> seen_tail_{};
 };
 
 void apply_affinity(const pool_options& options, unsigned self) noexcept {

@@ -5,15 +5,10 @@
 //   producer (host, one thread):
 //     t = tail (own variable); if t - cached_head == capacity: reload head (acquire); full -> false
 //     slot[t & mask] = v (relaxed atomic store); tail = t + 1 (release)
-//   consumer (owner or thief, any number), with its own copy seen_tail of the tail:
-//     h = head (acquire); if h >= seen_tail: seen_tail = tail (acquire); h >= seen_tail -> empty
+//   consumer (owner or thief, any number):
+//     h = head (acquire); t = tail (acquire); h == t -> empty
 //     v = slot[h & mask] (relaxed atomic load); CAS head h -> h + 1 (acq_rel)
 //     success -> v is ours; failure -> another consumer took h, retry with the new head
-//   The copy is a tail this consumer read before: using it is what a load of the tail may
-//   return anyway (a value no older than the last one read), and its acquire already made
-//   every slot below it visible. Keeping it, the owner works through a burst reading the
-//   producer's tail line once, not once per value: the producer's next push then finds that
-//   line still its own (the pool's push is followed by a fence that waits for it).
 //   producer, told by its own channel that a value it pushed was taken (the pool: the
 //   call's record came back through the host's completion list, after the taker's CAS):
 //     taken_known += 1; cached_head = max(cached_head, taken_known)   (no shared access)
@@ -84,21 +79,11 @@ class job_ring {
 
   /// Any thread. Claims the oldest value into `out`; returns false when empty.
   bool try_pop(T& out) noexcept {
-    std::uint64_t seen_tail = 0;
-    return try_pop(out, seen_tail);
-  }
-
-  /// Any thread, keeping its own copy of the tail in `seen_tail` (0 at first, one copy per
-  /// consumer and ring, never shared): as try_pop(out), reading the producer's tail only
-  /// when the head has reached the copy (the protocol above says why that is safe).
-  bool try_pop(T& out, std::uint64_t& seen_tail) noexcept {
     std::uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
-      if (h >= seen_tail) {
-        // Pairs with try_push's release.
-        seen_tail = tail_.load(std::memory_order_acquire);
-        if (h >= seen_tail) return false;
-      }
+      // Pairs with try_push's release.
+      const std::uint64_t t = tail_.load(std::memory_order_acquire);
+      if (h >= t) return false;
       const T value = slots_[h & mask_].load(std::memory_order_relaxed);
       // acq_rel: release orders our slot load before the producer's reuse of the slot.
       if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
@@ -151,7 +136,7 @@ class job_ring {
   // and the producer's acquire reload of cached_head_ (a slot is reused only after it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};
   // Writer: the producer only (release in try_push). Partner: the consumers' acquire load
-  // in try_pop (the slot is published with it), made only when a consumer's copy ran out.
+  // in try_pop (the slot is published with it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
   // Producer-private copy of head_, so a push usually touches no consumer-written line.
   alignas(detail::kCacheLine) std::uint64_t cached_head_ = 0;

@@ -96,53 +96,7 @@ TEST(job_ring, a_taken_count_past_the_pushes_is_refused) {
   EXPECT_EQ(v, 4u);
 }
 
-// The owner keeps its copy of the tail (the pool's worker), a thief pops without one; over
-// many wraps each value comes out once and in order, and an owner whose head has reached
-// its copy reads the tail again: it never hands out a slot past what was pushed.
-TEST_P(job_ring_small, a_tail_copy_beside_a_thief_hands_out_each_value_once) {
-  knit::job_ring<std::uintptr_t> ring(GetParam());
-  const std::size_t cap = ring.capacity();
-  std::uint64_t owners_copy = 0;
-  std::uintptr_t next_in = 1, next_out = 1, v = 0;
-  for (int round = 0; round < 50; ++round) {
-    for (std::size_t i = 0; i < cap; ++i) ASSERT_TRUE(ring.try_push(next_in++));
-    for (std::size_t i = 0; i < cap; ++i) {
-      // Alternate owner and thief: the thief moves the head past the owner's copy too.
-      const bool owner = (i + static_cast<std::size_t>(round)) % 2 == 0;
-      ASSERT_TRUE(owner ? ring.try_pop(v, owners_copy) : ring.try_pop(v));
-      ASSERT_EQ(v, next_out++);
-    }
-    EXPECT_FALSE(ring.try_pop(v, owners_copy)) << "an empty ring must stay empty to the owner";
-    EXPECT_EQ(owners_copy, next_in - 1) << "the owner's empty answer comes from the tail";
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(capacities, job_ring_small, ::testing::Values(1, 2, 3));
-
-// The copy saves the read: while the head is below it the owner takes values without
-// reading the tail (its copy stays), and reads it once the head reaches the copy.
-TEST(job_ring, a_tail_copy_is_refreshed_only_when_the_head_reaches_it) {
-  knit::job_ring<std::uintptr_t> ring(8);
-  std::uint64_t copy = 0;
-  std::uintptr_t v = 0;
-  for (std::uintptr_t i = 1; i <= 3; ++i) ASSERT_TRUE(ring.try_push(i));
-  ASSERT_TRUE(ring.try_pop(v, copy));
-  EXPECT_EQ(v, 1u);
-  EXPECT_EQ(copy, 3u);  // read once, at the first pop
-  ASSERT_TRUE(ring.try_push(4));
-  ASSERT_TRUE(ring.try_push(5));
-  ASSERT_TRUE(ring.try_pop(v, copy));
-  EXPECT_EQ(v, 2u);
-  ASSERT_TRUE(ring.try_pop(v, copy));
-  EXPECT_EQ(v, 3u);
-  EXPECT_EQ(copy, 3u) << "values below the copy are taken without reading the tail";
-  ASSERT_TRUE(ring.try_pop(v, copy));
-  EXPECT_EQ(v, 4u);
-  EXPECT_EQ(copy, 5u) << "the head reached the copy: the tail is read again";
-  ASSERT_TRUE(ring.try_pop(v, copy));
-  EXPECT_EQ(v, 5u);
-  EXPECT_FALSE(ring.try_pop(v, copy));
-}
 
 TEST(job_ring, head_and_tail_on_separate_cache_lines) {
   // Layout claim from the protocol comment: the consumer-written head and the
