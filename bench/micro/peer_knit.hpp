@@ -1,6 +1,6 @@
 // knit as a peer_runtime (peer_runtime.hpp): a knit::pool with its workers pinned to one
 // CPU, the library's default idle policy, the host waiting on completion_fd() as an event
-// loop would.
+// loop would (draining when it fired, polling when the wait timed out).
 #pragma once
 
 #include <poll.h>
@@ -33,8 +33,11 @@ class knit_peer {
     const auto ns = timeout.count() > 0 ? timeout.count() : 0;
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     pollfd fd{pool_.completion_fd(), POLLIN, 0};
-    ::ppoll(&fd, 1, &ts, nullptr);
-    return pool_.drain();
+    // As an event loop does (knit::asio_host drains when its watch reports the fd): drain
+    // and reset the doorbell when it fired; a wait that timed out reads no eventfd (it
+    // would fail with EAGAIN) and only polls.
+    if (::ppoll(&fd, 1, &ts, nullptr) > 0 && (fd.revents & POLLIN) != 0) return pool_.drain();
+    return pool_.poll();
   }
 
  private:

@@ -74,9 +74,15 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> replies{0};  // writers: the takers (release); reader: producer
+  // Set by a taker that got a value twice, or by the producer when a count is refused (more
+  // replies than pushes): either way the ring is broken and the producer stops pushing into
+  // it (a failure, not a hang).
+  std::atomic<bool> broken{false};
   auto consumer = [&] {
     claim_until_done(ring, done, [&](std::uintptr_t v) {
-      seen[v].fetch_add(1, std::memory_order_relaxed);
+      if (seen[v].fetch_add(1, std::memory_order_relaxed) != 0) {
+        broken.store(true, std::memory_order_relaxed);
+      }
       replies.fetch_add(1, std::memory_order_release);
     });
   };
@@ -85,11 +91,13 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
   std::uint64_t counted = 0;
   auto count_replies = [&] {
     const std::uint64_t r = replies.load(std::memory_order_acquire);
-    for (; counted < r; ++counted) ASSERT_TRUE(ring.producer_saw_taken());
+    for (; counted < r; ++counted) {
+      if (!ring.producer_saw_taken()) broken.store(true, std::memory_order_relaxed);
+    }
   };
-  for (std::uintptr_t i = 0; i < total; ++i) {
+  for (std::uintptr_t i = 0; i < total && !broken.load(std::memory_order_relaxed); ++i) {
     count_replies();
-    while (!ring.try_push(i)) {
+    while (!ring.try_push(i) && !broken.load(std::memory_order_relaxed)) {
       std::this_thread::yield();
       count_replies();
     }
@@ -97,6 +105,7 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
   done.store(true, std::memory_order_release);
   for (auto& t : consumers) t.join();
   count_replies();
+  EXPECT_FALSE(broken.load()) << "a value was taken twice, or more were taken than pushed";
   EXPECT_EQ(counted, total);
   EXPECT_EQ(ring.producer_size(), 0u);
   for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
