@@ -15,19 +15,43 @@ constexpr std::uint64_t scaled(std::uint64_t n) {
   return n * KNIT_STRESS_SCALE / (KNIT_SANITIZED ? 10 : 1);
 }
 
-// A claimer's loop: every value it takes goes to `took`, until the producer is done and the
-// ring is empty; it yields when it finds nothing (more threads than cores: the producer runs).
+// A broken ring (a value taken twice: a claimer took a slot past the tail, or a slot was
+// reused too early) runs its head ahead of the pushes, and the producer would find it full
+// for ever: whoever sees the breakage sets `broken`, the producer stops pushing, and the
+// test fails instead of hanging.
+
+// A claimer's loop: marks each value it takes in `seen` (a second mark breaks the ring),
+// then hands it to `took`, until the producer is done and the ring is empty; it yields when
+// it finds nothing (more threads than cores: the producer runs).
 template <class Took>
 void claim_until_done(knit::job_ring<std::uintptr_t>& ring, const std::atomic<bool>& done,
+                      std::vector<std::atomic<std::uint8_t>>& seen, std::atomic<bool>& broken,
                       Took took) {
   std::uintptr_t v;
   for (;;) {
     if (ring.try_pop(v)) {
+      if (seen[v].fetch_add(1, std::memory_order_relaxed) != 0) {
+        broken.store(true, std::memory_order_relaxed);
+      }
       took(v);
     } else if (done.load(std::memory_order_acquire) && ring.empty_approx()) {
       return;
     } else {
       std::this_thread::yield();
+    }
+  }
+}
+
+// The producer's loop: pushes 0 .. total-1, calling `between` before each value and after
+// each push that found the ring full, until done or the ring is broken.
+template <class Between>
+void push_until_done(knit::job_ring<std::uintptr_t>& ring, std::uint64_t total,
+                     const std::atomic<bool>& broken, Between between) {
+  for (std::uintptr_t i = 0; i < total && !broken.load(std::memory_order_relaxed); ++i) {
+    between();
+    while (!ring.try_push(i) && !broken.load(std::memory_order_relaxed)) {
+      std::this_thread::yield();
+      between();
     }
   }
 }
@@ -38,28 +62,17 @@ TEST(ring_stress, job_ring_one_producer_three_claimers_exactly_once) {
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> consumed{0};
-  // A value taken twice means a claimer took a slot past the tail: the head then runs ahead
-  // of the pushes and the producer would find the ring full for ever, so it stops instead
-  // (a failure, not a hang).
-  std::atomic<bool> duplicated{false};
+  std::atomic<bool> broken{false};
   auto consumer = [&] {
-    claim_until_done(ring, done, [&](std::uintptr_t v) {
-      if (seen[v].fetch_add(1, std::memory_order_relaxed) != 0) {
-        duplicated.store(true, std::memory_order_relaxed);
-      }
-      consumed.fetch_add(1, std::memory_order_relaxed);
-    });
+    claim_until_done(ring, done, seen, broken,
+                     [&](std::uintptr_t) { consumed.fetch_add(1, std::memory_order_relaxed); });
   };
   std::vector<std::thread> consumers;
   for (int i = 0; i < 3; ++i) consumers.emplace_back(consumer);
-  for (std::uintptr_t i = 0; i < total && !duplicated.load(std::memory_order_relaxed); ++i) {
-    while (!ring.try_push(i) && !duplicated.load(std::memory_order_relaxed)) {
-      std::this_thread::yield();
-    }
-  }
+  push_until_done(ring, total, broken, [] {});
   done.store(true, std::memory_order_release);
   for (auto& t : consumers) t.join();
-  EXPECT_FALSE(duplicated.load()) << "a value was taken twice";
+  EXPECT_FALSE(broken.load()) << "a value was taken twice";
   EXPECT_EQ(consumed.load(), total);
   for (std::uint64_t i = 0; i < total; ++i) ASSERT_EQ(seen[i].load(), 1) << "value " << i;
 }
@@ -74,17 +87,11 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> replies{0};  // writers: the takers (release); reader: producer
-  // Set by a taker that got a value twice, or by the producer when a count is refused (more
-  // replies than pushes): either way the ring is broken and the producer stops pushing into
-  // it (a failure, not a hang).
+  // Broken also when the producer's count is refused (more replies than pushes).
   std::atomic<bool> broken{false};
   auto consumer = [&] {
-    claim_until_done(ring, done, [&](std::uintptr_t v) {
-      if (seen[v].fetch_add(1, std::memory_order_relaxed) != 0) {
-        broken.store(true, std::memory_order_relaxed);
-      }
-      replies.fetch_add(1, std::memory_order_release);
-    });
+    claim_until_done(ring, done, seen, broken,
+                     [&](std::uintptr_t) { replies.fetch_add(1, std::memory_order_release); });
   };
   std::vector<std::thread> consumers;
   for (int i = 0; i < 2; ++i) consumers.emplace_back(consumer);
@@ -95,13 +102,7 @@ TEST(ring_stress, job_ring_reuses_slots_on_the_takers_replies_exactly_once) {
       if (!ring.producer_saw_taken()) broken.store(true, std::memory_order_relaxed);
     }
   };
-  for (std::uintptr_t i = 0; i < total && !broken.load(std::memory_order_relaxed); ++i) {
-    count_replies();
-    while (!ring.try_push(i) && !broken.load(std::memory_order_relaxed)) {
-      std::this_thread::yield();
-      count_replies();
-    }
-  }
+  push_until_done(ring, total, broken, count_replies);
   done.store(true, std::memory_order_release);
   for (auto& t : consumers) t.join();
   count_replies();
