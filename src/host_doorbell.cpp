@@ -26,8 +26,8 @@ bool host_doorbell::notify() noexcept {
   // Partner: the other workers' exchanges (one of them writes) and reset()'s exchange.
   if (signalled_.exchange(true, std::memory_order_acq_rel)) return false;
   const std::uint64_t one = 1;
-  // A full counter (2^64-2, the only way a non-blocking write fails) cannot happen: the
-  // host resets it every round.
+  // A full counter (2^64-2, the only way a non-blocking write fails) cannot happen: one
+  // write per round, and the host reads it each round or (each_write) never.
   [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
   KNIT_ASSERT(n == static_cast<ssize_t>(sizeof one));
   return true;

@@ -10,6 +10,9 @@
 // Guarantee: either the host's pop (after its fence) sees the pushed result, or the
 // worker's check (after its fence) sees signalled == false and writes the eventfd, so the
 // loop runs drain() again. The exchange lets exactly one worker write per round.
+// The read only resets the counter for a watch that fires while it is readable; a watch
+// that fires on every write (completion_watch::each_write) leaves it unread, and the
+// counter grows by one per round: 2^64 - 2 rounds, the write's limit, are never reached.
 #pragma once
 
 #include <atomic>
@@ -30,10 +33,9 @@ class host_doorbell {
   // Worker, after publishing a result. Returns true if it wrote the eventfd.
   bool notify() noexcept;
 
-  // Host, before popping completion rings. `read` false: the caller knows the eventfd was
-  // not readable a moment ago (an epoll set holding it did not report it), so the read
-  // would only fail with EAGAIN; a write since then leaves it readable, and the loop
-  // drains again, with the read.
+  // Host, before popping completion rings. `read` false: the caller knows the read is not
+  // needed: the eventfd was not written since the last read (an epoll set holding it did
+  // not report it), or the loop's watch fires on every write whatever the counter holds.
   void reset(bool read = true) noexcept;
 
  private:

@@ -38,13 +38,13 @@ bool host_state::cancel(call_id id) {
   return true;
 }
 
-std::size_t host_state::drain(bool reset_doorbell) {
+std::size_t host_state::drain(doorbell_reset reset) {
   if (draining_) return 0;
   step_scope scope(*this);
   draining_ = true;
   std::size_t delivered = 0;
   try {
-    delivered = drain_steps(reset_doorbell);
+    delivered = drain_steps(reset);
   } catch (...) {
     draining_ = false;
     throw;
@@ -56,15 +56,18 @@ std::size_t host_state::drain(bool reset_doorbell) {
 // One round of drain, also run by leave() from inside a drain (each step may be re-entered
 // from one of its own handlers: nothing it holds across a handler is a local but the
 // record being delivered).
-std::size_t host_state::drain_steps(bool reset_doorbell) {
+std::size_t host_state::drain_steps(doorbell_reset reset) {
+  // Under a watch that fires on every write the eventfd is never read: its counter only
+  // grows, one per write (host_doorbell.hpp).
+  const bool read = reset == doorbell_reset::read;
   if (ring_) {
-    // The ring's epoll set holds the doorbell (level): its step says whether it was
-    // readable, and the reset reads it only then (no EAGAIN read per drain).
+    // The ring's epoll set holds the doorbell (edge): its step says whether it rang since
+    // the last step, and the reset reads it only then (no EAGAIN read per drain).
     const std::vector<call_base*>& finished = ring_->step();
-    if (reset_doorbell) bell_.reset(ring_->bell_rang());
+    if (reset != doorbell_reset::none) bell_.reset(read && ring_->bell_rang());
     for (call_base* c : finished) complete_quietly(c);
-  } else if (reset_doorbell) {
-    bell_.reset();
+  } else if (reset != doorbell_reset::none) {
+    bell_.reset(read);
   }
   std::size_t delivered = pop_done();
   at_interleaving_point(interleaving_point::host_took_completions);

@@ -133,7 +133,11 @@ class host_state {
   call_id enqueue_process(call_base* c, const call_options& options,
                           const std::shared_ptr<process_job>& job);
   bool cancel(call_id id);
-  std::size_t drain(bool reset_doorbell);
+  // How a drain treats the doorbell: none (poll: untouched), read (reset, reading the
+  // eventfd: a watch that fires while it is readable), no_read (reset without the read: a
+  // watch that fires on every write, completion_watch::each_write).
+  enum class doorbell_reset { none, read, no_read };
+  std::size_t drain(doorbell_reset reset);
   // Held wakes ("Held wakes" in the protocol above): returns whether they are held now.
   bool hold_wakes(bool on) noexcept;
   void flush_wakes() noexcept;
@@ -179,7 +183,7 @@ class host_state {
     host_state& h_;
   };
 
-  std::size_t drain_steps(bool reset_doorbell);
+  std::size_t drain_steps(doorbell_reset reset);
   call_id publish(const placed_call& placed, call_base* c);
   void settle(std::optional<std::chrono::steady_clock::time_point> own_deadline,
               shutdown_report& report);
@@ -253,5 +257,11 @@ host_state* bound_host(const void* pool) noexcept;
 // Records (or, with null, forgets) this thread's host in `pool`. Throws std::logic_error
 // when this thread is already a host of too many pools.
 void bind_host(const void* pool, host_state* host);
+
+// The doorbell's reset for a drain under `watch` (pool::drain, pool_host::drain).
+inline host_state::doorbell_reset reset_for(completion_watch watch) noexcept {
+  return watch == completion_watch::each_write ? host_state::doorbell_reset::no_read
+                                               : host_state::doorbell_reset::read;
+}
 
 }  // namespace knit::detail

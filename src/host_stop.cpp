@@ -114,7 +114,7 @@ void host_state::finish(shutdown_mode mode,
 void host_state::settle(std::optional<std::chrono::steady_clock::time_point> own_deadline,
                         shutdown_report& report) {
   for (;;) {
-    drain_steps(true);
+    drain_steps(doorbell_reset::read);  // its own wait below is poll(2): a readiness watch
     if (pending_ == 0 && out_ == 0 && backlog_.empty()) break;
     const auto deadline = own_deadline ? own_deadline : pool_deadline();
     const auto now = std::chrono::steady_clock::now();

@@ -240,13 +240,13 @@ bool pool::cancel(call_id id) {
   detail::host_state* h = impl_->host_or_builder("cancel");
   return h && h->cancel(id);
 }
-std::size_t pool::drain() {
+std::size_t pool::drain(completion_watch watch) {
   detail::host_state* h = impl_->host_or_builder("drain");
-  return h ? h->drain(true) : 0;
+  return h ? h->drain(detail::reset_for(watch)) : 0;
 }
 std::size_t pool::poll() {
   detail::host_state* h = impl_->host_or_builder("poll");
-  return h ? h->drain(false) : 0;
+  return h ? h->drain(detail::host_state::doorbell_reset::none) : 0;
 }
 bool pool::hold_wakes(bool on) {
   detail::host_state* h = impl_->host_or_builder("hold_wakes");

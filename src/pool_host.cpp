@@ -184,8 +184,10 @@ pool_host::~pool_host() {
 
 bool pool_host::cancel(call_id id) { return state_->cancel(id); }
 int pool_host::completion_fd() const noexcept { return state_->completion_fd(); }
-std::size_t pool_host::drain() { return state_->drain(true); }
-std::size_t pool_host::poll() { return state_->drain(false); }
+std::size_t pool_host::drain(completion_watch watch) {
+  return state_->drain(detail::reset_for(watch));
+}
+std::size_t pool_host::poll() { return state_->drain(detail::host_state::doorbell_reset::none); }
 shutdown_report pool_host::give_up() { return state_->give_up(); }
 std::size_t pool_host::pending() const noexcept { return state_->pending(); }
 std::optional<std::chrono::steady_clock::time_point> pool_host::next_deadline() const {

@@ -114,13 +114,15 @@ class asio_host {
   /// waits in an io_uring, say, and polls the descriptor there at no system call per wake):
   /// from now on asio_host no longer waits on it through Asio's reactor (no epoll_ctl per
   /// armed wait, no epoll_wait per wake), and the loop calls completions_ready() on this
-  /// thread each time the descriptor becomes readable (every wake: poll it for POLLIN,
-  /// multishot or re-armed at once, and leave reading it to the drain). Returns the
-  /// descriptor, owned by the pool and valid while this asio_host lives. Host thread only
-  /// (std::logic_error elsewhere); once, before the first submit (std::logic_error after).
-  /// The deadline timer stays Asio's, and run() no longer returns by itself while the loop
-  /// watches (the loop's own watch is its work).
-  int hand_over_completion_watch() {
+  /// thread each time the watch fires, and leaves reading it to the drain. `watch` says how
+  /// the loop watches it: completion_watch::each_write for an io_uring multishot poll (the
+  /// drain then never reads the eventfd, one system call fewer per wake), readiness for a
+  /// watch that fires while it is readable (poll(2), a one-shot poll re-armed at once: the
+  /// drain reads it). Returns the descriptor, owned by the pool and valid while this
+  /// asio_host lives. Host thread only (std::logic_error elsewhere); once, before the first
+  /// submit (std::logic_error after). The deadline timer stays Asio's, and run() no longer
+  /// returns by itself while the loop watches (the loop's own watch is its work).
+  int hand_over_completion_watch(completion_watch watch) {
     if (!on_its_thread()) {
       throw std::logic_error(
           "knit::asio_host::hand_over_completion_watch: called off the thread that built this "
@@ -131,6 +133,7 @@ class asio_host {
           "knit::asio_host::hand_over_completion_watch: once, before the first submit");
     }
     state_->watched_elsewhere = true;
+    state_->watch = watch;
     // Out of Asio's epoll set too: registered there (edge-triggered), each write would still
     // wake Asio's reactor for nothing.
     boost::system::error_code ignored;
@@ -170,10 +173,12 @@ class asio_host {
     std::chrono::steady_clock::time_point timer_at{};
     bool closed = false;
     bool watched_elsewhere = false;  // hand_over_completion_watch: the caller's loop polls fd
-    bool ready_again = false;        // completions_ready came inside a drain
-    bool draining = false;           // on_wakeup's pool::drain is under way (a handler may run io)
-    bool holds_wakes = false;        // pool::hold_wakes said yes at construction
-    bool flush_posted = false;       // a flush is queued on io for this turn
+    // How the fd is watched: Asio's own wait fires while it is readable (the drain reads it).
+    completion_watch watch = completion_watch::readiness;
+    bool ready_again = false;   // completions_ready came inside a drain
+    bool draining = false;      // on_wakeup's pool::drain is under way (a handler may run io)
+    bool holds_wakes = false;   // pool::hold_wakes said yes at construction
+    bool flush_posted = false;  // a flush is queued on io for this turn
   };
 
   // Held wakes: one flush per turn. Posted from the io_context's own thread, it runs after
@@ -220,7 +225,7 @@ class asio_host {
     if (s->draining) return;
     s->draining = true;
     try {
-      s->pool_->drain();
+      s->pool_->drain(s->watch);
     } catch (...) {  // a handler threw: out to io.run()'s caller, who may run it again
       s->draining = false;
       after_drain(s);

@@ -29,6 +29,20 @@ enum class shutdown_mode {
   cancel,  ///< Calls not yet running fail with errc::cancelled; running ones finish.
 };
 
+/// How a host's event loop watches its completion_fd(), told to drain(): it decides whether
+/// the drain must read the eventfd to reset it.
+enum class completion_watch {
+  /// The watch reports the descriptor while it is readable (poll(2), level-triggered epoll,
+  /// a one-shot poll re-armed after each wake): the drain reads the eventfd, or the watch
+  /// would fire again at once.
+  readiness,
+  /// The watch reports every write to it, whatever the counter holds (an io_uring
+  /// multishot poll): the drain leaves the eventfd unread, one system call fewer per wake.
+  /// From the first result on the descriptor then stays readable, so no readiness watch
+  /// may share it (it would fire without end).
+  each_write,
+};
+
 /// @brief What pool::shutdown(mode, deadline) gave up on. All zero (and deadline_passed
 /// false) when everything finished in time.
 struct KNIT_API shutdown_report {
@@ -187,16 +201,18 @@ class KNIT_API pool {
   /// On the thread of the host that submitted it.
   bool cancel(call_id id);
 
-  /// The calling thread's host's eventfd, readable when its results are waiting. Watch it
-  /// in the host's event loop and call drain() when it fires (knit/asio.hpp does this for
-  /// Asio). -1 on a thread that is no host (the building thread attaches instead).
+  /// The calling thread's host's eventfd, readable when its results are waiting (always,
+  /// from the first result on, under drain(completion_watch::each_write)). Watch it in the
+  /// host's event loop and call drain() when it fires (knit/asio.hpp does this for Asio). -1 on a
+  /// thread that is no host (the building thread attaches instead).
   int completion_fd() const noexcept;
 
   /// Delivers every waiting result, expired deadline and stuck call, then moves backlogged
   /// calls into free ring slots, for the calling thread's host. Returns the number of
   /// handlers called. Called from inside a handler it returns 0 (the outer drain finishes
-  /// the round).
-  std::size_t drain();
+  /// the round). `watch`: how the loop watches completion_fd() (completion_watch): the
+  /// default reads the eventfd, which every kind of watch allows.
+  std::size_t drain(completion_watch watch = completion_watch::readiness);
 
   /// drain() without touching the completion eventfd: for a host that busy-polls instead of
   /// waiting on completion_fd() (benchmarks, spin-then-block loops).

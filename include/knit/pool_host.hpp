@@ -89,8 +89,9 @@ class KNIT_API pool_host {
   bool cancel(call_id id);
   /// This host's eventfd: readable when its results are waiting.
   int completion_fd() const noexcept;
-  /// Delivers this host's waiting results and expired deadlines, then its backlog.
-  std::size_t drain();
+  /// Delivers this host's waiting results and expired deadlines, then its backlog (as
+  /// pool::drain, `watch` included).
+  std::size_t drain(completion_watch watch = completion_watch::readiness);
   /// drain() without touching the eventfd (busy-polling loops).
   std::size_t poll();
   /// For a stop deadline: cancels this host's calls not started and gives up its running

@@ -54,7 +54,7 @@ void host_loop::open_ring(const server_config& cfg) {
   // The pool's completions wake the loop through the ring too, not through Asio's reactor.
   if (knit_host_) {
     ring_->watch_readable(
-        knit_host_->hand_over_completion_watch(),
+        knit_host_->hand_over_completion_watch(knit::completion_watch::each_write),
         [](void* host) { static_cast<knit::asio_host*>(host)->completions_ready(); }, &*knit_host_);
   }
   io_line_ =

@@ -136,9 +136,12 @@ class io_ring {
 
   // Watches `fd` for as long as the ring lives (one multishot IORING_OP_POLL_ADD, re-armed
   // whenever its completion lacks IORING_CQE_F_MORE): `ready(context)` runs on the loop's
-  // thread, in a turn, each time fd becomes readable. One watch per ring (asserted). For the
-  // pool's completion descriptor (knit::asio_host::hand_over_completion_watch): a wake costs
-  // no system call of its own, where Asio's wait costs an epoll_ctl to arm and an epoll_wait.
+  // thread, in a turn, at each wake-up of fd (a multishot poll completes on every write to
+  // an eventfd, read or not; a re-armed one at once while fd is readable). One watch per
+  // ring (asserted). For the pool's completion descriptor
+  // (knit::asio_host::hand_over_completion_watch, completion_watch::each_write): a wake
+  // costs no system call of its own, where Asio's wait costs an epoll_ctl to arm and an
+  // epoll_wait, and the drain leaves the eventfd unread.
   void watch_readable(int fd, void (*ready)(void* context), void* context);
 
   // Runs io (io.run()) with the turns above until io is stopped. A handler that throws is

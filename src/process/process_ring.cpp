@@ -73,7 +73,9 @@ process_ring::process_ring(int bell_fd, unsigned children, const pool_options& p
     throw std::system_error(errno, std::generic_category(), "knit: process ring");
   }
   epoll_event bell{};
-  bell.events = EPOLLIN;  // level: the host's drain resets it
+  // Edge: the step reports a write since the last step once, read by the drain or not
+  // (completion_watch::each_write never reads it).
+  bell.events = EPOLLIN | EPOLLET;
   bell.data.u64 = kBellEvent;
   epoll_event starts{};
   starts.events = EPOLLIN;  // level: step() resets it

@@ -34,11 +34,11 @@
 //     non-blocking, so no word or fd the child controls can make it block.
 //   Answer (child): lane words, answer_seq (release), then it writes its `answer` eventfd.
 //   Host wake: completion_fd() is this ring's epoll fd over the host's own doorbell eventfd
-//     (level), each child's `answer` eventfd and pidfd (edge), and the starter's eventfd for
-//     this ring (level). The host never reads or writes a child's `answer` eventfd, so the
-//     child can only make it fire: each edge is counted, and a child whose edges outnumber
-//     its answers by more than `spare_rings` is killed as a broken protocol (a spinning
-//     child costs its host at most that many wakes).
+//     (edge: a drain under a watch that fires on every write never reads it), each child's `answer`
+//     eventfd and pidfd (edge), and the starter's eventfd for this ring (level). The host never
+//     reads or writes a child's `answer` eventfd, so the child can only make it fire: each edge is
+//     counted, and a child whose edges outnumber its answers by more than `spare_rings` is killed
+//     as a broken protocol (a spinning child costs its host at most that many wakes).
 //   No lost wake (answers): the child's eventfd write comes after its release store of
 //     answer_seq; every step() reads the oldest call's answer_seq of every busy child
 //     (acquire), whatever event woke it. Either the step's read sees the answer, or the
@@ -140,8 +140,8 @@ class process_ring {
   // Returns the records that are finished (run, or abandoned before they were sent): the
   // host hands each to its drain (valid until the next step).
   const std::vector<call_base*>& step();
-  // Whether the last step() found the host's doorbell readable, or did not look (then the
-  // doorbell must be read as without a ring).
+  // Whether the last step() found the host's doorbell written since the step before, or did
+  // not look (then the doorbell must be read as without a ring).
   bool bell_rang() const noexcept { return bell_rang_; }
   // When a child's oldest call's deadline or stuck limit comes, or the lend moment, or an
   // idle lent child's retirement (the host's next_deadline).

@@ -2,8 +2,11 @@
 // (hand_over_completion_watch): Asio no longer waits on the descriptor, the loop polls it
 // and calls completions_ready(). What that must keep: every result delivered when the loop
 // reports the descriptor, none run before; a wake reported from inside a drain drained again
-// when it returns; misuse refused loudly.
+// when it returns; under a watch that fires on every write, no read of the eventfd; misuse
+// refused loudly.
 #include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -46,7 +49,7 @@ TEST(asio_host_handed_watch, the_loop_reports_the_descriptor_and_every_round_tri
   asio::io_context io;
   knit::pool p(workers(1));
   knit::asio_host host(io, p);
-  const int fd = host.hand_over_completion_watch();
+  const int fd = host.hand_over_completion_watch(knit::completion_watch::readiness);
   ASSERT_GE(fd, 0);
   constexpr int kRounds = 2000;
   int done = 0;
@@ -69,7 +72,7 @@ TEST(asio_host_handed_watch, asio_runs_no_result_the_loop_has_not_reported) {
   asio::io_context io;
   knit::pool p(workers(1));
   knit::asio_host host(io, p);
-  const int fd = host.hand_over_completion_watch();
+  const int fd = host.hand_over_completion_watch(knit::completion_watch::readiness);
   bool ran = false;
   ASSERT_FALSE(host.submit([](int x) { return x; }, 7,
                            [&ran](knit::result<int> r) { ran = r.ok() && r.value() == 7; }));
@@ -89,7 +92,7 @@ TEST(asio_host_handed_watch, a_wake_reported_inside_a_drain_is_drained_when_it_r
   asio::io_context io;
   knit::pool p(workers(2));
   knit::asio_host host(io, p);
-  const int fd = host.hand_over_completion_watch();
+  const int fd = host.hand_over_completion_watch(knit::completion_watch::readiness);
   std::atomic<bool> release_second{false};
   bool second_ran = false;
   bool second_ran_inside = true;
@@ -114,20 +117,63 @@ TEST(asio_host_handed_watch, a_wake_reported_inside_a_drain_is_drained_when_it_r
   EXPECT_TRUE(second_ran);
 }
 
+// completion_watch::each_write: a watch that fires on every write (epoll with EPOLLET here;
+// the server's io_uring multishot poll alike), the drain never reads the eventfd. Every round
+// trip still arrives, each woken by its own write to a counter never reset, and the
+// descriptor is left readable: the read (one system call per wake) is gone. With the drain
+// reading it (doorbell_reset::no_read made to read, tried once) the last check fails.
+TEST(asio_host_handed_watch, a_watch_that_fires_on_every_write_leaves_the_eventfd_unread) {
+  asio::io_context io;
+  knit::pool p(workers(1));
+  knit::asio_host host(io, p);
+  const int fd = host.hand_over_completion_watch(knit::completion_watch::each_write);
+  const int edges = ::epoll_create1(EPOLL_CLOEXEC);
+  ASSERT_GE(edges, 0);
+  epoll_event watch{};
+  watch.events = EPOLLIN | EPOLLET;
+  ASSERT_EQ(::epoll_ctl(edges, EPOLL_CTL_ADD, fd, &watch), 0);
+  constexpr int kRounds = 2000;
+  int done = 0;
+  std::function<void(knit::result<int>)> next = [&](knit::result<int> r) {
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r.value(), done + 1);
+    if (++done < kRounds) {
+      ASSERT_FALSE(host.submit([](int x) { return x + 1; }, done, next));
+    }
+  };
+  ASSERT_FALSE(host.submit([](int x) { return x + 1; }, 0, next));
+  // Woken only by the watch (a 5 s silence with a call out fails the test, never a poll
+  // standing in for a wake).
+  bool silent = false;
+  while (done < kRounds && !silent) {
+    io.poll();
+    epoll_event fired{};
+    silent = ::epoll_wait(edges, &fired, 1, 5000) != 1;
+    if (!silent) host.completions_ready();
+  }
+  ::close(edges);
+  EXPECT_FALSE(silent) << "no wake after " << done << " round trips";
+  EXPECT_EQ(done, kRounds);
+  EXPECT_TRUE(readable_within(fd, 0ms)) << "the drain read the eventfd";
+}
+
 TEST(asio_host_handed_watch, handing_over_after_a_submit_twice_or_off_its_thread_throws) {
   asio::io_context io;
   knit::pool p(workers(1));
   {
     knit::asio_host host(io, p);
     std::thread([&host] {
-      EXPECT_THROW(host.hand_over_completion_watch(), std::logic_error);
+      EXPECT_THROW(host.hand_over_completion_watch(knit::completion_watch::readiness),
+                   std::logic_error);
     }).join();
-    EXPECT_GE(host.hand_over_completion_watch(), 0);
-    EXPECT_THROW(host.hand_over_completion_watch(), std::logic_error);
+    EXPECT_GE(host.hand_over_completion_watch(knit::completion_watch::readiness), 0);
+    EXPECT_THROW(host.hand_over_completion_watch(knit::completion_watch::readiness),
+                 std::logic_error);
   }
   knit::asio_host host(io, p);
   ASSERT_FALSE(host.submit([](int x) { return x; }, 1, [](knit::result<int>) {}));
-  EXPECT_THROW(host.hand_over_completion_watch(), std::logic_error);
+  EXPECT_THROW(host.hand_over_completion_watch(knit::completion_watch::readiness),
+               std::logic_error);
   io.run_for(10s);  // Asio's own wait delivers it; run returns once nothing is pending
 }
 

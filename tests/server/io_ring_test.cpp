@@ -194,7 +194,7 @@ TEST_F(IoRing, APoolResultWakesTheRingsWatchAndNotAsiosReactor) {
   options.threads = 1;
   knit::pool pool(options);
   knit::asio_host host(io_, pool);
-  const int completions = host.hand_over_completion_watch();
+  const int completions = host.hand_over_completion_watch(knit::completion_watch::each_write);
   ring_->watch_readable(
       completions, [](void* h) { static_cast<knit::asio_host*>(h)->completions_ready(); }, &host);
   const int reactor = knit_server::reactor_fd(io_);
