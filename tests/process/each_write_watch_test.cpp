@@ -57,10 +57,11 @@ TEST_F(each_write_watch, before_any_child_the_doorbell_is_left_unread) {
   constexpr int kCalls = 200;
   int done = 0;
   std::function<void()> next = [&] {
-    ASSERT_FALSE(pool_.submit([](int x) { return x; }, done, [&](knit::result<int> r) {
-      ASSERT_TRUE(r.ok());
-      if (++done < kCalls) next();
-    }));
+    ASSERT_FALSE(pool_.submit([](int x) { return x; }, done,
+                              [&](knit::result<int> r) {
+                                ASSERT_TRUE(r.ok());
+                                if (++done < kCalls) next();
+                              }));
   };
   next();
   ASSERT_TRUE(drain_until([&] { return done == kCalls; })) << "no wake after " << done;
