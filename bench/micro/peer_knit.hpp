@@ -1,12 +1,18 @@
 // knit as a peer_runtime (peer_runtime.hpp): a knit::pool with its workers pinned to one
-// CPU, the library's default idle policy, the host waiting on completion_fd() as an event
-// loop would (draining when it fired, polling when the wait timed out).
+// CPU, the library's default idle policy, the host waiting on completion_fd() as knit-server's
+// io_uring loop does: a watch that fires on every write (an epoll set holding it
+// edge-triggered here, where the server polls it multishot), draining with
+// completion_watch::each_write when it fired (no read of the eventfd), polling when the wait
+// timed out.
 #pragma once
 
-#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <system_error>
 #include <utility>
 
 #include "knit/pool.hpp"
@@ -18,7 +24,17 @@ class knit_peer {
  public:
   static constexpr const char* name = "knit";
 
-  knit_peer(unsigned threads, int worker_cpu) : pool_(options(threads, worker_cpu)) {}
+  knit_peer(unsigned threads, int worker_cpu)
+      : pool_(options(threads, worker_cpu)), watch_(::epoll_create1(EPOLL_CLOEXEC)) {
+    epoll_event each_write{};
+    each_write.events = EPOLLIN | EPOLLET;
+    if (watch_ < 0 || ::epoll_ctl(watch_, EPOLL_CTL_ADD, pool_.completion_fd(), &each_write) != 0) {
+      throw std::system_error(errno, std::generic_category(), "knit_peer: epoll");
+    }
+  }
+  ~knit_peer() { ::close(watch_); }
+  knit_peer(const knit_peer&) = delete;
+  knit_peer& operator=(const knit_peer&) = delete;
 
   template <class Reply>
   void submit(task_fn task, std::uint64_t arg, Reply reply) {
@@ -32,11 +48,12 @@ class knit_peer {
   std::size_t wait_for(std::chrono::nanoseconds timeout) {
     const auto ns = timeout.count() > 0 ? timeout.count() : 0;
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    pollfd fd{pool_.completion_fd(), POLLIN, 0};
-    // As an event loop does (knit::asio_host drains when its watch reports the fd): drain
-    // and reset the doorbell when it fired; a wait that timed out reads no eventfd (it
-    // would fail with EAGAIN) and only polls.
-    if (::ppoll(&fd, 1, &ts, nullptr) > 0 && (fd.revents & POLLIN) != 0) return pool_.drain();
+    // As an event loop does (knit::asio_host drains when its watch fires): drain and reset
+    // the doorbell when it fired; a wait that timed out only polls.
+    epoll_event fired{};
+    if (::epoll_pwait2(watch_, &fired, 1, &ts, nullptr) > 0) {
+      return pool_.drain(knit::completion_watch::each_write);
+    }
     return pool_.poll();
   }
 
@@ -49,6 +66,7 @@ class knit_peer {
   }
 
   knit::pool pool_;
+  int watch_;  // epoll set holding completion_fd() edge-triggered
 };
 
 static_assert(peer_runtime<knit_peer>);
