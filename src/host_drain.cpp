@@ -64,7 +64,11 @@ std::size_t host_state::drain_steps(doorbell_reset reset) {
     // The ring's epoll set holds the doorbell (edge): its step says whether it rang since
     // the last step, and the reset reads it only then (no EAGAIN read per drain).
     const std::vector<call_base*>& finished = ring_->step();
-    if (reset != doorbell_reset::none) bell_.reset(read && ring_->bell_rang());
+    if (reset == doorbell_reset::none) {
+      ring_->put_back_bell();  // poll() leaves the doorbell as it found it
+    } else {
+      bell_.reset(read && ring_->bell_rang());
+    }
     for (call_base* c : finished) complete_quietly(c);
   } else if (reset != doorbell_reset::none) {
     bell_.reset(read);

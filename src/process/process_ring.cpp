@@ -35,6 +35,16 @@ std::atomic<ring_hook> hook{nullptr};
 constexpr std::uint64_t kStartsEvent = ~std::uint64_t{0};
 constexpr std::uint64_t kBellEvent = ~std::uint64_t{0} - 1;
 
+// The doorbell in the set. Edge: a step reports a write since the step before once, read
+// by the drain or not (completion_watch::each_write never reads it; held level, a counter
+// never read would be reported at every step).
+epoll_event bell_watch() noexcept {
+  epoll_event bell{};
+  bell.events = EPOLLIN | EPOLLET;
+  bell.data.u64 = kBellEvent;
+  return bell;
+}
+
 }  // namespace
 
 void at_ring_point(ring_point where, region_header& h, lane_words& lane) {
@@ -68,15 +78,12 @@ process_ring::process_ring(int bell_fd, unsigned children, const pool_options& p
       lent_options_(without_spare(options_)),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       starts_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      bell_fd_(bell_fd),
       host_counters_(counters) {
   if (!epoll_ || !starts_) {
     throw std::system_error(errno, std::generic_category(), "knit: process ring");
   }
-  epoll_event bell{};
-  // Edge: the step reports a write since the last step once, read by the drain or not
-  // (completion_watch::each_write never reads it).
-  bell.events = EPOLLIN | EPOLLET;
-  bell.data.u64 = kBellEvent;
+  epoll_event bell = bell_watch();
   epoll_event starts{};
   starts.events = EPOLLIN;  // level: step() resets it
   starts.data.u64 = kStartsEvent;
@@ -244,6 +251,7 @@ void process_ring::next_in_child(ring_child& c, steady::time_point now) {
 const std::vector<call_base*>& process_ring::step() {
   handed_.clear();
   bell_rang_ = true;
+  bell_edge_taken_ = false;
   if (kids_.empty()) return handed_;  // no process call yet: nothing to look at
   const int n = ::epoll_wait(epoll_.get(), events_.data(), static_cast<int>(events_.size()), 0);
   bell_rang_ = n < 0;  // a failed wait tells nothing: read the doorbell
@@ -251,6 +259,7 @@ const std::vector<call_base*>& process_ring::step() {
     const std::uint64_t what = events_[static_cast<std::size_t>(i)].data.u64;
     if (what == kBellEvent) {
       bell_rang_ = true;
+      bell_edge_taken_ = true;
     } else if (what == kStartsEvent) {
       std::uint64_t count;
       [[maybe_unused]] ssize_t r = ::read(starts_.get(), &count, sizeof count);
@@ -272,6 +281,16 @@ const std::vector<call_base*>& process_ring::step() {
   if (lent_now_ > 0) retire_idle_lent(now);
   handed_.swap(finished_);
   return handed_;
+}
+
+// EPOLL_CTL_MOD checks the doorbell again and, readable (its counter unread), puts it back
+// on the set's ready list: completion_fd() turns readable again.
+void process_ring::requeue_bell() {
+  epoll_event bell = bell_watch();
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, bell_fd_, &bell) != 0) {
+    throw std::system_error(errno, std::generic_category(), "knit: process ring epoll_ctl");
+  }
+  bell_edge_taken_ = false;
 }
 
 std::optional<steady::time_point> process_ring::next_limit() const noexcept {

@@ -34,11 +34,13 @@
 //     non-blocking, so no word or fd the child controls can make it block.
 //   Answer (child): lane words, answer_seq (release), then it writes its `answer` eventfd.
 //   Host wake: completion_fd() is this ring's epoll fd over the host's own doorbell eventfd
-//     (edge: a drain under a watch that fires on every write never reads it), each child's `answer`
-//     eventfd and pidfd (edge), and the starter's eventfd for this ring (level). The host never
-//     reads or writes a child's `answer` eventfd, so the child can only make it fire: each edge is
-//     counted, and a child whose edges outnumber its answers by more than `spare_rings` is killed
-//     as a broken protocol (a spinning child costs its host at most that many wakes).
+//     (edge: a drain under a watch that fires on every write never reads it; a step whose
+//     drain resets nothing, pool::poll, puts the edge it took back), each child's `answer`
+//     eventfd and pidfd (edge), and the starter's eventfd for this ring (level). The host
+//     never reads or writes a child's `answer` eventfd, so the child can only make it fire:
+//     each edge is counted, and a child whose edges outnumber its answers by more than
+//     `spare_rings` is killed as a broken protocol (a spinning child costs its host at most
+//     that many wakes).
 //   No lost wake (answers): the child's eventfd write comes after its release store of
 //     answer_seq; every step() reads the oldest call's answer_seq of every busy child
 //     (acquire), whatever event woke it. Either the step's read sees the answer, or the
@@ -143,6 +145,13 @@ class process_ring {
   // Whether the last step() found the host's doorbell written since the step before, or did
   // not look (then the doorbell must be read as without a ring).
   bool bell_rang() const noexcept { return bell_rang_; }
+  // For a step whose drain resets nothing (pool::poll): the doorbell's edge the step took
+  // out of the set (edge-triggered) goes back in, so the set is left as it was found. Else
+  // a wait on completion_fd() after it would sleep through results: the workers, still
+  // signalled, write no more. One epoll_ctl, only when the step took an edge.
+  void put_back_bell() {
+    if (bell_edge_taken_) requeue_bell();
+  }
   // When a child's oldest call's deadline or stuck limit comes, or the lend moment, or an
   // idle lent child's retirement (the host's next_deadline).
   std::optional<std::chrono::steady_clock::time_point> next_limit() const noexcept;
@@ -161,6 +170,7 @@ class process_ring {
   static constexpr std::uint64_t spare_rings = 4;
 
  private:
+  void requeue_bell();  // put_back_bell's epoll_ctl
   using steady = std::chrono::steady_clock;
   // A call in a child's lane.
   struct flight {
@@ -260,6 +270,8 @@ class process_ring {
   std::vector<call_base*> handed_;    // what the last step returned
   std::vector<epoll_event> events_;
   bool bell_rang_ = true;
+  bool bell_edge_taken_ = false;  // the last step's epoll_wait reported the doorbell
+  const int bell_fd_;             // the host's doorbell (owned by the host)
   host_counters& host_counters_;
 };
 

@@ -6,7 +6,8 @@
 // before the ring has a child and after; and, the doorbell being in the set edge-triggered,
 // its unread counter reported once per write, so the set turns quiet once the drains have
 // taken every write (held level-triggered, tried once, it stays readable: the last check
-// fails).
+// fails). And pool::poll beside a readiness wait, whose step takes the doorbell's edge
+// without a reset: it puts the edge back.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -118,6 +119,27 @@ TEST_F(each_write_watch, thread_and_process_calls_arrive_and_the_set_turns_quiet
     }
   }
   EXPECT_TRUE(quiet) << "the ring's set stays readable: the doorbell is reported at every step";
+}
+
+// poll() beside a readiness wait (a spin-then-block loop) with a child up: the ring's step
+// takes the doorbell's edge out of the set, and poll() resets nothing, so the workers, still
+// signalled, write no more. The step puts the edge back: the next wait on completion_fd()
+// finds it readable, and its drain reads it. Without that (tried once), the wait below
+// sleeps its 5 s and the second call is never reported.
+TEST(poll_beside_a_readiness_wait, leaves_completion_fd_readable_after_taking_the_doorbell) {
+  knit::pool pool(knit_test::threads(1));
+  ASSERT_TRUE(knit_test::run_one(pool, "echo", "child up").ok());  // the step now waits on the set
+  int done = 0;
+  auto count = [&done](knit::result<int> r) { done += r.ok() ? 1 : 0; };
+  ASSERT_FALSE(pool.submit([](int x) { return x; }, 1, count));
+  pollfd fd{pool.completion_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&fd, 1, 5000), 1);  // the first result's write is in the set, not taken
+  while (done < 1) pool.poll();        // its step takes the edge; the result is delivered
+  ASSERT_FALSE(pool.submit([](int x) { return x; }, 2, count));
+  fd.revents = 0;
+  EXPECT_EQ(::poll(&fd, 1, 5000), 1) << "completion_fd silent with a result waiting";
+  pool.drain();
+  EXPECT_EQ(done, 2);
 }
 
 }  // namespace
