@@ -13,7 +13,9 @@
 // exactly one `chunked`, no other coding since none is decoded) then 7.1 the chunked body;
 // else Content-Length (one field, 1*DIGIT); else none. 9.3: the connection persists after an
 // HTTP/1.1 request unless Connection has `close`, after HTTP/1.0 only with `keep-alive`;
-// a Connection value that is not a list of tokens is refused (RFC 9110 7.6.1).
+// a Connection value that is not a list of tokens is refused (RFC 9110 7.6.1). Not in the
+// RFCs: a Proxy-Connection field (old clients' name for Connection) is read as Connection
+// is, as llhttp (Node.js) and Beast read it, and knit with them.
 #pragma once
 
 #include <cstddef>
@@ -225,9 +227,10 @@ class reader {
       each_element(value, [&](std::string_view e) { h.codings.push_back(e); });
       if (h.codings.size() == before) return kInvalid;  // a field that names no coding
     }
-    if (same_ci(name, "connection")) {
+    if (same_ci(name, "connection") || same_ci(name, "proxy-connection")) {
       // RFC 9110 7.6.1: Connection = #connection-option, each a token. The persistence of
       // the connection depends on it, so a value that is not such a list is refused.
+      // Proxy-Connection: as Connection (see the rules above).
       bool tokens = true;
       each_element(value, [&](std::string_view e) {
         for (char c : e) tokens = tokens && tchar(static_cast<unsigned char>(c));

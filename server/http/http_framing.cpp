@@ -164,9 +164,11 @@ head_verdict request_head_reader::check_field_line(std::string_view line) noexce
     for (const char c : value) {
       if (c < '0' || c > '9') return refuse(head_verdict::bad_request, "a bad Content-Length");
     }
-  } else if (iequals(name, "connection")) {
+  } else if (iequals(name, "connection") || iequals(name, "proxy-connection")) {
     // RFC 9112 9.3: "close" ends the connection after the response, whatever else any
-    // Connection field says (Beast lets an HTTP/1.0 "keep-alive" win).
+    // Connection field says (Beast lets an HTTP/1.0 "keep-alive" win). Proxy-Connection, old
+    // clients' name for it, is no RFC field, but Beast (as llhttp) reads it as Connection:
+    // so does this, or its "keep-alive" would win there too (found by fuzz_framing).
     for (std::string_view list = value; !list.empty();) {
       const std::size_t comma = list.find(',');
       if (iequals(trim_ows(list.substr(0, comma)), "close")) connection_close_ = true;

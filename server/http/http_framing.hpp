@@ -77,8 +77,9 @@ class request_head_reader {
   std::size_t skip() const noexcept { return request_start_; }
   // Where the head ends (just after its empty line), when the verdict is complete.
   std::size_t head_end() const noexcept { return scanned_; }
-  // A Connection field of the head has the "close" option (RFC 9112 9.3): the connection
-  // ends after the response, whatever else it says. Valid once the verdict is complete.
+  // A Connection (or Proxy-Connection) field of the head has the "close" option (RFC 9112
+  // 9.3): the connection ends after the response, whatever else it says. Valid once the
+  // verdict is complete.
   bool connection_close() const noexcept { return connection_close_; }
   // Why it was refused: a short phrase for tests and logs ("" while not refused).
   std::string_view reason() const noexcept { return reason_; }
