@@ -201,8 +201,8 @@ class reader {
       trailer_field_ = true;
       // RFC 9110 6.5.1: fields that frame, route or end the message cannot be trailers;
       // knit refuses them (server/http/request_parser.hpp), and so does this reading.
-      for (const char* f : {"host", "connection", "content-length", "transfer-encoding",
-                            "keep-alive", "upgrade", "trailer", "te"}) {
+      for (const char* f : {"host", "connection", "proxy-connection", "content-length",
+                            "transfer-encoding", "keep-alive", "upgrade", "trailer", "te"}) {
         if (same_ci(name, f)) return kInvalid;
       }
       return kOk;

@@ -46,8 +46,8 @@ class request_parser : public boost::beast::http::request_parser<boost::beast::h
     // A trailer (after a chunked body) must not carry what frames, routes or ends the
     // message (RFC 9110 6.5.1): Beast would merge it into the header's fields, where a
     // trailer Host is a second Host after the session's check and a trailer Connection:
-    // close changes keep-alive after the fact. 400, like any bad field. (Beast itself
-    // refuses a trailer Content-Length or Transfer-Encoding.)
+    // close (or Proxy-Connection: close) changes keep-alive after the fact. 400, like any
+    // bad field. (Beast itself refuses a trailer Content-Length or Transfer-Encoding.)
     if (is_header_done() && is_header_only(name)) {
       ec = boost::beast::http::error::bad_field;
       return;
@@ -71,9 +71,11 @@ class request_parser : public boost::beast::http::request_parser<boost::beast::h
 
   static bool is_header_only(boost::beast::http::field name) noexcept {
     using boost::beast::http::field;
-    return name == field::host || name == field::connection || name == field::content_length ||
-           name == field::transfer_encoding || name == field::keep_alive ||
-           name == field::upgrade || name == field::trailer || name == field::te;
+    // Proxy-Connection too: Beast reads it as Connection (docs/server-safety.md).
+    return name == field::host || name == field::connection || name == field::proxy_connection ||
+           name == field::content_length || name == field::transfer_encoding ||
+           name == field::keep_alive || name == field::upgrade || name == field::trailer ||
+           name == field::te;
   }
 
   std::size_t fields_ = 0;

@@ -200,7 +200,8 @@ TEST_F(framing, CloseInAnyConnectionFieldEndsTheConnection) {
 
 TEST_F(framing, AFieldThatBelongsInTheHeaderIs400InATrailer) {
   // Merged into the header's fields, a trailer Host would be a second Host after the check.
-  for (const char* field : {"Host: y", "Connection: close", "Content-Length: 5"}) {
+  for (const char* field :
+       {"Host: y", "Connection: close", "Proxy-Connection: close", "Content-Length: 5"}) {
     SCOPED_TRACE(field);
     ASSERT_NO_FATAL_FAILURE(expect_refused(
         "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n" +
