@@ -88,7 +88,10 @@ void check_ready_then_stopping(env_map env) {
   const std::optional<std::string> first = manager.receive(std::chrono::seconds(15));
   ASSERT_TRUE(first.has_value()) << "no notification; stderr: " << server.stderr_text();
   EXPECT_EQ(*first, "READY=1");
-  // Ready means listening: a connection made now is accepted and answered.
+  // Ready means listening: a connection made now is accepted and answered. Its port (the
+  // kernel's pick, PORT=0) is in "listening on", which the server prints before it notifies:
+  // already in the pipe as READY=1 arrives, so reading it waits for nothing.
+  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   {
     connection c(server.port());
     ASSERT_TRUE(c.connected()) << "READY=1 came before the port accepted";
@@ -96,7 +99,6 @@ void check_ready_then_stopping(env_map env) {
     ASSERT_TRUE(pong.has_value());
     EXPECT_EQ(pong->status, 200);
   }
-  ASSERT_TRUE(server.wait_listening()) << server.stderr_text();
   // Nothing more while it serves.
   EXPECT_EQ(manager.receive(std::chrono::milliseconds(100)), std::nullopt);
 

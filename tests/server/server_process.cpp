@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -43,25 +44,11 @@ int remaining_ms(steady::time_point end) {
 
 }  // namespace
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind/getsockname on port 0 failed");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 server_process::server_process(std::map<std::string, std::string> env) {
-  if (!env.count("PORT")) env["PORT"] = std::to_string(free_port());
+  // PORT=0: the server binds a port the kernel picks and says which in "listening on"
+  // (wait_listening reads it). A port picked here and closed could be taken before the
+  // server binds it (seen in CI: another test's connection took it, EADDRINUSE).
+  env.try_emplace("PORT", "0");
   if (!env.count("JWT_SECRET")) env["JWT_SECRET"] = "knit-test-secret";
   // KNIT_TEST_IO: the suite's KNIT_IO where a test sets none (the epoll run of the e2e tests,
   // tests/server/CMakeLists.txt); the default otherwise (auto: io_uring where granted).
@@ -146,7 +133,18 @@ std::optional<std::string> server_process::read_line(std::chrono::milliseconds d
 bool server_process::wait_listening(std::chrono::milliseconds deadline) {
   const auto end = steady::now() + deadline;
   while (auto line = read_line(std::chrono::milliseconds(remaining_ms(end)))) {
-    if (line->rfind("listening on ", 0) == 0) return true;
+    if (line->rfind("listening on ", 0) == 0) {
+      // "listening on http://HOST:PORT" (an IPv6 HOST in brackets): the port after the last
+      // colon, the one the server bound (PORT=0 or not).
+      const std::size_t colon = line->rfind(':');
+      if (colon == std::string::npos) return false;  // a line this harness cannot read
+      unsigned port = 0;
+      const char* end = line->data() + line->size();
+      const auto [at, ec] = std::from_chars(line->data() + colon + 1, end, port);
+      if (ec != std::errc() || at != end || port == 0 || port > 65535) return false;
+      port_ = static_cast<std::uint16_t>(port);
+      return true;
+    }
   }
   return false;
 }

@@ -14,17 +14,14 @@ namespace knit_test {
 
 using namespace std::chrono_literals;
 
-// A port nobody listens on right now (bind port 0, read it back, close). Another process
-// could take it before the server binds it; on a test machine that is rare enough.
-std::uint16_t free_port();
-
 // In `env`, not a variable: the child installs refuse_io_uring() before it execs, so that
 // io_uring_setup fails with EPERM in the server (KNIT_IO's fallback).
 inline constexpr std::string_view kRefuseIoUring = "@refuse-io_uring";
 
 // One knit-server child. The environment is the test's own minus every variable the server
 // reads (so a developer's KNIT_THREADS cannot change a test), plus `env`. PORT defaults to
-// a free port and JWT_SECRET to a fixed test secret unless `env` sets them.
+// 0 (the server binds a port the kernel picks; port() is that port once wait_listening
+// returned true) and JWT_SECRET to a fixed test secret unless `env` sets them.
 // stdout is a pipe (the tests read the banner and knit-stats lines); stderr goes to a file.
 // The destructor kills a child that is still running (SIGKILL), so a failed test never
 // leaves a server behind.
@@ -58,6 +55,8 @@ class server_process {
   int stop(std::chrono::milliseconds deadline = 20s);
 
   bool running() const { return pid_ > 0; }
+  // The port the server listens on: PORT as given, or (PORT unset) the one it bound, read
+  // by wait_listening (0 before that).
   std::uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string stdout_seen() const { return stdout_seen_; }  // every stdout line read so far
