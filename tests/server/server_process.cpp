@@ -139,9 +139,9 @@ bool server_process::wait_listening(std::chrono::milliseconds deadline) {
       const std::size_t colon = line->rfind(':');
       if (colon == std::string::npos) return false;  // a line this harness cannot read
       unsigned port = 0;
-      const char* end = line->data() + line->size();
-      const auto [at, ec] = std::from_chars(line->data() + colon + 1, end, port);
-      if (ec != std::errc() || at != end || port == 0 || port > 65535) return false;
+      const char* line_end = line->data() + line->size();
+      const auto [at, ec] = std::from_chars(line->data() + colon + 1, line_end, port);
+      if (ec != std::errc() || at != line_end || port == 0 || port > 65535) return false;
       port_ = static_cast<std::uint16_t>(port);
       return true;
     }
