@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "knit/asio_host.hpp"
+#include "support/round_trip_chain.hpp"
 
 namespace {
 
@@ -52,18 +53,11 @@ TEST(asio_host_handed_watch, the_loop_reports_the_descriptor_and_every_round_tri
   const int fd = host.hand_over_completion_watch(knit::completion_watch::readiness);
   ASSERT_GE(fd, 0);
   constexpr int kRounds = 2000;
-  int done = 0;
-  std::function<void(knit::result<int>)> next = [&](knit::result<int> r) {
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r.value(), done + 1);
-    if (++done < kRounds) {
-      ASSERT_FALSE(host.submit([](int x) { return x + 1; }, done, next));
-    }
-  };
-  ASSERT_FALSE(host.submit([](int x) { return x + 1; }, 0, next));
+  knit_test::round_trip_chain chain(host, kRounds);
+  chain.start();
   run_loop(
-      io, host, fd, [&] { return done == kRounds; }, 20s);
-  EXPECT_EQ(done, kRounds);
+      io, host, fd, [&] { return chain.finished(); }, 20s);
+  EXPECT_EQ(chain.done(), kRounds);
 }
 
 // Handed over, Asio keeps no wait on the descriptor: a result waits, readable, until the loop
@@ -133,27 +127,20 @@ TEST(asio_host_handed_watch, a_watch_that_fires_on_every_write_leaves_the_eventf
   watch.events = EPOLLIN | EPOLLET;
   ASSERT_EQ(::epoll_ctl(edges, EPOLL_CTL_ADD, fd, &watch), 0);
   constexpr int kRounds = 2000;
-  int done = 0;
-  std::function<void(knit::result<int>)> next = [&](knit::result<int> r) {
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r.value(), done + 1);
-    if (++done < kRounds) {
-      ASSERT_FALSE(host.submit([](int x) { return x + 1; }, done, next));
-    }
-  };
-  ASSERT_FALSE(host.submit([](int x) { return x + 1; }, 0, next));
+  knit_test::round_trip_chain chain(host, kRounds);
+  chain.start();
   // Woken only by the watch (a 5 s silence with a call out fails the test, never a poll
   // standing in for a wake).
   bool silent = false;
-  while (done < kRounds && !silent) {
+  while (!chain.finished() && !silent) {
     io.poll();
     epoll_event fired{};
     silent = ::epoll_wait(edges, &fired, 1, 5000) != 1;
     if (!silent) host.completions_ready();
   }
   ::close(edges);
-  EXPECT_FALSE(silent) << "no wake after " << done << " round trips";
-  EXPECT_EQ(done, kRounds);
+  EXPECT_FALSE(silent) << "no wake after " << chain.done() << " round trips";
+  EXPECT_EQ(chain.done(), kRounds);
   EXPECT_TRUE(readable_within(fd, 0ms)) << "the drain read the eventfd";
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "knit/asio_host.hpp"
+#include "support/round_trip_chain.hpp"
 
 namespace {
 
@@ -39,17 +40,10 @@ TEST(asio_host_wakeups, the_loop_reads_the_eventfd_and_every_round_trip_arrives)
   // One call at a time: each result is the only one in its round, so each needs its own
   // edge on the eventfd and its own read. A lost one stops the chain (run_for ends it).
   constexpr int kRounds = 3000;
-  int done = 0;
-  std::function<void(knit::result<int>)> next = [&](knit::result<int> r) {
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r.value(), done + 1);
-    if (++done < kRounds) {
-      ASSERT_FALSE(host.submit([](int x) { return x + 1; }, done, next));
-    }
-  };
-  ASSERT_FALSE(host.submit([](int x) { return x + 1; }, 0, next));
+  knit_test::round_trip_chain chain(host, kRounds);
+  chain.start();
   io.run_for(20s);
-  EXPECT_EQ(done, kRounds);
+  EXPECT_EQ(chain.done(), kRounds);
 }
 
 TEST(asio_host_wakeups, a_count_left_on_the_eventfd_while_no_read_is_armed_costs_nothing) {
