@@ -33,6 +33,8 @@ enum class interleaving_point {
   before_park,             // worker: nothing claimed, empty rings' bits cleared, not parked
   claimed_not_started,     // worker: took a call and looked for more behind it; its start
                            // not stamped yet, so dispatch still sees it between calls
+  host_loaded_mask_hint,   // host holding checks: loaded its bit of the seat's mask, not
+                           // pushed yet (the window a stale load leaves to the flush)
   host_took_completions,   // host: its drain took its completion list (drain_steps)
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
   lent_found_nothing,      // lent worker: claimed nothing, still working (leaving not stored)

@@ -50,7 +50,7 @@ void host_state::attach() noexcept {
   bell_.reset();  // a previous host at this index may have left it signalled
   // Each attachment asks for held wakes itself; the one before settled (a drain: flushed).
   KNIT_ASSERT(owed_seats_.empty());
-  hold_wakes_ = false;
+  held_ = held::none;
   if (!ring_) {
     ring_failure_.clear();
     try {
@@ -130,13 +130,23 @@ call_id host_state::publish(const placed_call& placed, call_base* c) {
 }
 
 // The dispatch rule over this host's rings (dispatch_policy.hpp), then the mask and wake
-// steps of the protocol in host_state.hpp. Returns false if no ring can take the call now.
+// steps of the protocol in host_state.hpp, at once or, held, at the flush. Returns false if
+// no ring can take the call now.
 bool host_state::dispatch(call_base* c) {
   const unsigned n = shared_.seat_count;
   const int ring = reads_workers(n) ? choose_ring() : 0;
   if (ring < 0) return false;  // every ring is full
   const unsigned chosen = static_cast<unsigned>(ring);
   c->ring = chosen;  // published with the push; only this host reads it (deliver_taken)
+  // Held: bit h of the seat's mask, loaded before the push (relaxed, no fence: a hint).
+  // Loaded after it, it could be as old (a store buffer lets the load pass the push), and
+  // here a test can make the worker park inside the window (interleaving_point).
+  const std::uint64_t bit = std::uint64_t{1} << index_;
+  bool bit_clear = false;
+  if (held_ != held::none) {
+    bit_clear = (shared_.seat_pending[chosen].hosts.load(std::memory_order_relaxed) & bit) == 0;
+    at_interleaving_point(interleaving_point::host_loaded_mask_hint);
+  }
   // One seat: the push says whether its ring has room, reading the head only when the
   // cached one says full. Else the rule chose a ring with room, and this host is its only
   // producer.
@@ -146,26 +156,47 @@ bool host_state::dispatch(call_base* c) {
   }
   ++out_;
   next_ = (chosen + 1) % n;
-  // Partner: the worker's fetch_and + fence + ring re-check (claim_in_turn, worker.cpp).
+  if (held_ == held::none) {
+    check_seat(chosen, shared_.options.doorbell);
+    return true;
+  }
+  // Held: a clear bit (its worker parked, or is on its way, since this host last pushed
+  // there) is set at once, and then, the fences paid, a worker with a CPU of its own is
+  // rung at once too. A set bit (a worker that runs or spins, or a stale load) leaves the
+  // whole check to the flush.
+  if (held_ == held::checks && bit_clear) {
+    check_seat(chosen, shared_.options.doorbell);
+    return true;
+  }
+  if (bit_clear) check_seat(chosen, false);  // held wakes: the bit now, the bell at the flush
+  if (!owed_[chosen]) {
+    owed_[chosen] = 1;
+    owed_seats_.push_back(chosen);
+  }
+  return true;
+}
+
+// The protocol's host column after a push into seat w's ring: the fence, the mask step
+// and, with `ring`, the wake check.
+void host_state::check_seat(unsigned w, bool ring) noexcept {
+  // Partner: the worker's fetch_and + fence + ring re-check (clear_empty_rings, worker.cpp).
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  std::atomic<std::uint64_t>& mask = shared_.seat_pending[chosen].hosts;
+  mask_and_wake(w, ring);
+}
+
+// The protocol's host column after its fence: set bit h of seat w's mask if it is clear,
+// then, with `ring`, wake the seat's worker if it is parked.
+void host_state::mask_and_wake(unsigned w, bool ring) noexcept {
+  std::atomic<std::uint64_t>& mask = shared_.seat_pending[w].hosts;
   const std::uint64_t bit = std::uint64_t{1} << index_;
   if ((mask.load(std::memory_order_relaxed) & bit) == 0) {
     mask.fetch_or(bit, std::memory_order_acq_rel);
     // Orders the fetch_or before the wake check: pairs with the worker's park fence.
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  if (shared_.options.doorbell && hold_wakes_) {
-    if (!owed_[chosen]) {  // "Held wakes": the check waits for flush_wakes
-      owed_[chosen] = 1;
-      owed_seats_.push_back(chosen);
-    }
-  } else if (shared_.options.doorbell) {
-    // Ringing the seat's current slot: a replacement publishes its seat before its thread
-    // starts (worker_seats.cpp), so a fresh worker that parks is the one we see.
-    if (shared_.seat(chosen).bell.wake_if_parked()) counters_.host_wakes.bump();
-  }
-  return true;
+  // Ringing the seat's current slot: a replacement publishes its seat before its thread
+  // starts (worker_seats.cpp), so a fresh worker that parks is the one we see.
+  if (ring && shared_.seat(w).bell.wake_if_parked()) counters_.host_wakes.bump();
 }
 
 // The rule's choice among several seats. The snapshots are built in the rule's scan order
@@ -196,20 +227,31 @@ int host_state::choose_ring() noexcept {
 }
 
 bool host_state::hold_wakes(bool on) noexcept {
-  const bool hold = on && shared_.wakes_may_wait_for_turn_end;
-  if (!hold) flush_wakes();  // while still holding: what it owes is rung, then none is
-  hold_wakes_ = hold;
-  return hold;
+  const held mode = !on || !shared_.options.wake_at_turn_end ? held::none
+                    : shared_.wakes_may_wait_for_turn_end    ? held::wakes
+                                                             : held::checks;
+  if (mode == held::none) flush_wakes();  // while still holding: what it owes is done
+  held_ = mode;
+  return mode != held::none;
 }
 
-// "Held wakes": the checks dispatch left for the end of the turn. Its fences were issued
-// there, after each push, so each check here still follows its push.
+// "Held checks": what dispatch left for the end of the turn: one fence after every push of
+// the turn, then each owed seat's mask step and wake check. A clear bit with an empty ring
+// needs neither: its worker took every call before it went to park (a wake would find
+// nothing to do). The ring is read only then: its head is the line the worker writes.
 void host_state::flush_wakes() noexcept {
-  KNIT_ASSERT(hold_wakes_ || owed_seats_.empty());
+  KNIT_ASSERT(held_ != held::none || owed_seats_.empty());
+  if (owed_seats_.empty()) return;
+  // Partner: the worker's fetch_and + fence + ring re-check (clear_empty_rings, worker.cpp).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const std::uint64_t bit = std::uint64_t{1} << index_;
   for (const unsigned w : owed_seats_) {
     KNIT_ASSERT(owed_[w]);
     owed_[w] = 0;
-    if (shared_.seat(w).bell.wake_if_parked()) counters_.host_wakes.bump();
+    const bool bit_clear =
+        (shared_.seat_pending[w].hosts.load(std::memory_order_relaxed) & bit) == 0;
+    if (bit_clear && rings_[w]->producer_size() == 0) continue;
+    mask_and_wake(w, shared_.options.doorbell);
   }
   owed_seats_.clear();
 }

@@ -53,15 +53,25 @@
 //   worker or thief that read a stale bit and touches these rings afterwards finds them
 //   empty. A later thread attaching at the same index becomes the rings' producer through
 //   that mutex (the previous producer's writes happen before it).
-//   Held wakes (pool_options::wake_at_turn_end, on a host that holds them): after the
-//   push, the fences and the mask step above, the host notes seat w as owed instead of
-//   checking its bell; flush_wakes then does the check (if parked: wake it). Guarantee 2
-//   still holds: the check still comes after the fence that follows the push, only later,
-//   and a worker that parked in between stays parked until a ringer's CAS (or its own
-//   park timeout), so the later check finds it. What the host must keep: no owed wake
-//   outlives the turn. Every drain ends with a flush (so do leave and the shutdown's
-//   settle, which drain), hold_wakes(false) flushes, and knit::asio_host posts a flush
-//   after a submit, which runs before its io_context next blocks.
+//   Held checks (pool_options::wake_at_turn_end, on a host that holds them): the host
+//   loads the mask before its push (relaxed, no fence: a hint). A clear bit is set at once
+//   (fence, fetch_or, fence as above). Otherwise the fence, the mask step and the wake
+//   check of that seat wait for flush_wakes: one fence per seat per turn instead of one
+//   per call (a seat whose ring is empty by then needs no more: its worker took every
+//   call). Whether the wake itself waits: with a CPU for every worker beside the host
+//   (held checks) a worker whose bit was clear (it parked, or is on its way) is rung at
+//   once; with workers on the host's CPU (held wakes) every wake waits for the
+//   flush, where a woken worker takes the whole turn's calls at once.
+//   Guarantee 1 still holds: if the worker's re-check misses the push, its fence came
+//   before the flush's, so the flush's mask load sees the cleared bit and sets it again
+//   (a relaxed load that saw the bit set before that fence is only a hint: the worker may
+//   have cleared it since and parked, having found the ring still empty). Guarantee 2:
+//   the flush's wake check follows its fence, which follows the turn's pushes; a worker
+//   that parked meanwhile stays parked until a ringer's CAS (or its own park timeout), so
+//   the check finds it. What the host must keep: no owed check outlives the turn. Every
+//   drain ends with a flush (so do leave and the shutdown's settle, which drain),
+//   hold_wakes(false) flushes, and knit::asio_host posts a flush after a submit, which
+//   runs before its io_context next blocks.
 //   Shutdown (knit/pool.hpp's steps, from any thread): each host settles on its own
 //   thread, as its part: the caller's own host inside the call (finish), any other when
 //   it leaves or calls shutdown itself. It settles against the shutdown's deadline, once
@@ -138,7 +148,7 @@ class host_state {
   // watch that fires on every write, completion_watch::each_write).
   enum class doorbell_reset { none, read, no_read };
   std::size_t drain(doorbell_reset reset);
-  // Held wakes ("Held wakes" in the protocol above): returns whether they are held now.
+  // Held checks ("Held checks" in the protocol above): returns whether they are held now.
   bool hold_wakes(bool on) noexcept;
   void flush_wakes() noexcept;
   shutdown_report give_up();
@@ -191,6 +201,8 @@ class host_state {
   std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
   int choose_ring() noexcept;  // dispatch's rule over several seats; -1: every ring full
+  void check_seat(unsigned w, bool ring) noexcept;     // fence, mask step, wake check
+  void mask_and_wake(unsigned w, bool ring) noexcept;  // the same after the fence
   void flush_backlog();
   std::size_t pop_done();
   std::size_t expire_deadlines(std::chrono::steady_clock::time_point now);
@@ -243,10 +255,14 @@ class host_state {
   std::unique_ptr<process_ring> ring_;
   std::string ring_failure_;  // why attach could not make ring_ (its process calls throw it)
   int ring_fd_ = -1;
-  // Held wakes: dispatch notes the seat instead of ringing it; flush_wakes rings them.
+  // Held checks ("Held checks" in the protocol above): dispatch notes the seat instead of
+  // checking it; flush_wakes checks them. none: not held; checks: every worker has a CPU
+  // beside the host's (a parked one is still rung at once); wakes: some share it (every
+  // wake waits for the flush).
   // Invariant: owed_seats_ lists exactly the seats whose owed_[w] is set, each once, and is
-  // empty whenever hold_wakes_ is false.
-  bool hold_wakes_ = false;
+  // empty whenever held_ is none.
+  enum class held { none, checks, wakes };
+  held held_ = held::none;
   std::vector<unsigned> owed_seats_;
   std::vector<char> owed_;             // owed_[w]: seat w is in owed_seats_ (sized seat_count)
   std::deque<call_base*> no_backlog_;  // always empty: a process call never waits in backlog_

@@ -250,6 +250,9 @@ std::size_t pool::poll() {
 }
 bool pool::hold_wakes(bool on) {
   detail::host_state* h = impl_->host_or_builder("hold_wakes");
+  // The building thread before its first submit: attach it now, as that submit would
+  // (else the answer would be "not held" and the submits that follow would not hold).
+  if (!h && on) h = impl_->host_to_submit();
   return h && h->hold_wakes(on);
 }
 void pool::flush_wakes() {

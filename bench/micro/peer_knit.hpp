@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -31,6 +32,9 @@ class knit_peer {
     if (watch_ < 0 || ::epoll_ctl(watch_, EPOLL_CTL_ADD, pool_.completion_fd(), &each_write) != 0) {
       throw std::system_error(errno, std::generic_category(), "knit_peer: epoll");
     }
+    // As knit::asio_host does with wake_at_turn_end: the checks after each submit wait for
+    // the turn's end (the flush before the wait, or the drain).
+    if (!pool_.hold_wakes(true)) throw std::logic_error("knit_peer: checks not held");
   }
   ~knit_peer() { ::close(watch_); }
   knit_peer(const knit_peer&) = delete;
@@ -50,6 +54,7 @@ class knit_peer {
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     // As an event loop does (knit::asio_host drains when its watch fires): drain and reset
     // the doorbell when it fired; a wait that timed out only polls.
+    pool_.flush_wakes();  // before it sleeps, as a loop that holds its checks must
     epoll_event fired{};
     if (::epoll_pwait2(watch_, &fired, 1, &ts, nullptr) > 0) {
       return pool_.drain(knit::completion_watch::each_write);
@@ -62,6 +67,7 @@ class knit_peer {
     knit::pool_options o;
     o.threads = threads;
     o.worker_cpus = {worker_cpu};
+    o.wake_at_turn_end = true;
     return o;
   }
 

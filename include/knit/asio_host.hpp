@@ -12,9 +12,9 @@
 // idle if it fires within lend_after: a loop serving a stream of calls then re-arms it
 // once per lend_after rather than once per idle period (a timerfd_settime each), and its
 // io_context is released at most lend_after after its last call.
-// With pool_options::wake_at_turn_end (and workers that share the loop's CPU) it holds the
-// worker wake-ups its submits would issue and posts one flush per turn of the io_context,
-// which runs before the io_context next blocks (pool::hold_wakes).
+// With pool_options::wake_at_turn_end it holds the checks (and, with workers that share the
+// loop's CPU, the wake-ups) its submits would issue and posts one flush per turn of the
+// io_context, which runs before the io_context next blocks (pool::hold_wakes).
 // It attaches its thread as a host (knit::pool_host), on any thread, and leaves when
 // destroyed.
 #pragma once

@@ -118,14 +118,15 @@ struct KNIT_API pool_options {
   /// their threads detached. Zero = wait for every call (unbounded); at most 24 h.
   std::chrono::milliseconds stop_timeout{10'000};
 
-  /// Held wake-ups for an event loop whose workers share its CPU. On, and with fewer CPUs
-  /// than the host and the workers (the spin gate's count, src/spin_gate.hpp, taken when the
-  /// pool is built), a host that asks for it (pool::hold_wakes; knit::asio_host does) does
-  /// not wake a parked worker inside submit(): it owes the wake and rings it once at the end
-  /// of its loop turn (pool::flush_wakes; asio_host posts one per turn) or at its next
-  /// drain. A worker woken mid-turn on the host's own CPU can only preempt the loop; woken at
-  /// the turn's end it takes every call of the turn at once: one FUTEX_WAKE and one park per
-  /// turn instead of one per call. Off (default): submit() wakes at once.
+  /// Held checks for an event loop (pool::hold_wakes; knit::asio_host asks for them): a
+  /// host that holds them pays the fence and the check that a worker is awake once per
+  /// worker at the end of its loop turn (pool::flush_wakes; asio_host posts one per turn)
+  /// or at its next drain, instead of once per call. With fewer CPUs than the host and the
+  /// workers (the spin gate's count, src/spin_gate.hpp, taken when the pool is built) the
+  /// wakes wait too: a worker woken mid-turn on the host's own CPU can only preempt the
+  /// loop; woken at the turn's end it takes every call of the turn at once: one FUTEX_WAKE
+  /// and one park per turn instead of one per call. With a CPU for every worker, a parked
+  /// worker is still woken inside submit(). Off (default): submit() checks at once.
   bool wake_at_turn_end = false;
 
   /// Optional CPU affinity: worker i is pinned to worker_cpus[i % size]. Empty = no pinning.

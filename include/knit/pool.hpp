@@ -218,17 +218,21 @@ class KNIT_API pool {
   /// waiting on completion_fd() (benchmarks, spin-then-block loops).
   std::size_t poll();
 
-  /// Held wake-ups (pool_options::wake_at_turn_end), for the calling thread's host: with
-  /// `on`, submit() no longer wakes a parked worker itself; the host owes that wake until
-  /// its next flush_wakes(), drain() or poll(), or until hold_wakes(false), which rings
-  /// what is owed. Returns whether wakes are held now: false when the option is off or
-  /// every worker has a CPU beside the host's (then there is nothing to gain, and submit
-  /// keeps waking at once). A host that holds them must flush before it sleeps: an owed
-  /// wake leaves its calls queued behind a parked worker. knit::asio_host does it all.
+  /// Held checks (pool_options::wake_at_turn_end), for the calling thread's host: with
+  /// `on`, submit() leaves the fence and the check that a worker is awake, which it would
+  /// pay after each call, to the host's next flush_wakes(), drain() or poll(), or to
+  /// hold_wakes(false): one per worker per turn instead of one per call. A worker that
+  /// looked parked is still woken inside submit() when it has a CPU beside the host's;
+  /// when it shares the host's CPU its wake waits for the flush too (a worker woken
+  /// mid-turn there can only preempt the loop). Returns whether checks are held now: false
+  /// when the option is off. On the pool's building thread it attaches that thread as a
+  /// host, as its first submit would. A host that holds them must flush before it sleeps:
+  /// an owed check can leave its calls queued behind a parked worker. knit::asio_host
+  /// does it all.
   bool hold_wakes(bool on);
 
-  /// Rings every wake the calling thread's host owes (see hold_wakes). Cheap when none is
-  /// owed: an event loop calls it once at the end of each turn.
+  /// Does every check (and wake) the calling thread's host owes (see hold_wakes). Cheap
+  /// when none is owed: an event loop calls it once at the end of each turn.
   void flush_wakes();
 
   /// The calling thread's host's accepted calls whose handler has not been called yet.

@@ -102,7 +102,8 @@ constexpr std::array kTable = std::to_array<setting>({
              "unchanged) and each loop asks the kernel for a 200 us slice, so a request wakes "
              "its loop at once instead of after the worker's slice; KNIT_WORKER_NICE, when "
              "set, wins. No guarantee against other processes on the CPU. Off (0 or 100): a "
-             "loop wakes a worker that shares its CPU once, at the end of its turn "
+             "loop wakes a worker that shares its CPU once, at the end of its turn, and checks "
+             "that its workers are awake once a turn, not after each call "
              "(pool_options::wake_at_turn_end)",
      .why = "The library's default is 0 (pool_options::heavy_share): a program that did not "
             "ask keeps its threads' scheduling. The server's loop answers /ping beside "
