@@ -65,6 +65,7 @@ class worker_loop {
         if (!execute(c, true, from)) return;  // retired for a stuck call
         continue;
       }
+      chain_ns_ = 0;
       at_interleaving_point(interleaving_point::lent_found_nothing);
       me_.phase.store(worker_slot::lent_phase::leaving, std::memory_order_relaxed);
       at_interleaving_point(interleaving_point::lent_leaving);
@@ -91,6 +92,7 @@ class worker_loop {
         if (!execute(c, stolen, from)) return;  // retired: the seat has a new worker
         continue;
       }
+      chain_ns_ = 0;  // what follows (spin, park) is not the hand-off's gap
       // Partner: the host's release store in stop_workers (worker_seats.cpp).
       if (s_.stopping.load(std::memory_order_acquire)) {
         // The pool sets stopping only after every record came back, so the rings are empty.
@@ -226,6 +228,7 @@ class worker_loop {
     // parked peer to steal it, so the host never has to pay that wake-up.
     if (!lent_ && steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
       wake_one_peer();
+      chain_ns_ = 0;  // a system call came between
     }
     // Until the stamp below, the host may queue a call behind this one: if this call runs
     // long, the host's drain wakes a sleeping peer for it (lent_workers.cpp, "Held calls").
@@ -234,7 +237,7 @@ class worker_loop {
     if (try_move(*c, call_state::queued, call_state::running)) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
-      const std::int64_t started = steady_now_ns();
+      const std::int64_t started = chain_ns_ != 0 ? chain_ns_ : steady_now_ns();
       me_.call_started_ns.store(started, std::memory_order_relaxed);
       // Published for host `from`'s stuck detection, in its own entry: only that host ever
       // dereferences it (stuck_scan.hpp).
@@ -242,6 +245,7 @@ class worker_loop {
       c->run();
       const std::int64_t finished = steady_now_ns();
       c->run_ns = static_cast<std::uint64_t>(finished - started);
+      chain_ns_ = finished;
       if (!try_move(*c, call_state::running, call_state::done)) {
         hand_over_stuck(c);  // it is stuck: its host retired us
         return false;
@@ -250,9 +254,13 @@ class worker_loop {
       me_.call_started_ns.store(0, std::memory_order_relaxed);
     } else {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
+      chain_ns_ = 0;
     }
     // Host `from`'s completion list and eventfd (host_state.hpp).
-    if (s_.host(from)->complete(c)) me_.counters.completion_signals.bump();
+    if (s_.host(from)->complete(c)) {
+      me_.counters.completion_signals.bump();
+      chain_ns_ = 0;  // the eventfd write came between
+    }
     return true;
   }
 
@@ -364,7 +372,12 @@ class worker_loop {
   const bool doorbell_;
   // host_state.hpp; a lent worker never reads it (it has no seat: seat 0's stands in).
   std::atomic<std::uint64_t>& my_hosts_ = s_.seat_pending[lent_ ? 0 : self_].hosts;
-  unsigned cursor_ = 0;             // the host served last from this seat (claim_in_turn)
+  unsigned cursor_ = 0;  // the host served last from this seat (claim_in_turn)
+  // The end of the last call while this worker goes straight on to the next (one completion
+  // push, one ring pop, no system call between): it stands for that call's start, one clock
+  // read a call instead of two; 0 = read the clock. The gap joins what a preemption can
+  // add to a call's measured run time, as one inside run() already does.
+  std::int64_t chain_ns_ = 0;
   spin_backoff backoff_;            // this worker's own: no other thread reads it
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   std::int64_t idle_since_ns_ = 0;  // when that skipped period began

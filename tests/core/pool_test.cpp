@@ -54,24 +54,6 @@ TEST(pool, call_returns_value_on_the_host_thread) {
   EXPECT_EQ(p.pending(), 0u);
 }
 
-TEST(pool, call_time_estimate_follows_the_calls_that_ran) {
-  knit::pool p;
-  EXPECT_EQ(p.call_time_estimate().count(), 0) << "no call has come back yet";
-  int done = 0;
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_FALSE(p.submit(
-        [](int) {
-          std::this_thread::sleep_for(2ms);
-          return 0;
-        },
-        i, [&](knit::result<int>) { ++done; }));
-    ASSERT_TRUE(drain_until(p, [&] { return done == i + 1; }));
-  }
-  // Each call slept at least 2 ms; the EWMA of their run times cannot be below that by more
-  // than its first samples' weight allows (it starts from 0: 1 - (7/8)^20 = 93% of 2 ms).
-  EXPECT_GE(p.call_time_estimate(), 1800us);
-}
-
 TEST(pool, argument_and_result_are_moved_not_copied) {
   knit::pool p;
   std::string body(4096, 'x');  // heap buffer: a copy would get a new address
