@@ -91,7 +91,7 @@ std::size_t host_state::drain_steps(doorbell_reset reset) {
     }
   }
   if (!backlog_.empty()) flush_backlog();
-  flush_wakes();  // "Held wakes": what this drain's handlers and the backlog submitted
+  flush_wakes();  // "Held checks": what this drain's handlers and the backlog submitted
   return delivered;
 }
 

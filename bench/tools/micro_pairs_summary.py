@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Medians of micro_pairs.sh's output: for each knit peer row (round trip p50 and p99, burst of
-64 in flight, steady-stream host CPU), each pair's median per build and its ratio to the first
-build, then the same over all pairs (a markdown table); and the cache-line floor measured before
-each build, where the header line gives it (compare a pair only where its floors agree). Builds
-are the labels of the `== micro pair P LABEL` lines, in the order they first appear.
+"""Medians of micro_pairs.sh's output: for each row of one peer (knit unless --peer names
+another: round trip p50 and p99, burst of 64 in flight, steady-stream host CPU, CPU in the
+second after a burst), each pair's median per build and its ratio to the first build, then the
+same over all pairs (a markdown table); and the cache-line floor measured before each build,
+where the header line gives it (compare a pair only where its floors agree). Builds are the
+labels of the `== micro pair P LABEL` lines, in the order they first appear.
 
-  bench/tools/micro_pairs_summary.py [--base LABEL] < MICRO_PAIRS_OUTPUT
+  bench/tools/micro_pairs_summary.py [--base LABEL] [--peer NAME] < MICRO_PAIRS_OUTPUT
 """
 import argparse
 import re
@@ -14,8 +15,9 @@ import sys
 
 
 def num(text):
-    """A Google Benchmark counter as printed: 1.5, 2.4k, 1.2M."""
-    return float(text.rstrip('kM')) * {'k': 1e3, 'M': 1e6}.get(text[-1], 1)
+    """A Google Benchmark counter as printed: 1.5, 2.4k, 1.2M, 122.9u, 3.1m."""
+    scale = {'k': 1e3, 'M': 1e6, 'm': 1e-3, 'u': 1e-6, 'n': 1e-9}
+    return float(text.rstrip('kMmun')) * scale.get(text[-1], 1)
 
 
 def value_of(fields):
@@ -30,6 +32,8 @@ def value_of(fields):
         return [('burst 64 M calls/s (higher is better)', float(rate.rstrip('kM')) * scale)]
     if name == 'steady_stream_host_cpu':
         return [('steady host CPU us/call (lower is better)', num(fields[-1]))]
+    if name == 'idle_cpu_after_work':  # cores over the second after a burst: ms of CPU
+        return [('CPU ms in the second after a burst (lower is better)', num(fields[-1]) * 1e3)]
     return None
 
 
@@ -37,6 +41,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--base', help='the build the ratios are to (default: the first one)')
+    ap.add_argument('--peer', default='knit', help='the peer whose rows to summarise (knit)')
     args = ap.parse_args()
     rows, labels, section = {}, [], None
     for line in sys.stdin:
@@ -52,6 +57,8 @@ def main():
                     .append(float(floor.group(1)))
             continue
         if not section or not line.startswith('peer/'):
+            continue
+        if line.split('/')[2] != args.peer:
             continue
         pair, label = section
         for key, value in value_of(line.split()) or []:

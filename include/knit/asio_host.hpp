@@ -181,8 +181,8 @@ class asio_host {
     bool flush_posted = false;  // a flush is queued on io for this turn
   };
 
-  // Held wakes: one flush per turn. Posted from the io_context's own thread, it runs after
-  // the handlers already queued and before the io_context blocks again (a posted handler is
+  // Held checks (and wakes): one flush per turn. Posted from the io_context's own thread, it runs
+  // after the handlers already queued and before the io_context blocks again (a posted handler is
   // pending work: run() polls, not waits, while one is queued).
   static void post_flush(const std::shared_ptr<state>& s) {
     if (s->flush_posted) return;
