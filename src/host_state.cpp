@@ -48,7 +48,7 @@ host_state::~host_state() {
 void host_state::attach() noexcept {
   accepting_ = true;
   bell_.reset();  // a previous host at this index may have left it signalled
-  // Each attachment asks for held wakes itself; the one before settled (a drain: flushed).
+  // Each attachment asks for held checks itself; the one before settled (a drain: flushed).
   KNIT_ASSERT(owed_seats_.empty());
   held_ = held::none;
   if (!ring_) {

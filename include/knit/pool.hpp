@@ -222,10 +222,10 @@ class KNIT_API pool {
   /// `on`, submit() leaves the fence and the check that a worker is awake, which it would
   /// pay after each call, to the host's next flush_wakes(), drain() or poll(), or to
   /// hold_wakes(false): one per worker per turn instead of one per call. A worker that
-  /// looked parked is still woken inside submit() when it has a CPU beside the host's;
-  /// when it shares the host's CPU its wake waits for the flush too (a worker woken
-  /// mid-turn there can only preempt the loop). Returns whether checks are held now: false
-  /// when the option is off. On the pool's building thread it attaches that thread as a
+  /// parked since this host last pushed to it is still woken inside submit() when it has
+  /// a CPU beside the host's; when it shares the host's CPU its wake waits for the flush
+  /// too (a worker woken mid-turn there can only preempt the loop). Returns whether checks are held
+  /// now: false when the option is off. On the pool's building thread it attaches that thread as a
   /// host, as its first submit would. A host that holds them must flush before it sleeps:
   /// an owed check can leave its calls queued behind a parked worker. knit::asio_host
   /// does it all.
