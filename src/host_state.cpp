@@ -141,10 +141,10 @@ bool host_state::dispatch(call_base* c) {
   // Held: bit h of the seat's mask, loaded before the push (relaxed, no fence: a hint).
   // Loaded after it, it could be as old (a store buffer lets the load pass the push), and
   // here a test can make the worker park inside the window (interleaving_point).
-  const std::uint64_t bit = std::uint64_t{1} << index_;
   bool bit_clear = false;
   if (held_ != held::none) {
-    bit_clear = (shared_.seat_pending[chosen].hosts.load(std::memory_order_relaxed) & bit) == 0;
+    bit_clear =
+        (shared_.seat_pending[chosen].hosts.load(std::memory_order_relaxed) & mask_bit()) == 0;
     at_interleaving_point(interleaving_point::host_loaded_mask_hint);
   }
   // One seat: the push says whether its ring has room, reading the head only when the
@@ -188,9 +188,8 @@ void host_state::check_seat(unsigned w, bool ring) noexcept {
 // then, with `ring`, wake the seat's worker if it is parked.
 void host_state::mask_and_wake(unsigned w, bool ring) noexcept {
   std::atomic<std::uint64_t>& mask = shared_.seat_pending[w].hosts;
-  const std::uint64_t bit = std::uint64_t{1} << index_;
-  if ((mask.load(std::memory_order_relaxed) & bit) == 0) {
-    mask.fetch_or(bit, std::memory_order_acq_rel);
+  if ((mask.load(std::memory_order_relaxed) & mask_bit()) == 0) {
+    mask.fetch_or(mask_bit(), std::memory_order_acq_rel);
     // Orders the fetch_or before the wake check: pairs with the worker's park fence.
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
@@ -244,12 +243,11 @@ void host_state::flush_wakes() noexcept {
   if (owed_seats_.empty()) return;
   // Partner: the worker's fetch_and + fence + ring re-check (clear_empty_rings, worker.cpp).
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const std::uint64_t bit = std::uint64_t{1} << index_;
   for (const unsigned w : owed_seats_) {
     KNIT_ASSERT(owed_[w]);
     owed_[w] = 0;
     const bool bit_clear =
-        (shared_.seat_pending[w].hosts.load(std::memory_order_relaxed) & bit) == 0;
+        (shared_.seat_pending[w].hosts.load(std::memory_order_relaxed) & mask_bit()) == 0;
     if (bit_clear && rings_[w]->producer_size() == 0) continue;
     mask_and_wake(w, shared_.options.doorbell);
   }

@@ -201,6 +201,8 @@ class host_state {
   std::size_t deliver_taken() noexcept;
   bool dispatch(call_base* c);
   int choose_ring() noexcept;  // dispatch's rule over several seats; -1: every ring full
+  // This host's bit in every seat's mask (seat_pending).
+  std::uint64_t mask_bit() const noexcept { return std::uint64_t{1} << index_; }
   void check_seat(unsigned w, bool ring) noexcept;     // fence, mask step, wake check
   void mask_and_wake(unsigned w, bool ring) noexcept;  // the same after the fence
   void flush_backlog();

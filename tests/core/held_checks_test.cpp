@@ -55,6 +55,20 @@ int count_run(int x) {
   return x;
 }
 
+int uncounted(int x) { return x; }
+
+// Submits a call that blocks on `g`, then runs `then`, and waits until the worker is in it.
+void start_a_call_held_on(knit::pool& p, const std::shared_ptr<knit_test::gate>& g,
+                          int (*then)(int)) {
+  ASSERT_FALSE(p.submit(
+      [g, then](int x) {
+        g->wait();
+        return then(x);
+      },
+      0, [](knit::result<int>) {}));
+  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }, 10s));
+}
+
 // A parked worker has cleared its bit: the submit finds it clear, sets it and, the fences
 // paid, rings at once. Fails if a worker with a CPU of its own waits for the flush as one on
 // the host's CPU does (nothing here flushes: the call would never run).
@@ -76,17 +90,9 @@ TEST_F(held_checks, calls_behind_a_running_call_need_no_check_and_an_empty_ring_
   knit::pool& p = *pool_;
   ran = 0;
   auto g = std::make_shared<knit_test::gate>();
-  const struct opens_on_exit {
-    std::shared_ptr<knit_test::gate> g;
-    ~opens_on_exit() { g->open = true; }
-  } open_g{g};
-  ASSERT_FALSE(p.submit(
-      [g](int x) {
-        g->wait();
-        return count_run(x);
-      },
-      0, [](knit::result<int>) {}));
-  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }, 10s));
+  const knit_test::opens_on_exit open_g{g};
+  start_a_call_held_on(p, g, count_run);
+  ASSERT_FALSE(HasFatalFailure());
   const std::uint64_t wakes = p.stats().host_wakes;
   for (int i = 1; i <= 16; ++i) ASSERT_FALSE(p.submit(count_run, i, [](knit::result<int>) {}));
   EXPECT_EQ(p.stats().host_wakes, wakes) << "a running worker is not rung";
@@ -120,21 +126,15 @@ TEST_F(held_checks, a_worker_that_parks_after_the_host_loaded_its_bit_is_rung_by
   knit::pool& p = *pool_;
   ran = 0;
   auto g = std::make_shared<knit_test::gate>();
-  const struct opens_on_exit {
-    std::shared_ptr<knit_test::gate> g;
-    ~opens_on_exit() {
-      g->open = true;
+  const knit_test::opens_on_exit open_g{g};
+  const struct unhooks_on_exit {
+    ~unhooks_on_exit() {
       knit::detail::interleaving_hook = nullptr;
       gate_at_hint = nullptr;
     }
-  } open_g{g};
-  ASSERT_FALSE(p.submit(
-      [g](int x) {
-        g->wait();
-        return x;
-      },
-      0, [](knit::result<int>) {}));
-  ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }, 10s));
+  } unhook;
+  start_a_call_held_on(p, g, uncounted);
+  ASSERT_FALSE(HasFatalFailure());
   const std::uint64_t wakes = p.stats().host_wakes;
   gate_at_hint = g.get();
   pool_at_hint = &p;

@@ -35,15 +35,9 @@ using knit_test::eventually;
 using knit_test::gate;
 
 using knit_test::go;
+using knit_test::opens_on_exit;
 using knit_test::pause_at;
 using knit_test::paused;
-
-// Opens the gate when a test ends early (a failed ASSERT), before the pool waits for the
-// call blocked on it.
-struct opens_on_exit {
-  std::shared_ptr<gate> g;
-  ~opens_on_exit() { g->open = true; }
-};
 
 knit::pool_options one_worker_lending(unsigned lent) {
   knit::pool_options o;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace knit_test {
@@ -21,6 +22,13 @@ struct gate {
     }
     returned.fetch_add(1);
   }
+};
+
+// Opens the gate when a test ends early (a failed ASSERT), before the pool waits for the
+// call blocked on it.
+struct opens_on_exit {
+  std::shared_ptr<gate> g;
+  ~opens_on_exit() { g->open = true; }
 };
 
 // Polls `done` every millisecond until it holds or `limit` passes; returns done(). For
