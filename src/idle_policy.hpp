@@ -12,7 +12,8 @@
 // The spin gate (pool_options::spin_gate; on for the default budget, off for an explicit
 // spin_us) adds two conditions: no spinning at all when the spinner would share a CPU with
 // the host (spin_gate.hpp, decided once by the pool), and each worker's miss backoff
-// (spin_backoff.hpp, decided per idle period by the worker).
+// (spin_backoff.hpp, decided per idle period by the worker), and a budget each worker
+// stretches to its stream's gaps (spin_budget.hpp: up to twice spin_budget_ns()).
 #pragma once
 
 #include <atomic>

@@ -6,7 +6,9 @@
 // spinner would share the host's CPU (spin_gate.hpp), and not while this worker's miss
 // backoff says its recent spins caught nothing (spin_backoff.hpp). A skipped period that
 // would have caught a call (work seen before parking, or a doorbell within the budget)
-// resets the backoff, so a stream that resumes gets its spinner back at once.
+// resets the backoff, so a stream that resumes gets its spinner back at once. The gate's
+// budget also stretches to the gaps of a stream whose calls come a little further apart
+// than it (spin_budget.hpp: up to twice the base), so that stream keeps its spinner.
 //
 // Retirement (worker_seats.cpp, "Retiring a worker"): if the call's host declared it stuck,
 // this worker's CAS running -> done fails. It then touches nothing but its own slot and
@@ -16,7 +18,6 @@
 // A lent worker (lent_workers.cpp) has no seat: it claims from every seat's rings, never
 // spins or parks, and ends when it finds nothing (its leaving re-check, run_lent).
 #include <bit>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -32,6 +33,7 @@
 #include "log_line.hpp"
 #include "pool_shared.hpp"
 #include "spin_backoff.hpp"
+#include "spin_budget.hpp"
 #include "worker_sched.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -90,6 +92,7 @@ class worker_loop {
       unsigned from = 0;
       if (claim(c, stolen, from)) {
         if (!execute(c, stolen, from)) return;  // retired: the seat has a new worker
+        after_call_ = true;
         continue;
       }
       chain_ns_ = 0;  // what follows (spin, park) is not the hand-off's gap
@@ -101,10 +104,10 @@ class worker_loop {
       }
       if (spin(c, stolen, from)) {
         if (!execute(c, stolen, from)) return;
+        after_call_ = true;
         continue;
       }
-      const park_exit exit = park();
-      if (skipped_spin_ && would_have_caught(exit)) backoff_.caught();
+      learn_from(park());
     }
   }
 
@@ -287,6 +290,7 @@ class worker_loop {
 
   bool spin(call_base*& c, bool& stolen, unsigned& from) noexcept {
     skipped_spin_ = false;
+    idle_since_ns_ = 0;
     if (s_.policy.spin_budget_ns() == 0) return false;
     if (s_.policy.cpu_shared()) {
       me_.counters.spins_skipped_shared_cpu.bump();
@@ -302,8 +306,9 @@ class worker_loop {
     if (!s_.policy.try_begin_spin()) return false;
     me_.counters.spins.bump();
     me_.bell.set_spinning();
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::nanoseconds(s_.policy.spin_budget_ns());
+    idle_since_ns_ = steady_now_ns();
+    // budget_ is the policy's budget unless the gate applies (only then does it learn).
+    const std::int64_t deadline = idle_since_ns_ + static_cast<std::int64_t>(budget_.ns());
     bool caught = false;
     for (unsigned i = 0;; ++i) {
       if (claim(c, stolen, from)) {
@@ -311,7 +316,7 @@ class worker_loop {
         break;
       }
       if ((i & 63) == 63) {
-        if (std::chrono::steady_clock::now() >= deadline) break;
+        if (steady_now_ns() >= deadline) break;
         if (s_.stopping.load(std::memory_order_relaxed)) break;
       }
       KNIT_CPU_RELAX();
@@ -333,12 +338,23 @@ class worker_loop {
   // its re-check); doorbell = rung (or a spurious futex return); timeout = park_ms ran out.
   enum class park_exit { work_seen, doorbell, timeout };
 
-  // After a skipped spin: would a spin have caught what ended this park?
-  bool would_have_caught(park_exit exit) const noexcept {
-    if (exit == park_exit::work_seen) return true;
-    if (exit == park_exit::timeout) return false;
-    const auto idle_ns = static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_);
-    return idle_ns <= s_.policy.spin_budget_ns();
+  // What this idle period teaches the gate (only where it applies, and only a period that
+  // spun or skipped its spin: idle_since_ns_ set). A skipped spin that would have caught
+  // what ended the park resets the miss backoff; a period that began at a call's end and
+  // ended at the next call is a gap the budget learns (spin_budget.hpp).
+  void learn_from(park_exit exit) noexcept {
+    const bool began_at_a_call = after_call_;
+    after_call_ = false;
+    if (!s_.policy.backs_off_after_misses() || idle_since_ns_ == 0) return;
+    if (exit == park_exit::timeout) {
+      budget_.park_timed_out();
+      return;
+    }
+    const auto gap = static_cast<std::uint64_t>(steady_now_ns() - idle_since_ns_);
+    if (skipped_spin_ && (exit == park_exit::work_seen || gap <= budget_.ns())) {
+      backoff_.caught();
+    }
+    if (began_at_a_call) budget_.call_arrived_after(gap);
   }
 
   park_exit park() noexcept {
@@ -378,9 +394,11 @@ class worker_loop {
   // read a call instead of two; 0 = read the clock. The gap joins what a preemption can
   // add to a call's measured run time, as one inside run() already does.
   std::int64_t chain_ns_ = 0;
-  spin_backoff backoff_;            // this worker's own: no other thread reads it
+  spin_backoff backoff_;                            // this worker's own: no other thread reads it
+  spin_budget budget_{s_.policy.spin_budget_ns()};  // this worker's own, as backoff_ is
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
-  std::int64_t idle_since_ns_ = 0;  // when that skipped period began
+  bool after_call_ = false;         // this worker ran a call since it last parked
+  std::int64_t idle_since_ns_ = 0;  // when this idle period's spin (or skip) began; 0 = none
 };
 
 void apply_affinity(const pool_options& options, unsigned self) noexcept {

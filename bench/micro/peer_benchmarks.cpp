@@ -105,7 +105,8 @@ void round_trip_after_300us_gap(benchmark::State& state) {
 // The host as an event loop: calls sent on a fixed schedule (kSteadyTaskUs of work each,
 // 0.5 cores of work offered to the one worker), the host blocked in the runtime's wait
 // between sends. The figure is the host thread's own CPU per call: what offloading costs
-// the event loop.
+// the event loop; the runtime's other threads' CPU per call (the 50 µs of work, and what
+// each spends idle between calls: spinning or parking) is printed beside it.
 template <peer_runtime R>
 void steady_stream_host_cpu(benchmark::State& state) {
   const auto l = knit_bench::layout();
@@ -115,13 +116,14 @@ void steady_stream_host_cpu(benchmark::State& state) {
   const double rate = 0.5 * 1e6 / kSteadyTaskUs;
   const auto interval = std::chrono::nanoseconds(static_cast<long long>(1e9 / rate));
   std::uint64_t sent = 0, completed = 0, sink = 0;
-  double host_cpu_ns = 0;
+  double host_cpu_ns = 0, other_cpu_ns = 0;
   auto reply = [&](std::uint64_t v) {
     sink += v;
     ++completed;
   };
   for (auto _ : state) {
     const auto c0 = knit_bench::thread_cpu_ns();
+    const auto o0 = knit_bench::other_threads_cpu_ns();
     const auto start = clock_type::now();
     const auto end = start + std::chrono::seconds(1);
     auto next = start;
@@ -132,10 +134,13 @@ void steady_stream_host_cpu(benchmark::State& state) {
     }
     while (completed < sent) r.wait_for(std::chrono::milliseconds(10));
     host_cpu_ns += static_cast<double>(knit_bench::thread_cpu_ns() - c0);
+    other_cpu_ns += static_cast<double>(knit_bench::other_threads_cpu_ns() - o0);
   }
   benchmark::DoNotOptimize(sink);
   state.counters["calls"] = static_cast<double>(sent);
   state.counters["host_cpu_us_per_call"] = host_cpu_ns / 1e3 / static_cast<double>(sent);
+  state.counters["all_other_threads_cpu_us_per_call"] =
+      other_cpu_ns / 1e3 / static_cast<double>(sent);
 }
 
 // Throughput with 64 empty calls in flight, host busy-polling and topping up.

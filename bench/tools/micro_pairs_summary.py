@@ -31,7 +31,12 @@ def value_of(fields):
         scale = {'k': 1e-3, 'M': 1.0}.get(rate[-1], 1e-6)
         return [('burst 64 M calls/s (higher is better)', float(rate.rstrip('kM')) * scale)]
     if name == 'steady_stream_host_cpu':
-        return [('steady host CPU us/call (lower is better)', num(fields[-1]))]
+        # Counters print in name order: [all_other_threads_cpu_us_per_call,] calls,
+        # host_cpu_us_per_call (builds before 2026-12-06 lack the first).
+        rows = [('steady host CPU us/call (lower is better)', num(fields[-1]))]
+        if len(fields) >= 9:
+            rows.append(('steady other threads CPU us/call (work + idle)', num(fields[-3])))
+        return rows
     if name == 'idle_cpu_after_work':  # cores over the second after a burst: ms of CPU
         return [('CPU ms in the second after a burst (lower is better)', num(fields[-1]) * 1e3)]
     return None
@@ -75,10 +80,13 @@ def main():
     print('|---|---:|' + '---:|' * (len(order) + len(others)))
 
     def line(key, pair, values):
+        # A row some builds lack (a counter added later) shows a dash there and no ratio.
         med = {s: statistics.median(v) for s, v in values.items() if v}
-        if len(med) == len(order):
-            print(f'| {key} | {pair} | ' + ' | '.join(f'{med[s]:.3g}' for s in order) + ' | ' +
-                  ' | '.join(f'{med[o] / med[base]:.2f}' for o in others) + ' |')
+        cell = {s: f'{med[s]:.3g}' if s in med else '—' for s in order}
+        ratio = {o: f'{med[o] / med[base]:.2f}' if o in med and base in med else '—'
+                 for o in others}
+        print(f'| {key} | {pair} | ' + ' | '.join(cell[s] for s in order) + ' | ' +
+              ' | '.join(ratio[o] for o in others) + ' |')
 
     for key, pairs in rows.items():
         overall = {s: [] for s in order}

@@ -50,8 +50,11 @@ struct KNIT_API pool_options {
   /// spins only if the host and every worker can each have a CPU (counted from the host's
   /// affinity mask and worker_cpus when the pool is built), and it skips spinning for a
   /// while (1, 2, 4, ... up to 64 idle periods) after a run of spins that caught nothing.
-  /// Unset: on for the default budget (spin_us unset), off for an explicit spin_us, which
-  /// then spins its budget unconditionally as before. KNIT_SPIN_GATE=auto|off.
+  /// Its budget also stretches to the last gap between calls plus a quarter, up to twice
+  /// the base (100 µs by default), so a stream whose calls come a little further apart than
+  /// the base keeps its spinner (src/spin_budget.hpp); a stream that stops costs one such
+  /// spin at most. Unset: on for the default budget (spin_us unset), off for an explicit spin_us,
+  /// which then spins its budget unconditionally as before. KNIT_SPIN_GATE=auto|off.
   std::optional<bool> spin_gate;
 
   /// Most workers allowed to spin at once; 0 = no cap. With a cap of 1 and a spin budget,
