@@ -37,7 +37,6 @@ class spin_budget {
 
   // This idle period's budget, in ns: between base and kStretch * base.
   std::uint64_t ns() const noexcept { return budget_; }
-  std::uint64_t base_ns() const noexcept { return base_; }
   std::uint64_t ceiling_ns() const noexcept { return base_ * kStretch; }
 
   // A call showed up gap_ns after the call before it ended.

@@ -92,7 +92,6 @@ class worker_loop {
       unsigned from = 0;
       if (claim(c, stolen, from)) {
         if (!execute(c, stolen, from)) return;  // retired: the seat has a new worker
-        after_call_ = true;
         continue;
       }
       chain_ns_ = 0;  // what follows (spin, park) is not the hand-off's gap
@@ -104,7 +103,6 @@ class worker_loop {
       }
       if (spin(c, stolen, from)) {
         if (!execute(c, stolen, from)) return;
-        after_call_ = true;
         continue;
       }
       learn_from(park());
@@ -227,6 +225,7 @@ class worker_loop {
 
   // Returns false if the host retired this worker while the call ran (the thread must end).
   bool execute(call_base* c, bool stolen, unsigned from) noexcept {
+    after_call_ = true;  // the idle period after it begins at a call's end (learn_from)
     // More work is queued behind this call: if nobody is spinning to catch it, wake a
     // parked peer to steal it, so the host never has to pay that wake-up.
     if (!lent_ && steal_ && doorbell_ && s_.policy.spinners() == 0 && more_queued_here()) {
@@ -397,7 +396,7 @@ class worker_loop {
   spin_backoff backoff_;                            // this worker's own: no other thread reads it
   spin_budget budget_{s_.policy.spin_budget_ns()};  // this worker's own, as backoff_ is
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
-  bool after_call_ = false;         // this worker ran a call since it last parked
+  bool after_call_ = false;         // this worker took a call since it last parked
   std::int64_t idle_since_ns_ = 0;  // when this idle period's spin (or skip) began; 0 = none
 };
 
