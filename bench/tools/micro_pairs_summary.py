@@ -83,7 +83,7 @@ def main():
         # A row some builds lack (a counter added later) shows a dash there and no ratio.
         med = {s: statistics.median(v) for s, v in values.items() if v}
         cell = {s: f'{med[s]:.3g}' if s in med else '—' for s in order}
-        ratio = {o: f'{med[o] / med[base]:.2f}' if o in med and base in med else '—'
+        ratio = {o: f'{med[o] / med[base]:.2f}' if o in med and med.get(base) else '—'
                  for o in others}
         print(f'| {key} | {pair} | ' + ' | '.join(cell[s] for s in order) + ' | ' +
               ' | '.join(ratio[o] for o in others) + ' |')
