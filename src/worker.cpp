@@ -236,7 +236,19 @@ class worker_loop {
     // long, the host's drain wakes a sleeping peer for it (lent_workers.cpp, "Held calls").
     at_interleaving_point(interleaving_point::claimed_not_started);
 
-    if (try_move(*c, call_state::queued, call_state::running)) {
+    // The record's second line (the task and its argument, read first, then the result,
+    // written) is asked for as ours now, beside the first line's CAS: read first, it would
+    // come shared and then cross again to be written. A hint: it changes no value.
+    __builtin_prefetch(reinterpret_cast<const char*>(c) + kCacheLine, 1, 3);
+    const bool claimed = try_move(*c, call_state::queued, call_state::running);
+    // The state word the host read in its wake check is written after that CAS, not
+    // before it: a locked instruction waits for every store before it, and this one's line
+    // is in the host's cache (spin(), where the catch leaves it owed).
+    if (running_owed_) {
+      me_.bell.set_running();
+      running_owed_ = false;
+    }
+    if (claimed) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
       const std::int64_t started = chain_ns_ != 0 ? chain_ns_ : steady_now_ns();
@@ -320,8 +332,11 @@ class worker_loop {
       }
       KNIT_CPU_RELAX();
     }
-    me_.bell.set_running();
     s_.policy.end_spin();
+    // A catch leaves the word at spinning until execute has claimed the record (it says
+    // why): a ringer acts only on parked, and dispatch reads the word as a hint.
+    if (caught) running_owed_ = true;
+    else me_.bell.set_running();
     if (adaptive) {
       if (caught) backoff_.caught();
       else backoff_.missed();
@@ -397,6 +412,7 @@ class worker_loop {
   spin_budget budget_{s_.policy.spin_budget_ns()};  // this worker's own, as backoff_ is
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   bool after_call_ = false;         // this worker took a call since it last parked
+  bool running_owed_ = false;       // a caught spin left the state word at spinning
   std::int64_t idle_since_ns_ = 0;  // when this idle period's spin (or skip) began; 0 = none
 };
 

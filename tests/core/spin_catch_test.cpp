@@ -27,11 +27,11 @@ std::uint64_t spin_hits_of(const knit::pool_stats& s, unsigned w) {
 TEST(spin_catch, a_worker_running_a_caught_call_is_not_offered_the_next_one) {
   knit::pool_options o;
   o.threads = 2;
-  o.spin_us = 1000;     // explicit: every worker may spin, whatever the machine's CPUs
-  o.max_spinners = 1;   // so the worker that did not catch the call parks
-  o.doorbell = false;   // and nobody wakes it: it parks park_ms at a time
+  o.spin_us = 1000;    // explicit: every worker may spin, whatever the machine's CPUs
+  o.max_spinners = 1;  // so the worker that did not catch the call parks
+  o.doorbell = false;  // and nobody wakes it: it parks park_ms at a time
   o.park_ms = 200;
-  o.steal = false;      // nor takes a call queued behind the caught one
+  o.steal = false;  // nor takes a call queued behind the caught one
   knit::pool p(o);
   // A call submitted right after one completes is caught by that worker's spin unless the
   // spin ran out first (a preempted host): then the round is tried again.
@@ -65,8 +65,10 @@ TEST(spin_catch, a_worker_running_a_caught_call_is_not_offered_the_next_one) {
     const std::uint64_t parks = caught.workers.at(peer).parks;
     ASSERT_TRUE(eventually([&] { return p.stats().workers.at(peer).parks > parks; }));
     bool next_done = false;
-    ASSERT_FALSE(p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { next_done = true; }));
-    const bool done_while_held = drain_until(p, [&] { return next_done; }, 10s);
+    ASSERT_FALSE(
+        p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { next_done = true; }));
+    const bool done_while_held = drain_until(
+        p, [&] { return next_done; }, 10s);
     g.open = true;  // rescue: never leave the held call waiting, whatever happened
     ASSERT_TRUE(drain_until(p, [&] { return held_done && next_done; }));
     EXPECT_TRUE(done_while_held) << "the next call was queued behind the caught one: "
