@@ -6,7 +6,12 @@ same over all pairs (a markdown table); and the cache-line floor measured before
 where the header line gives it (compare a pair only where its floors agree). Builds are the
 labels of the `== micro pair P LABEL` lines, in the order they first appear.
 
+With --vs-peers: one line per process (pair and build) and row, knit's median beside the
+best other peer's, and how many times better knit is (> 1: knit wins; the best peer is the
+lowest for a row where lower is better, the highest otherwise), as knit-micro's own table.
+
   bench/tools/micro_pairs_summary.py [--base LABEL] [--peer NAME] < MICRO_PAIRS_OUTPUT
+  bench/tools/micro_pairs_summary.py --vs-peers < MICRO_PAIRS_OUTPUT
 """
 import argparse
 import re
@@ -42,12 +47,52 @@ def value_of(fields):
     return None
 
 
+def vs_peers(lines):
+    """Per process (pair, build) and row: knit, the best other peer, knit's advantage."""
+    cells, section = {}, None  # (pair, label) -> row -> runtime -> values
+    for line in lines:
+        m = re.match(r'== micro pair (\d+) (\S+)', line)
+        if m:
+            section = m.groups()
+            continue
+        if not section or not line.startswith('peer/'):
+            continue
+        runtime = line.split('/')[2]
+        for key, value in value_of(line.split()) or []:
+            cells.setdefault(section, {}).setdefault(key, {}).setdefault(runtime, []).append(value)
+    if not cells:
+        sys.exit('micro_pairs_summary.py: no peer/ lines under a "== micro pair" section')
+    print('| pair | build | row | knit | best peer | its median | knit vs best peer |')
+    print('|---:|---|---|---:|---|---:|---:|')
+    for (pair, label), rows in cells.items():
+        for key, by_runtime in rows.items():
+            lower = '(lower is better)' in key
+            if not lower and '(higher is better)' not in key:
+                continue  # a row with no direction (the other threads' CPU) has no "better"
+            med = {r: statistics.median(v) for r, v in by_runtime.items() if v}
+            peers = {r: v for r, v in med.items() if r != 'knit'}
+            if 'knit' not in med or not peers:
+                continue
+            best = (min if lower else max)(peers, key=peers.get)
+            mine, theirs = med['knit'], peers[best]
+            if lower:
+                ratio = f'{theirs / mine:.2f}x' if mine else '—'
+            else:
+                ratio = f'{mine / theirs:.2f}x' if theirs else '—'
+            print(f'| {pair} | {label} | {key} | {mine:.3g} | {best} | {theirs:.3g} | {ratio} |')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--base', help='the build the ratios are to (default: the first one)')
     ap.add_argument('--peer', default='knit', help='the peer whose rows to summarise (knit)')
+    ap.add_argument('--vs-peers', action='store_true',
+                    help="per process, knit's median against the best other peer's")
     args = ap.parse_args()
+    if args.vs_peers:
+        vs_peers(sys.stdin)
+        return
     rows, labels, section = {}, [], None
     for line in sys.stdin:
         m = re.match(r'== micro pair (\d+) (\S+)', line)
