@@ -241,13 +241,10 @@ class worker_loop {
     // come shared and then cross again to be written. A hint: it changes no value.
     __builtin_prefetch(reinterpret_cast<const char*>(c) + kCacheLine, 1, 3);
     const bool claimed = try_move(*c, call_state::queued, call_state::running);
-    // The state word the host read in its wake check is written after that CAS, not
-    // before it: a locked instruction waits for every store before it, and this one's line
-    // is in the host's cache (spin(), where the catch leaves it owed).
-    if (running_owed_) {
-      me_.bell.set_running();
-      running_owed_ = false;
-    }
+    // A spin's catch left the state word at spinning (only this worker writes it then): it
+    // says running from here, after that CAS, not before it: a locked instruction waits
+    // for every store before it, and this one's line is in the host's cache (its wake check).
+    if (me_.bell.state() == worker_state::spinning) me_.bell.set_running();
     if (claimed) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
@@ -335,8 +332,7 @@ class worker_loop {
     s_.policy.end_spin();
     // A catch leaves the word at spinning until execute has claimed the record (it says
     // why): a ringer acts only on parked, and dispatch reads the word as a hint.
-    if (caught) running_owed_ = true;
-    else me_.bell.set_running();
+    if (!caught) me_.bell.set_running();
     if (adaptive) {
       if (caught) backoff_.caught();
       else backoff_.missed();
@@ -412,7 +408,6 @@ class worker_loop {
   spin_budget budget_{s_.policy.spin_budget_ns()};  // this worker's own, as backoff_ is
   bool skipped_spin_ = false;       // this idle period's spin was skipped by the backoff
   bool after_call_ = false;         // this worker took a call since it last parked
-  bool running_owed_ = false;       // a caught spin left the state word at spinning
   std::int64_t idle_since_ns_ = 0;  // when this idle period's spin (or skip) began; 0 = none
 };
 

@@ -47,19 +47,37 @@ def value_of(fields):
     return None
 
 
-def vs_peers(lines):
-    """Per process (pair, build) and row: knit, the best other peer, knit's advantage."""
-    cells, section = {}, None  # (pair, label) -> row -> runtime -> values
+FLOOR = 'cache-line floor ns (the machine, before the build)'
+
+
+def samples(lines):
+    """(pair, build label, runtime, row, value) for each value micro_pairs.sh printed, in
+    order; the floor on a section's header line comes with runtime None. A section with no
+    value still yields (pair, label, None, None, None), so every build is named."""
+    section = None
     for line in lines:
         m = re.match(r'== micro pair (\d+) (\S+)', line)
         if m:
             section = m.groups()
+            floor = re.search(r'floor: (\d+) ns', line)  # the machine's, just before the build
+            if floor:
+                yield (*section, None, FLOOR, float(floor.group(1)))
+            else:
+                yield (*section, None, None, None)
             continue
         if not section or not line.startswith('peer/'):
             continue
-        runtime = line.split('/')[2]
         for key, value in value_of(line.split()) or []:
-            cells.setdefault(section, {}).setdefault(key, {}).setdefault(runtime, []).append(value)
+            yield (*section, line.split('/')[2], key, value)
+
+
+def vs_peers(lines):
+    """Per process (pair, build) and row: knit, the best other peer, knit's advantage."""
+    cells = {}  # (pair, label) -> row -> runtime -> values
+    for pair, label, runtime, key, value in samples(lines):
+        if runtime is not None:
+            cells.setdefault((pair, label), {}).setdefault(key, {}).setdefault(runtime, []) \
+                .append(value)
     if not cells:
         sys.exit('micro_pairs_summary.py: no peer/ lines under a "== micro pair" section')
     print('| pair | build | row | knit | best peer | its median | knit vs best peer |')
@@ -93,25 +111,11 @@ def main():
     if args.vs_peers:
         vs_peers(sys.stdin)
         return
-    rows, labels, section = {}, [], None
-    for line in sys.stdin:
-        m = re.match(r'== micro pair (\d+) (\S+)', line)
-        if m:
-            section = m.groups()
-            if section[1] not in labels:
-                labels.append(section[1])
-            floor = re.search(r'floor: (\d+) ns', line)  # the machine's, just before the build
-            if floor:
-                rows.setdefault('cache-line floor ns (the machine, before the build)', {}) \
-                    .setdefault(section[0], {}).setdefault(section[1], []) \
-                    .append(float(floor.group(1)))
-            continue
-        if not section or not line.startswith('peer/'):
-            continue
-        if line.split('/')[2] != args.peer:
-            continue
-        pair, label = section
-        for key, value in value_of(line.split()) or []:
+    rows, labels = {}, []
+    for pair, label, runtime, key, value in samples(sys.stdin):
+        if label not in labels:
+            labels.append(label)
+        if key is not None and runtime in (None, args.peer):
             rows.setdefault(key, {}).setdefault(pair, {}).setdefault(label, []).append(value)
     if not labels:
         sys.exit('micro_pairs_summary.py: no "== micro pair" section on stdin')

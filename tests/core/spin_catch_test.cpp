@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
 #include "knit/pool.hpp"
@@ -18,6 +19,7 @@ namespace {
 using knit_test::drain_until;
 using knit_test::eventually;
 using knit_test::gate;
+using knit_test::opens_on_exit;
 using namespace std::chrono_literals;
 
 std::uint64_t spin_hits_of(const knit::pool_stats& s, unsigned w) {
@@ -32,30 +34,33 @@ TEST(spin_catch, a_worker_running_a_caught_call_is_not_offered_the_next_one) {
   o.doorbell = false;  // and nobody wakes it: it parks park_ms at a time
   o.park_ms = 200;
   o.steal = false;  // nor takes a call queued behind the caught one
+  // Declared before the pool: a handler may still run while it shuts down after a failed
+  // ASSERT.
+  bool warm = false, held_done = false, next_done = false;
   knit::pool p(o);
   // A call submitted right after one completes is caught by that worker's spin unless the
   // spin ran out first (a preempted host): then the round is tried again.
   for (int attempt = 0; attempt < 50; ++attempt) {
-    bool warm = false;
+    warm = held_done = next_done = false;
     ASSERT_FALSE(p.submit([](int x) { return x; }, 0, [&](knit::result<int>) { warm = true; }));
     ASSERT_TRUE(drain_until(p, [&] { return warm; }));
     const knit::pool_stats before = p.stats();
-    gate g;
-    bool held_done = false;
+    auto g = std::make_shared<gate>();
+    const opens_on_exit rescue{g};  // a failed ASSERT must not leave the held call waiting
     ASSERT_FALSE(p.submit(
-        [&](int) {
-          g.wait();
+        [g](int) {
+          g->wait();
           return 0;
         },
         0, [&](knit::result<int>) { held_done = true; }));
-    while (g.waiting.load() == 0) std::this_thread::yield();
+    while (g->waiting.load() == 0) std::this_thread::yield();
     const knit::pool_stats caught = p.stats();
     int catcher = -1;
     for (unsigned w = 0; w < 2; ++w) {
       if (spin_hits_of(caught, w) > spin_hits_of(before, w)) catcher = static_cast<int>(w);
     }
     if (catcher < 0) {  // taken at a park's end, not by a spin: another round
-      g.open = true;
+      g->open = true;
       ASSERT_TRUE(drain_until(p, [&] { return held_done; }));
       continue;
     }
@@ -64,12 +69,11 @@ TEST(spin_catch, a_worker_running_a_caught_call_is_not_offered_the_next_one) {
     const unsigned peer = 1 - static_cast<unsigned>(catcher);
     const std::uint64_t parks = caught.workers.at(peer).parks;
     ASSERT_TRUE(eventually([&] { return p.stats().workers.at(peer).parks > parks; }));
-    bool next_done = false;
     ASSERT_FALSE(
         p.submit([](int x) { return x; }, 1, [&](knit::result<int>) { next_done = true; }));
     const bool done_while_held = drain_until(
         p, [&] { return next_done; }, 10s);
-    g.open = true;  // rescue: never leave the held call waiting, whatever happened
+    g->open = true;
     ASSERT_TRUE(drain_until(p, [&] { return held_done && next_done; }));
     EXPECT_TRUE(done_while_held) << "the next call was queued behind the caught one: "
                                  << knit::to_json(p.stats());
