@@ -35,7 +35,9 @@ enum class interleaving_point {
                            // not stamped yet, so dispatch still sees it between calls
   host_loaded_mask_hint,   // host holding checks: loaded its bit of the seat's mask, not
                            // pushed yet (the window a stale load leaves to the flush)
-  host_took_completions,   // host: its drain took its completion list (drain_steps)
+  host_took_completions,   // host: its drain took its completions (drain_steps)
+  completion_listed,       // worker: a record goes back through the host's list (stolen,
+                           // lent, or its seat's done ring to that host full)
   host_sleeps_with_calls,  // host leaving or shutting down: calls out, going to sleep (settle)
   lent_found_nothing,      // lent worker: claimed nothing, still working (leaving not stored)
   lent_leaving,            // lent worker: leaving stored, its fence and re-check not done yet

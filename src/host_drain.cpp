@@ -4,6 +4,7 @@
 // a handler lives in members, not locals.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 
 #include "call_state.hpp"
 #include "fault_injection.hpp"
@@ -95,22 +96,43 @@ std::size_t host_state::drain_steps(doorbell_reset reset) {
   return delivered;
 }
 
+// The done rings of the seats this host has calls out in, then the list (protocol in
+// host_state.hpp, "Completions"). Each record is taken out of its ring before its handler
+// runs, so a drain re-entered from that handler (a leave) goes on from the next one.
 std::size_t host_state::pop_done() {
-  // What an enclosing drain took and left (a leave from inside a handler) comes first.
+  // What an enclosing drain took from the list and left (a leave inside a handler) first.
   std::size_t delivered = deliver_taken();
+  bool took = false;
+  for (std::size_t word = 0; word < seats_out_.size(); ++word) {
+    // A copy: a handler may submit (setting bits) or leave (clearing them) meanwhile; a
+    // seat cleared since is an empty ring, one set since is the next drain's.
+    for (std::uint64_t m = seats_out_[word]; m != 0; m &= m - 1) {
+      done_ring<call_base*>& ring = *done_rings_[word * 64 + std::countr_zero(m)];
+      call_base* c;
+      while (ring.try_pop(c)) {
+        took = true;
+        // The next record's two lines (what take_back reads, then the handler's result)
+        // are asked for while this one is delivered. Only this host frees its records,
+        // so the pointer is one of its own; a hint, it changes no value.
+        if (call_base* next = ring.peek()) {
+          __builtin_prefetch(next, 1, 3);
+          __builtin_prefetch(reinterpret_cast<const char*>(next) + kCacheLine, 1, 3);
+        }
+        delivered += take_back(c);
+      }
+    }
+  }
+  if (took) counters_.completion_batches.bump();
   // A load first: a host polling an empty list keeps the line shared with the workers, where
   // an exchange on every poll would take it from them each time (an RMW of its own).
   call_base* const seen = done_head_.load(std::memory_order_relaxed);
   if (seen == nullptr) return delivered;
-  // The newest record's two lines (its link and result, then what deliver_taken reads)
-  // are asked for now, beside the exchange, not one after the other behind it. Only this
-  // host frees its records, so the pointer is one of its own; a hint, it changes no value.
   __builtin_prefetch(seen, 1, 3);
   __builtin_prefetch(reinterpret_cast<const char*>(seen) + kCacheLine, 1, 3);
   // Partner: the workers' release CAS in complete().
   call_base* list = done_head_.exchange(nullptr, std::memory_order_acquire);
   if (!list) return delivered;
-  counters_.completion_batches.bump();
+  if (!took) counters_.completion_batches.bump();
   // Newest first: reverse it so results are delivered in the order they finished.
   KNIT_ASSERT(taken_ == nullptr);
   while (list) {
@@ -127,24 +149,31 @@ std::size_t host_state::deliver_taken() noexcept {
   while (taken_) {
     call_base* c = taken_;
     taken_ = c->next_done;
-    KNIT_ASSERT(out_ > 0);
-    --out_;
-    // Taken from that ring (its taker's CAS came before its release in complete()): the
-    // ring's depth needs no read of its head line while nothing of ours is left in it.
-    if (c->ring != call_base::kNoRing) {
-      const bool counted = rings_[c->ring]->producer_saw_taken();
-      KNIT_ASSERT(counted);
-      (void)counted;
-    }
-    if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
-      call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
-    }
-    if (!c->delivered) {
-      deliver(c, {});
-      ++delivered;
-    }
-    allocator_.destroy(c);
+    delivered += take_back(c);
   }
+  return delivered;
+}
+
+std::size_t host_state::take_back(call_base* c) noexcept {
+  KNIT_ASSERT(out_ > 0);
+  --out_;
+  // Taken from that ring (its taker's CAS came before its release in complete()): the
+  // ring's depth needs no read of its head line while nothing of ours is left in it.
+  if (c->ring != call_base::kNoRing) {
+    const bool counted = rings_[c->ring]->producer_saw_taken();
+    KNIT_ASSERT(counted);
+    (void)counted;
+    count_back(c->ring);
+  }
+  if (c->run_ns != 0) {  // it ran: fold its duration into the estimate (EWMA, 1/8)
+    call_ns_estimate_ += (static_cast<std::int64_t>(c->run_ns) - call_ns_estimate_) / 8;
+  }
+  std::size_t delivered = 0;
+  if (!c->delivered) {
+    deliver(c, {});
+    delivered = 1;
+  }
+  allocator_.destroy(c);
   return delivered;
 }
 

@@ -24,7 +24,10 @@ host_state::host_state(pool_impl& owner, pool_shared& shared, unsigned index, st
   rings_.reserve(shared.seat_count);
   for (unsigned w = 0; w < shared.seat_count; ++w) {
     rings_.push_back(std::make_unique<job_ring<call_base*>>(per_ring));
+    done_rings_.push_back(std::make_unique<done_ring<call_base*>>());
   }
+  out_in_seat_.assign(shared.seat_count, 0);
+  seats_out_.assign((shared.seat_count + 63) / 64, 0);
   snapshots_.resize(shared.seat_count);
   owed_.assign(shared.seat_count, 0);
   owed_seats_.reserve(shared.seat_count);  // dispatch's push_back never allocates
@@ -42,6 +45,17 @@ host_state::~host_state() {
   for (auto& r : rings_) {
     call_base* c;
     while (r->try_pop(c)) allocator_.destroy(c);
+  }
+  // Every host settles before the pool goes (its records all came back and were taken):
+  // these are empty unless a host was given up with records on their way back.
+  for (auto& r : done_rings_) {
+    call_base* c;
+    while (r->try_pop(c)) allocator_.destroy(c);
+  }
+  for (call_base* c = done_head_.exchange(nullptr, std::memory_order_acquire); c != nullptr;) {
+    call_base* next = c->next_done;
+    allocator_.destroy(c);
+    c = next;
   }
 }
 
@@ -155,6 +169,7 @@ bool host_state::dispatch(call_base* c) {
     return false;
   }
   ++out_;
+  count_out(chosen);
   next_ = (chosen + 1) % n;
   if (held_ == held::none) {
     check_seat(chosen, shared_.options.doorbell);
@@ -254,7 +269,20 @@ void host_state::flush_wakes() noexcept {
   owed_seats_.clear();
 }
 
-bool host_state::complete(call_base* c) noexcept {
+void host_state::count_out(unsigned w) noexcept {
+  if (out_in_seat_[w]++ == 0) seats_out_[w / 64] |= std::uint64_t{1} << (w % 64);
+}
+
+void host_state::count_back(std::uint32_t w) noexcept {
+  if (w == call_base::kNoRing) return;
+  KNIT_ASSERT(out_in_seat_[w] > 0);
+  if (--out_in_seat_[w] == 0) seats_out_[w / 64] &= ~(std::uint64_t{1} << (w % 64));
+}
+
+bool host_state::complete(call_base* c, unsigned seat) noexcept {
+  // Seat w's worker, with a record from its own ring: done(h, w), the host's counted seat.
+  if (seat != kNoSeat && done_rings_[seat]->try_push(c)) return bell_.notify();
+  at_interleaving_point(interleaving_point::completion_listed);
   // Guess an empty list (the host takes it whole): then the CAS is the only access, where
   // a load first would fetch the line shared and the CAS fetch it again to own it.
   call_base* head = nullptr;
@@ -280,7 +308,7 @@ host_stats host_state::stats() const noexcept { return counters_.snapshot(index_
 std::size_t host_state::ring_bytes() const noexcept {
   std::size_t bytes = 0;
   for (const auto& r : rings_) bytes += r->capacity() * sizeof(call_base*);
-  return bytes;
+  return bytes + done_rings_.size() * done_ring<call_base*>::bytes();
 }
 
 // A thread's attached hosts, by pool. Four pools per thread is plenty for an event loop.

@@ -1,6 +1,6 @@
 // host_state: one host's side of the pool, the same for every host: the building thread's
 // own attachment (made at its first submit) and each thread attached with knit::pool_host:
-// its submission rings into every worker seat, its completion list, eventfd, call table,
+// its submission rings into every worker seat, its completion rings, list, eventfd, call table,
 // backlog, deadlines, admission and counters. Its steps are in host_state.cpp (attach,
 // admission, dispatch), host_drain.cpp (drain, cancel, delivery) and host_stop.cpp (giving
 // up, leaving, its part of the shutdown). The workers' side of it is worker.cpp
@@ -9,11 +9,25 @@
 //
 // Protocol (many hosts, one pool; the argument is docs/many-hosts.md)
 //   Rings. Host h pushes into ring(h, w), a job_ring (one producer: host h; consumers:
-//   worker w, thieves, and host h itself while it leaves or gives up). Workers complete
-//   h's records into h's completion list, a push-only stack (CAS by the workers; host h
-//   loads it and, only when it is not empty, takes it whole with one exchange), then
-//   notify h's own host_doorbell: one coalesced eventfd write per round, and none while h
-//   is already signalled (host_doorbell.hpp).
+//   worker w, thieves, and host h itself while it leaves or gives up).
+//   Completions. Worker w hands a record it took from its own seat's ring(h, w) back
+//   through done(h, w), a done_ring (one producer: the worker in seat w; one consumer:
+//   host h). Every other record, and one that finds done(h, w) full, goes through h's
+//   completion list, a push-only stack (CAS by any worker, or by h for its process ring;
+//   h loads it and, only when it is not empty, takes it whole with one exchange): stolen
+//   calls, a lent worker's, the process ring's. Then the worker notifies h's own
+//   host_doorbell: one coalesced eventfd write per round, and none while h is already
+//   signalled (host_doorbell.hpp). Host h counts the records it pushed into ring(h, w)
+//   and has not taken back (out_in_seat_[w]); its drain, after the doorbell's fence, pops
+//   done(h, w) for every seat with a count, then takes the list. A record in done(h, w)
+//   came from ring(h, w), so its seat's count is not zero until the host pops it: the
+//   doorbell's guarantee covers the rings it scans. Order: one seat's completions come in
+//   the order they finished, except past a full ring (the list may overtake the ring).
+//   A retired worker never completes again (it hands its stuck record over instead), so
+//   done(h, w) keeps one producer: the fresh worker's first push happens after the old
+//   one's last (the old worker's release of its stuck call in current_of, read by the
+//   retiring host before it starts the fresh thread); a host index reused by a later
+//   thread takes the consumer's end through the pool's attach mutex.
 //   Which hosts have work for seat w: the bits of seat_pending(w), a 64-bit mask. A bit
 //   is cleared only by worker w on its way to parking, never while it runs or spins, so a
 //   set bit may name an empty ring (the worker then finds it empty: a pop, no RMW).
@@ -95,6 +109,7 @@
 #include "call_table.hpp"
 #include "deadline_queue.hpp"
 #include "dispatch_policy.hpp"
+#include "done_ring.hpp"
 #include "host_doorbell.hpp"
 #include "knit/job_ring.hpp"
 #include "knit/pool.hpp"
@@ -174,8 +189,11 @@ class host_state {
 
   // Workers: the ring into seat `w`, and the hand-back of a finished or skipped record.
   job_ring<call_base*>& ring(unsigned w) noexcept { return *rings_[w]; }
-  // Returns true if it wrote the eventfd (the worker counts it).
-  bool complete(call_base* c) noexcept;
+  // The worker in seat `seat` hands back a record it took from its own ring(this, seat);
+  // any other (stolen, lent) passes kNoSeat. Returns true if it wrote the eventfd (the
+  // worker counts it).
+  static constexpr unsigned kNoSeat = ~0u;
+  bool complete(call_base* c, unsigned seat) noexcept;
 
   // Bytes this host's rings hold (the memory formula's per-host term).
   std::size_t ring_bytes() const noexcept;
@@ -199,6 +217,9 @@ class host_state {
               shutdown_report& report);
   std::optional<std::chrono::steady_clock::time_point> pool_deadline() const noexcept;
   std::size_t deliver_taken() noexcept;
+  std::size_t take_back(call_base* c) noexcept;  // a record back from a worker: 1 if delivered
+  void count_out(unsigned w) noexcept;           // a record pushed into ring(h, w)
+  void count_back(std::uint32_t w) noexcept;     // one of those back (kNoRing: none)
   bool dispatch(call_base* c);
   int choose_ring() noexcept;  // dispatch's rule over several seats; -1: every ring full
   // This host's bit in every seat's mask (seat_pending).
@@ -224,8 +245,11 @@ class host_state {
   const unsigned index_;
   std::vector<std::unique_ptr<job_ring<call_base*>>> rings_;  // rings_[w]: into seat w
   host_doorbell bell_;
-  // Finished or skipped records, newest first. Writers: the workers (CAS, release);
-  // partner: the host's exchange (acquire) in pop_done, which takes the whole list.
+  // done_rings_[w]: done(h, w) in the protocol (producer: seat w's worker; consumer: h).
+  std::vector<std::unique_ptr<done_ring<call_base*>>> done_rings_;
+  // Finished or skipped records that did not come through a done ring, newest first.
+  // Writers: the workers and this host (CAS, release); partner: the host's exchange
+  // (acquire) in pop_done, which takes the whole list.
   alignas(kCacheLine) std::atomic<call_base*> done_head_{nullptr};
 
   // Host h's thread only from here on.
@@ -236,6 +260,10 @@ class host_state {
   std::vector<worker_snapshot> snapshots_;
   std::size_t pending_ = 0;
   std::size_t out_ = 0;  // records in rings or held by workers
+  // Of out_, those pushed into ring(h, w) (out_in_seat_[w]), and a bit per seat whose
+  // count is not zero: the seats pop_done scans.
+  std::vector<std::uint32_t> out_in_seat_;
+  std::vector<std::uint64_t> seats_out_;
   unsigned next_ = 0;
   std::int64_t call_ns_estimate_ = 0;
   std::int64_t wake_cost_ns_ = 0;

@@ -40,6 +40,7 @@ bool host_state::give_up_on(const running_call& r, std::error_code ec) {
   r.slot->current_of[index_].store(nullptr, std::memory_order_relaxed);
   KNIT_ASSERT(out_ > 0);
   --out_;
+  count_back(c->ring);
   if (!c->delivered) deliver(c, ec);
   c->drop_handler();  // its captures are this thread's: never destroyed elsewhere
   owner_.retire_seat(r.seat, r.slot, c);  // a fresh worker takes the seat now
@@ -71,6 +72,7 @@ void host_state::reclaim_rings() noexcept {
       KNIT_ASSERT(c->state.load(std::memory_order_relaxed) == call_state::abandoned);
       KNIT_ASSERT(out_ > 0);
       --out_;
+      count_back(c->ring);
       allocator_.destroy(c);
     }
   }

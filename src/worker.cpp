@@ -267,8 +267,10 @@ class worker_loop {
       me_.counters.calls_skipped.bump();  // abandoned by the host: hand it back unrun
       chain_ns_ = 0;
     }
-    // Host `from`'s completion list and eventfd (host_state.hpp).
-    if (s_.host(from)->complete(c)) {
+    // Host `from`'s done ring from this seat (a call from our own ring) or its list, and
+    // its eventfd (host_state.hpp, "Completions"). A lent worker's calls are all stolen.
+    KNIT_ASSERT(stolen || !lent_);
+    if (s_.host(from)->complete(c, stolen ? host_state::kNoSeat : self_)) {
       me_.counters.completion_signals.bump();
       chain_ns_ = 0;  // the eventfd write came between
     }

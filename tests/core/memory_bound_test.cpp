@@ -1,8 +1,9 @@
 // Memory grows linearly with the pool: each seat has a ring of queued calls from each host
-// (a job_ring, 8 bytes a slot, queue_capacity slots; completions need no ring: each host
-// has one push-only list) plus its slot's fixed part, so a 1,024-worker pool at the
-// default capacity with one host allocates about 9 MiB (the old done rings of threads x
-// capacity entries each would have needed 16 GiB). This binary replaces the global
+// (a job_ring, 8 bytes a slot, queue_capacity slots) and a done ring back to it (64 slots
+// of 16 bytes, whatever the capacity: past it, completions go through the host's list)
+// plus its slot's fixed part, so a 1,024-worker pool at the default capacity with one host
+// allocates about 10 MiB (the old done rings of threads x capacity entries each would have
+// needed 16 GiB). This binary replaces the global
 // operator new to count the bytes the pool's constructor and its first host allocate.
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "done_ring.hpp"
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
 
@@ -66,10 +68,10 @@ std::size_t bytes_to_build(unsigned threads, std::size_t capacity) {
   return total;
 }
 
-// Per worker: 8 bytes a slot, plus at most 4 KiB for the slot's cache-line-aligned
-// fields and its thread; plus 64 KiB for the pool itself.
+// Per worker: 8 bytes a slot and the first host's done ring, plus at most 4 KiB for the
+// slot's cache-line-aligned fields and its thread; plus 64 KiB for the pool itself.
 std::size_t linear_bound(unsigned threads, std::size_t capacity) {
-  return threads * (capacity * 8 + 4096) + 64 * 1024;
+  return threads * (capacity * 8 + knit::detail::done_ring<void*>::bytes() + 4096) + 64 * 1024;
 }
 
 TEST(memory_bound, a_1024_worker_pool_allocates_linearly) {
@@ -110,8 +112,8 @@ std::size_t bytes_to_attach(knit::pool& p) {
 }
 
 // The memory formula's per-host term (docs/many-hosts.md): an attached index adds one job
-// ring of queue_capacity pointers per worker, made when the index is first used and kept
-// for the next host to attach there.
+// ring of queue_capacity pointers and one done ring per worker, made when the index is
+// first used and kept for the next host to attach there.
 TEST(memory_bound, each_attached_host_adds_threads_times_capacity_pointers) {
   knit::pool_options o;
   o.threads = 64;
@@ -121,7 +123,10 @@ TEST(memory_bound, each_attached_host_adds_threads_times_capacity_pointers) {
   const std::size_t first = bytes_to_attach(p);
   RecordProperty("attach_bytes", std::to_string(first));
   EXPECT_GE(first, rings);
-  EXPECT_LE(first, rings + 64u * 512u + 16u * 1024u) << "a ring's fixed part, plus the host's";
+  const std::size_t done_rings = 64u * knit::detail::done_ring<void*>::bytes();
+  EXPECT_GE(first, rings + done_rings);
+  EXPECT_LE(first, rings + done_rings + 64u * 512u + 16u * 1024u)
+      << "the rings' fixed parts, plus the host's";
   const std::size_t again = bytes_to_attach(p);  // the same index, reused
   EXPECT_LT(again, 4096u) << "a reused index keeps its rings";
 }
