@@ -27,7 +27,8 @@ inline std::atomic<int> allocation_countdown{0};
 // so a test can make the other side act inside it every time instead of hoping a loop hits
 // it (tests/core/many_hosts_interleaving_test.cpp, lend_interleavings_test.cpp). Off
 // (null) it costs a relaxed load of a line nobody writes, on paths where the worker has
-// found nothing to do or the host is about to wait, and once per call a worker starts.
+// found nothing to do or the host is about to wait, once per call a worker starts, and
+// once per completion that goes through the host's list.
 enum class interleaving_point {
   ring_found_empty,        // worker going to park: ring(h, w) empty, bit h not cleared yet
   before_park,             // worker: nothing claimed, empty rings' bits cleared, not parked
