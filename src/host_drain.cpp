@@ -122,17 +122,18 @@ std::size_t host_state::pop_done() {
       }
     }
   }
-  if (took) counters_.completion_batches.bump();
   // A load first: a host polling an empty list keeps the line shared with the workers, where
   // an exchange on every poll would take it from them each time (an RMW of its own).
-  call_base* const seen = done_head_.load(std::memory_order_relaxed);
-  if (seen == nullptr) return delivered;
-  __builtin_prefetch(seen, 1, 3);
-  __builtin_prefetch(reinterpret_cast<const char*>(seen) + kCacheLine, 1, 3);
-  // Partner: the workers' release CAS in complete().
-  call_base* list = done_head_.exchange(nullptr, std::memory_order_acquire);
+  call_base* list = done_head_.load(std::memory_order_relaxed);
+  if (list != nullptr) {
+    // The newest record's two lines are asked for beside the exchange, not behind it.
+    __builtin_prefetch(list, 1, 3);
+    __builtin_prefetch(reinterpret_cast<const char*>(list) + kCacheLine, 1, 3);
+    // Partner: the workers' release CAS in complete().
+    list = done_head_.exchange(nullptr, std::memory_order_acquire);
+  }
+  if (took || list) counters_.completion_batches.bump();
   if (!list) return delivered;
-  if (!took) counters_.completion_batches.bump();
   // Newest first: reverse it so results are delivered in the order they finished.
   KNIT_ASSERT(taken_ == nullptr);
   while (list) {

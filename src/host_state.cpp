@@ -46,8 +46,8 @@ host_state::~host_state() {
     call_base* c;
     while (r->try_pop(c)) allocator_.destroy(c);
   }
-  // Every host settles before the pool goes (its records all came back and were taken):
-  // these are empty unless a host was given up with records on their way back.
+  // Empty when every host settled (leaving or in the shutdown, each takes back every
+  // record); a record finished for a host that did not is freed here, not leaked.
   for (auto& r : done_rings_) {
     call_base* c;
     while (r->try_pop(c)) allocator_.destroy(c);
@@ -274,8 +274,7 @@ void host_state::count_out(unsigned w) noexcept {
 }
 
 void host_state::count_back(std::uint32_t w) noexcept {
-  if (w == call_base::kNoRing) return;
-  KNIT_ASSERT(out_in_seat_[w] > 0);
+  KNIT_ASSERT(w < out_in_seat_.size() && out_in_seat_[w] > 0);
   if (--out_in_seat_[w] == 0) seats_out_[w / 64] &= ~(std::uint64_t{1} << (w % 64));
 }
 

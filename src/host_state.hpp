@@ -219,7 +219,7 @@ class host_state {
   std::size_t deliver_taken() noexcept;
   std::size_t take_back(call_base* c) noexcept;  // a record back from a worker: 1 if delivered
   void count_out(unsigned w) noexcept;           // a record pushed into ring(h, w)
-  void count_back(std::uint32_t w) noexcept;     // one of those back (kNoRing: none)
+  void count_back(std::uint32_t w) noexcept;     // one of those back, or given up
   bool dispatch(call_base* c);
   int choose_ring() noexcept;  // dispatch's rule over several seats; -1: every ring full
   // This host's bit in every seat's mask (seat_pending).

@@ -105,7 +105,7 @@ struct worker_slot {
   alignas(kCacheLine) std::atomic<std::int64_t> call_started_ns{0};
   // current_of[h]: the record of host h that the worker is running, or null. The worker
   // stores it (release) after call_started_ns and clears it before handing the record back
-  // (host h's completion list's release publishes the clear), so a record host h reads
+  // (the release of host h's done ring or list publishes the clear), so a record host h reads
   // here has not come back yet and is alive. One entry per host, so that a host only ever
   // dereferences its own records: another host may free its record the moment it is back.
   // Writers: the worker per call, and host h once when it declared that call stuck (it

@@ -5,12 +5,12 @@
 //
 // Lifecycle (state word; the host owns the record throughout, workers borrow it):
 //   host: construct, state = queued, push pointer into a worker's job_ring
-//   worker: CAS queued -> running; run(); store done (release); push pointer onto its
-//           host's completion list. A worker that loses the CAS (abandoned) pushes it back
-//           unrun.
+//   worker: CAS queued -> running; run(); store done (release); hand the pointer back
+//           through its seat's done ring to that host, or the host's completion list. A
+//           worker that loses the CAS (abandoned) hands it back unrun.
 //   host: cancel/deadline: CAS queued -> abandoned and deliver the error at once; a running
 //         call is delivered timed_out and its late result discarded when it comes back.
-//   host: takes the pointer from its completion list; delivers the result if not yet
+//   host: takes the pointer from a done ring or its list; delivers the result if not yet
 //         delivered; destroys the record. A record is destroyed only after it came back,
 //         so no worker can still hold it.
 //   stuck: the host CASes running -> stuck and delivers errc::stuck at once; the record
@@ -84,7 +84,7 @@ class call_base {
   std::int64_t stuck_after_ns = 0;  // 0 = never stuck
   bool delivered = false;           // the handler has been called
   // Written by the worker in run(), read by the host after the record came back through
-  // its completion list (whose release/acquire publishes it).
+  // a done ring or its completion list (whose release/acquire publishes it).
   bool threw = false;
   // Written by the worker (how long run() took, ns), read by the host after the record
   // came back: feeds the host's estimate of a call's duration (dispatch).

@@ -10,7 +10,7 @@
 //     v = slot[h & mask] (relaxed atomic load); CAS head h -> h + 1 (acq_rel)
 //     success -> v is ours; failure -> another consumer took h, retry with the new head
 //   producer, told by its own channel that a value it pushed was taken (the pool: the
-//   call's record came back through the host's completion list, after the taker's CAS):
+//   call's record came back through the host's done ring or list, after the taker's CAS):
 //     taken_known += 1; cached_head = max(cached_head, taken_known)   (no shared access)
 // Guarantee: every pushed value is returned by exactly one successful try_pop.
 // Invariant: cached_head <= head. A value known taken was claimed by a CAS, so head is at
