@@ -147,13 +147,15 @@ class session : public std::enable_shared_from_this<session> {
 
   // The bytes this connection holds in its buffers (capacities): the read buffer, the
   // request body, the response body and head. The knit-stats line sums them. Between
-  // requests it is at most kKeepBytes per buffer (release_large_buffers). Multi mode and
+  // requests it is at most kReadChunk for the read buffer and kKeepBytes for each other
+  // (release_large_buffers). Multi mode and
   // KNIT_HOSTS>1: the figure published when the last response was sent and again once it was
   // written (the SIGUSR1 thread may not look at the buffers themselves).
   std::size_t buffered_bytes() const noexcept;
 
-  // A buffer whose capacity exceeds this is freed once its response has been written, so an
-  // idle keep-alive connection keeps only small buffers whatever its last request was.
+  // A response buffer whose capacity exceeds this is freed once its response has been
+  // written (the read buffer: one exceeding kReadChunk), so an idle keep-alive connection
+  // keeps only small buffers whatever its last request was.
   static constexpr std::size_t kKeepBytes = 4 * 1024;
   // The most bytes of pipelined responses held back to be written together.
   static constexpr std::size_t kBatchBytes = 16 * 1024;

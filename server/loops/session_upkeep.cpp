@@ -14,6 +14,7 @@
 
 #include <boost/beast/core/bind_handler.hpp>
 
+#include "loops/coarse_clock.hpp"
 #include "loops/server.hpp"
 
 namespace knit_server {
@@ -71,7 +72,7 @@ void session::stop_here() {
   // response write gets the grace period when it starts.
   if (phase_ != phase::handling) {
     set_deadline(std::min(deadline_.load(std::memory_order_relaxed),
-                          clock_type::now() + server_.config().stop_grace));
+                          coarse_steady_now() + server_.config().stop_grace));
   }
 }
 
@@ -101,7 +102,7 @@ clock_type::time_point session::deadline_after(clock_type::duration timeout) con
   if (server_.stopping()) {
     timeout = std::min<clock_type::duration>(timeout, server_.config().stop_grace);
   }
-  return clock_type::now() + timeout;
+  return coarse_steady_now() + timeout;  // enforced by the sweep: a tick's lag is nothing
 }
 
 void session::expire(clock_type::time_point now) {
@@ -167,8 +168,11 @@ void session::release_large_buffers() noexcept {
   if (res_.body.capacity() > kKeepBytes) std::string().swap(res_.body);
   if (head_.capacity() > kKeepBytes) std::string().swap(head_);
   if (batch_.capacity() > kKeepBytes) std::string().swap(batch_);
+  // The read buffer keeps one read's chunk: the next request's read takes that much room at
+  // once (an idle connection's armed read holds it anyway), and freeing it here only to
+  // allocate it again there cost every keep-alive request a malloc and a free of 8 KiB.
   // shrink_to_fit keeps the bytes of a pipelined request already received.
-  if (buffer_.capacity() > kKeepBytes) buffer_.shrink_to_fit();
+  if (buffer_.capacity() > kReadChunk) buffer_.shrink_to_fit();
 }
 
 std::size_t session::buffered_bytes() const noexcept {

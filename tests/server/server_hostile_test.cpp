@@ -30,9 +30,10 @@ namespace json = boost::json;
 constexpr std::size_t kReadBufferLimit = 16 * 1024;
 constexpr std::size_t kSlack = 4 * 1024;
 
-// What an idle keep-alive connection may keep buffered after any response (the three
-// buffers of session::release_large_buffers at 4 KiB each, plus the parser's body).
-constexpr std::int64_t kIdleConnectionBytes = 16 * 1024;
+// What an idle keep-alive connection may keep buffered after any response
+// (session::release_large_buffers: the read buffer's 8 KiB chunk, which its next read takes
+// anyway, and the response's body, head and batch at 4 KiB each; a GET's body is empty).
+constexpr std::int64_t kIdleConnectionBytes = 20 * 1024;
 
 // The head of a chunked /ssr request: the body follows in chunks.
 const std::string kChunkedHead =
