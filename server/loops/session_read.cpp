@@ -103,19 +103,22 @@ void session::check_head() {
   // buffer holds twice that.
   const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), kReadChunk);
   KNIT_ASSERT(room > 0);
+  const net::mutable_buffer into = buffer_.prepare(room);
+  // What a connection holds while it waits for its client (the read's room, a half-sent
+  // head) is what a slow client makes it hold: the stats count it from now on, not only
+  // from its next response.
+  publish_buffered_bytes();
   if (ring_ != nullptr) {
     // The ring's receive, submitted with the turn's other operations; the kernel waits for
     // the bytes (io_ring.hpp).
-    const net::mutable_buffer into = buffer_.prepare(room);
     return ring_->recv(ring_read_, socket_.native_handle(), into.data(), into.size(),
                        shared_from_this());
   }
   start_asio(
-      [this, room](auto&& handler) {
+      [this, into](auto&& handler) {
         // A drained_buffer: after a read that emptied the socket the next one waits for epoll
         // (drained_read.hpp).
-        socket_.async_read_some(drained_buffer(buffer_.prepare(room)),
-                                std::forward<decltype(handler)>(handler));
+        socket_.async_read_some(drained_buffer(into), std::forward<decltype(handler)>(handler));
       },
       beast::bind_front_handler(&session::on_read_head, shared_from_this()));
 }

@@ -59,6 +59,7 @@ void session::write_response(bool close) {
       ring_linked_ = true;
       const net::mutable_buffer into =
           buffer_.prepare(std::min<std::size_t>(buffer_.max_size(), kReadChunk));
+      publish_buffered_bytes();  // the receive's room, held while the connection is idle
       return ring_->send_then_recv(ring_write_, socket_.native_handle(), &ring_msg_, ring_read_,
                                    into.data(), into.size(), shared_from_this());
     }

@@ -164,6 +164,18 @@ TEST_P(hostile_clients, BigResponseBuffersAreReleasedOnAnIdleConnection) {
   EXPECT_LE(stats.at("buffered_bytes").as_int64(), kIdleConnectionBytes) << json::serialize(stats);
 }
 
+TEST_P(hostile_clients, AHalfSentHeadIsCountedInTheBufferedBytes) {
+  // A slow client's unfinished head is what it makes the server hold: the stats must show
+  // it while the client dawdles, not only once a response is sent (which never happens).
+  ASSERT_NO_FATAL_FAILURE(start());
+  connection c(port());
+  ASSERT_TRUE(c.send("GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + std::string(6000, 'a')));
+  const json::object stats = stats_where(*server_, [](const json::object& s) {
+    return s.at("connections").as_int64() == 1 && s.at("buffered_bytes").as_int64() >= 6000;
+  });
+  EXPECT_FALSE(stats.empty());
+}
+
 // ---- stdout: a reader that has gone, a reader that never reads --------------------------
 
 TEST_P(hostile_clients, StatsToAClosedStdoutDoNotKillTheServer) {
