@@ -148,9 +148,9 @@ class session : public std::enable_shared_from_this<session> {
   // The bytes this connection holds in its buffers (capacities): the read buffer, the
   // request body, the response body and head. The knit-stats line sums them. Between
   // requests it is at most kReadChunk for the read buffer and kKeepBytes for each other
-  // (release_large_buffers). Multi mode and
-  // KNIT_HOSTS>1: the figure published when the last response was sent and again once it was
-  // written (the SIGUSR1 thread may not look at the buffers themselves).
+  // (release_large_buffers). The figure published (connection_executor::shared) when a read
+  // starts waiting for the client, when a response is sent and once it is written: the
+  // SIGUSR1 thread may not look at the buffers themselves.
   std::size_t buffered_bytes() const noexcept;
 
   // A response buffer whose capacity exceeds this is freed once its response has been
