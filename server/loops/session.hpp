@@ -248,6 +248,9 @@ class session : public std::enable_shared_from_this<session> {
   // on_write after the response's timing: its buffers go, then the close or the next read.
   void after_write(bool close, boost::beast::error_code ec);
   void release_large_buffers() noexcept;
+  // The read buffer's part of it, for a receive linked to its response's send (whose
+  // buffers are still in use): down to one read's chunk.
+  void release_large_read_buffer() noexcept;
   void do_close();
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);

@@ -168,6 +168,10 @@ void session::release_large_buffers() noexcept {
   if (res_.body.capacity() > kKeepBytes) std::string().swap(res_.body);
   if (head_.capacity() > kKeepBytes) std::string().swap(head_);
   if (batch_.capacity() > kKeepBytes) std::string().swap(batch_);
+  release_large_read_buffer();
+}
+
+void session::release_large_read_buffer() noexcept {
   // The read buffer keeps one read's chunk: the next request's read takes that much room at
   // once (an idle connection's armed read holds it anyway), and freeing it here only to
   // allocate it again there cost every keep-alive request a malloc and a free of 8 KiB.

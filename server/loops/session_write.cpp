@@ -54,7 +54,7 @@ void session::write_response(bool close) {
       record_response();
       parked_.release();
       batch_parked_.release();
-      if (buffer_.capacity() > kReadChunk) buffer_.shrink_to_fit();
+      release_large_read_buffer();
       if (in_reactor_) in_reactor_ = !leave_reactor(socket_);
       ring_linked_ = true;
       const net::mutable_buffer into =
