@@ -15,6 +15,7 @@
 #include "invariant.hpp"  // KNIT_ASSERT (the knit_internal target)
 #include "loops/process_status.hpp"
 #include "loops/server.hpp"
+#include "loops/wall_clock.hpp"
 
 namespace knit_server {
 
@@ -77,7 +78,10 @@ void session::end_with_batch() {
 
 void session::handle_request() {
   phase_ = phase::handling;
-  request_read_at_ = clock_type::now();  // the latency metric's start
+  // The latency metric's start. A request that was whole in buffer_ when the last response
+  // was timed (pipelined) has waited since then: that reading is its start, and the clock is
+  // read once a pipelined request instead of twice (41 ns a read here).
+  request_read_at_ = read_since_response_ ? clock_type::now() : last_response_at_;
   set_deadline(clock_type::time_point::max());
   auto& req = parser_->get();
 
@@ -122,9 +126,9 @@ void session::handle_request() {
   try {
     if (route_ == route::ping) {
       fill_copy(res_, http::status::ok, content_type::json,
-                server_.ping_body(std::chrono::system_clock::now()));
+                server_.ping_body(wall_time_at(request_read_at_)));
     } else if (route_ == route::plaintext) {
-      fill_plaintext(res_, std::chrono::system_clock::now());
+      fill_plaintext(res_, wall_time_at(request_read_at_));
     } else if (is_ops_endpoint(route_) && server_.status()) {
       answer_ops_endpoint(*server_.status());
     } else {
@@ -221,8 +225,11 @@ void session::send_response() {
   // batch_ and answer that one first; both leave in one write. Not while stopping (each
   // response then decides the close on its own), and not past kBatchBytes.
   const std::size_t body_bytes = head_only_ ? 0 : res_.body.size();
+  request_head_reader probe(server_config::kHeaderLimit);
   if (keep && !server_.stopping() && batch_.size() + head_.size() + body_bytes <= kBatchBytes &&
-      next_request_is_cheap()) {
+      next_request_is_cheap(probe)) {
+    head_reader_ = probe;  // the next head, judged: check_head goes on from its verdict
+    head_judged_ = true;
     batch_ += head_;
     if (!head_only_) batch_ += res_.body;
     batch_parked_ = server_.budget().reserve(batch_.size());
@@ -234,12 +241,11 @@ void session::send_response() {
   write_response(!keep);
 }
 
-bool session::next_request_is_cheap() const {
+bool session::next_request_is_cheap(request_head_reader& probe) const {
   // The whole head of the next request must be here (the head check's verdict on the raw
   // bytes, as check_head will judge them); its request line then says its route. A head
   // that check_head will refuse is answered at once too (refuse, then the close).
   std::string_view rest(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-  request_head_reader probe(server_config::kHeaderLimit);
   const head_verdict verdict = probe.feed(rest);
   if (verdict == head_verdict::need_more) return false;
   if (verdict != head_verdict::complete) return true;

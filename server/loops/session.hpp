@@ -211,8 +211,9 @@ class session : public std::enable_shared_from_this<session> {
   void refuse(boost::beast::http::status status);
   void send_response();
   // Whether the next request, whole in buffer_ already, is one answered on this thread at once
-  // (its route is not heavy): then the current response waits in batch_ for it.
-  bool next_request_is_cheap() const;
+  // (its route is not heavy): then the current response waits in batch_ for it. `probe`, a
+  // fresh reader, is left having judged buffer_'s bytes: start_request takes it over.
+  bool next_request_is_cheap(request_head_reader& probe) const;
   // What write_response writes: the responses held back (batch_), this one's head and its
   // body (none for HEAD).
   using response_pieces = std::array<boost::asio::const_buffer, 3>;
@@ -289,6 +290,11 @@ class session : public std::enable_shared_from_this<session> {
   // The current request's head, checked for RFC 9112 framing on its raw bytes before the
   // parser sees them (http_framing.hpp).
   request_head_reader head_reader_{server_config::kHeaderLimit};
+  // head_reader_ has judged the next request's bytes already (send_response's batch, through
+  // next_request_is_cheap): start_request goes on from there instead of reading the head
+  // again from its first byte. buffer_ is not consumed in between, so the bytes it judged
+  // are still the start of buffer_.
+  bool head_judged_ = false;
   // The current request's parser. Parsers are single-use; emplace() reuses the storage.
   std::optional<parser_type> parser_;
   response res_;      // the current response, reused
@@ -321,6 +327,11 @@ class session : public std::enable_shared_from_this<session> {
   phase phase_ = phase::reading;
   // When the current request was read whole (handle_request, refuse): its latency's start.
   std::chrono::steady_clock::time_point request_read_at_{};
+  // When the last response was timed (record_response), and whether bytes have been read
+  // since: a request whose bytes were all here then (pipelined) starts its latency there,
+  // with no clock read of its own (handle_request).
+  std::chrono::steady_clock::time_point last_response_at_{};
+  bool read_since_response_ = true;
   route route_ = route::not_found;  // the current request's route
   bool keep_alive_ = false;         // the client asked to keep the connection
   bool http10_ = false;             // HTTP/1.0 client: keep-alive must be confirmed

@@ -75,7 +75,10 @@ void session::start_request() {
   // sweep enforces it; see server.hpp.)
   set_deadline(deadline_after(server_.config().idle_timeout));
 
-  head_reader_ = request_head_reader(server_config::kHeaderLimit);
+  // A head the batch judged (send_response) is not read again; feed() returns its verdict.
+  if (!std::exchange(head_judged_, false)) {
+    head_reader_ = request_head_reader(server_config::kHeaderLimit);
+  }
   check_head();
 }
 
@@ -135,6 +138,7 @@ void session::on_read_head(beast::error_code ec, std::size_t bytes) {
   // the session ends without an answer; bytes of an unfinished head are not a request.
   if (ec) return end_with_batch();
   buffer_.commit(bytes);
+  read_since_response_ = true;
   check_head();
 }
 
@@ -192,6 +196,7 @@ void session::do_read_body() {
   if (ec || parser_->is_done()) return on_read(ec, 0);
 
   // Read the rest of the message into the parser's string body.
+  read_since_response_ = true;
   start_asio(
       [this](auto&& handler) {
         http::async_read(socket_, buffer_, *parser_, std::forward<decltype(handler)>(handler));

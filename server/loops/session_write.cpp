@@ -117,7 +117,9 @@ session::response_pieces session::pieces() const noexcept {
 
 void session::record_response() noexcept {
   // One response, timed from the request.
-  const auto took = clock_type::now() - request_read_at_;
+  last_response_at_ = clock_type::now();
+  read_since_response_ = false;
+  const auto took = last_response_at_ - request_read_at_;
   server_.metrics().record(route_, static_cast<unsigned>(res_.status),
                            static_cast<std::uint64_t>(
                                std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
@@ -142,6 +144,7 @@ void session::linked_read_done(int result) {
   // The next request's first bytes: in buffer_ before the stop's check in after_write,
   // which answers a request already received.
   buffer_.commit(static_cast<std::size_t>(result));
+  read_since_response_ = true;
   after_write(false, {});
 }
 
