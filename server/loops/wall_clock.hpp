@@ -7,8 +7,9 @@
 // the wall clock is set (clock_settime, a leap second). So the wall time of a steady reading
 // t is wall_s + (t - steady_s) for a pair (steady_s, wall_s) read together, and a pair is
 // read again once t is kResync or more away from it: a wall clock that was set shows within
-// about a millisecond. Per request that is one precise read (41 ns here) fewer; with 50 or
-// more requests a millisecond on a thread, at most one wall read for 50 requests.
+// about a millisecond. Per request that is one precise read (41 ns here) fewer; a pair
+// costs three reads (the third checks the gap, below), at most once a millisecond a thread
+// when its pair holds (50 requests at 50,000 a second).
 // Never early: the pair's steady half is read first, so wall_s is at or after the wall time
 // at steady_s, and the result at or after the wall time at t. Late by the time between the
 // pair's two reads (~40 ns): a pair whose reads were kMaxPairGap or more apart (the thread
