@@ -209,6 +209,9 @@ class session : public std::enable_shared_from_this<session> {
   void answer_ops_endpoint(const process_status& status);
   void respond(heavy_outcome&& out) noexcept;
   void refuse(boost::beast::http::status status);
+  // Bytes a read put in buffer_'s prepared room: committed, and the next request's latency
+  // starts with a clock read of its own (read_since_response_).
+  void commit_read(std::size_t bytes) noexcept;
   void send_response();
   // Whether the next request, whole in buffer_ already, is one answered on this thread at once
   // (its route is not heavy): then the current response waits in batch_ for it. `probe`, a

@@ -137,9 +137,13 @@ void session::on_read_head(beast::error_code ec, std::size_t bytes) {
   // End of stream, a reset, or the deadline (operation_aborted): like a failed header read,
   // the session ends without an answer; bytes of an unfinished head are not a request.
   if (ec) return end_with_batch();
+  commit_read(bytes);
+  check_head();
+}
+
+void session::commit_read(std::size_t bytes) noexcept {
   buffer_.commit(bytes);
   read_since_response_ = true;
-  check_head();
 }
 
 void session::on_read_header(beast::error_code ec, std::size_t bytes) {

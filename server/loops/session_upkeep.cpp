@@ -88,10 +88,7 @@ bool session::next_request_received() {
     const std::size_t room = std::min(queued, buffer_.max_size() - buffer_.size());
     if (!ec && room > 0) {
       const std::size_t got = socket_.read_some(buffer_.prepare(room), ec);
-      if (!ec) {
-        buffer_.commit(got);
-        read_since_response_ = true;
-      }
+      if (!ec) commit_read(got);
     }
   }
   // A whole head is a request received; bytes the head check refuses will get their 400 or

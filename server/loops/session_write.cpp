@@ -143,8 +143,7 @@ void session::linked_read_done(int result) {
   }
   // The next request's first bytes: in buffer_ before the stop's check in after_write,
   // which answers a request already received.
-  buffer_.commit(static_cast<std::size_t>(result));
-  read_since_response_ = true;
+  commit_read(static_cast<std::size_t>(result));
   after_write(false, {});
 }
 
