@@ -306,7 +306,7 @@ host_stats host_state::stats() const noexcept { return counters_.snapshot(index_
 
 std::size_t host_state::ring_bytes() const noexcept {
   std::size_t bytes = 0;
-  for (const auto& r : rings_) bytes += r->capacity() * sizeof(call_base*);
+  for (const auto& r : rings_) bytes += r->capacity() * job_ring<call_base*>::kSlotBytes;
   return bytes + done_rings_.size() * done_ring<call_base*>::bytes();
 }
 

@@ -1,7 +1,8 @@
 // call: the record of one submitted call, allocated by the host, carried through the
 // rings by pointer.
 // The task, its argument, its result and the completion handler all live in it, so the
-// rings move 8 bytes per call and nothing is copied.
+// rings move its pointer (a job-ring slot is the pointer and its sequence) and nothing is
+// copied.
 //
 // Lifecycle (state word; the host owns the record throughout, workers borrow it):
 //   host: construct, state = queued, push pointer into a worker's job_ring

@@ -79,8 +79,8 @@ struct KNIT_API pool_options {
 
   /// Most hosts at once, 1 to 64, counting the thread that built the pool (host 0); other
   /// threads attach with knit::pool_host or knit::asio_host. Each is held to max_pending
-  /// on its own. An attached host's rings (threads x queue_capacity pointers) are allocated
-  /// when its index is first used, and kept until the pool is destroyed.
+  /// on its own. An attached host's rings (threads x queue_capacity slots of 16 bytes) are
+  /// allocated when its index is first used, and kept until the pool is destroyed.
   unsigned max_hosts = 16;
 
   /// Most calls accepted but not yet completed in the whole pool, summed over every host;

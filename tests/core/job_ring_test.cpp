@@ -100,8 +100,10 @@ INSTANTIATE_TEST_SUITE_P(capacities, job_ring_small, ::testing::Values(1, 2, 3))
 
 TEST(job_ring, head_and_tail_on_separate_cache_lines) {
   // Layout claim from the protocol comment: the consumer-written head and the
-  // producer-written tail never share a line.
+  // producer's line (its tail and cached head) never share a line, and a slot is its
+  // sequence and its value, 16 bytes (the memory formula's per-slot term).
   static_assert(alignof(knit::job_ring<int*>) >= knit::detail::kCacheLine);
+  static_assert(knit::job_ring<int*>::kSlotBytes == 16);
   SUCCEED();
 }
 

@@ -1,8 +1,8 @@
 // Memory grows linearly with the pool: each seat has a ring of queued calls from each host
-// (a job_ring, 8 bytes a slot, queue_capacity slots) and a done ring back to it (64 slots
+// (a job_ring, 16 bytes a slot, queue_capacity slots) and a done ring back to it (64 slots
 // of 16 bytes, whatever the capacity: past it, completions go through the host's list)
 // plus its slot's fixed part, so a 1,024-worker pool at the default capacity with one host
-// allocates about 10 MiB (the old done rings of threads x capacity entries each would have
+// allocates about 18 MiB (the old done rings of threads x capacity entries each would have
 // needed 16 GiB). This binary replaces the global
 // operator new to count the bytes the pool's constructor and its first host allocate.
 #include <gtest/gtest.h>
@@ -18,10 +18,15 @@
 #include <thread>
 
 #include "done_ring.hpp"
+#include "knit/job_ring.hpp"
 #include "knit/pool.hpp"
 #include "knit/pool_host.hpp"
 
 namespace {
+
+// Bytes of one job-ring slot: the call record's pointer and its sequence.
+constexpr std::size_t kSlot = knit::job_ring<void*>::kSlotBytes;
+static_assert(kSlot == 16);
 std::atomic<bool> counting{false};
 std::atomic<std::size_t> bytes{0};
 
@@ -68,10 +73,10 @@ std::size_t bytes_to_build(unsigned threads, std::size_t capacity) {
   return total;
 }
 
-// Per worker: 8 bytes a slot and the first host's done ring, plus at most 4 KiB for the
+// Per worker: a job ring's slots and the first host's done ring, plus at most 4 KiB for the
 // slot's cache-line-aligned fields and its thread; plus 64 KiB for the pool itself.
 std::size_t linear_bound(unsigned threads, std::size_t capacity) {
-  return threads * (capacity * 8 + knit::detail::done_ring<void*>::bytes() + 4096) + 64 * 1024;
+  return threads * (capacity * kSlot + knit::detail::done_ring<void*>::bytes() + 4096) + 64 * 1024;
 }
 
 TEST(memory_bound, a_1024_worker_pool_allocates_linearly) {
@@ -80,7 +85,7 @@ TEST(memory_bound, a_1024_worker_pool_allocates_linearly) {
   std::printf("1024 workers x 1024 slots: %zu bytes (%.1f MiB)\n", total,
               static_cast<double>(total) / (1 << 20));
   EXPECT_LE(total, linear_bound(1024, 1024));
-  EXPECT_GE(total, std::size_t{1024} * 1024 * 8) << "the rings themselves were counted";
+  EXPECT_GE(total, std::size_t{1024} * 1024 * kSlot) << "the rings themselves were counted";
 }
 
 TEST(memory_bound, doubling_the_workers_doubles_the_bytes) {
@@ -112,14 +117,14 @@ std::size_t bytes_to_attach(knit::pool& p) {
 }
 
 // The memory formula's per-host term (docs/many-hosts.md): an attached index adds one job
-// ring of queue_capacity pointers and one done ring per worker, made when the index is
+// ring of queue_capacity slots and one done ring per worker, made when the index is
 // first used and kept for the next host to attach there.
-TEST(memory_bound, each_attached_host_adds_threads_times_capacity_pointers) {
+TEST(memory_bound, each_attached_host_adds_threads_times_capacity_slots) {
   knit::pool_options o;
   o.threads = 64;
   o.queue_capacity = 1024;
   knit::pool p(o);
-  const std::size_t rings = 64u * 1024u * sizeof(void*);
+  const std::size_t rings = 64u * 1024u * kSlot;
   const std::size_t first = bytes_to_attach(p);
   RecordProperty("attach_bytes", std::to_string(first));
   EXPECT_GE(first, rings);
