@@ -59,7 +59,7 @@ def samples(lines):
         m = re.match(r'== micro pair (\d+) (\S+)', line)
         if m:
             section = m.groups()
-            floor = re.search(r'floor: (\d+) ns', line)  # the machine's, just before the build
+            floor = re.search(r'floor: ([0-9.]+) ns', line)  # the machine's, just before the build
             if floor:
                 yield (*section, None, FLOOR, float(floor.group(1)))
             else:
