@@ -34,7 +34,8 @@
 // Why a sequence per slot and not a shared tail: a consumer that read the tail and then the
 // slot fetched two lines the producer had just written, one after the other (the tail's
 // verdict decides whether the slot is read); the sequence makes it one. 16 bytes a slot
-// instead of 8; the back-to-back round trip 0.91-0.93x of the tail's (docs/design.md).
+// instead of 8; the back-to-back round trip 0.87-0.94x of the tail's in 6 pairs
+// (bench/results/job-ring-seq-2026-12-07).
 //
 // Probe (a test's): Probe::at(job_ring_point) runs at the consumer's windows named below,
 // so a test can make another consumer and the producer act inside them every time
@@ -64,6 +65,7 @@ enum class job_ring_point {
 
 /// @brief job_ring's default probe: nothing, inlined away.
 struct job_ring_no_probe {
+  /// Does nothing at any window.
   static void at(job_ring_point) noexcept {}
 };
 
