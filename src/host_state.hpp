@@ -40,7 +40,8 @@
 //                                                 then state = parked; fence(seq_cst);
 //                                                 re-check the rings its mask names
 //   Guarantee 1 (no stranded call): either the worker's re-check sees the push, or the
-//   host's load sees the cleared bit and sets it again (Dekker on tail and mask).
+//   host's load sees the cleared bit and sets it again (Dekker on the slot's sequence and
+//   the mask).
 //   Guarantee 2 (no lost wake-up): the worker parks only after state = parked, a fence and
 //   a re-check of the rings its mask names (worker_doorbell.hpp); the host's wake check
 //   comes after a fence that follows both its push and its fetch_or.
