@@ -105,7 +105,7 @@ class job_ring {
 
   /// Producer only. Returns false when full (the value stays with the caller).
   bool try_push(T value) noexcept {
-    const std::uint64_t t = tail_.load(std::memory_order_relaxed);  // only the producer writes it
+    const std::uint64_t t = tail_;
     if (t - cached_head_ >= capacity_) {
       cached_head_ = head_.load(std::memory_order_acquire);  // pairs with the consumers' CAS
       if (t - cached_head_ >= capacity_) return false;
@@ -114,7 +114,7 @@ class job_ring {
     s.value.store(value, std::memory_order_relaxed);
     // Publishes the value; pairs with the consumers' acquire loads of seq.
     s.seq.store(t + 1, std::memory_order_release);
-    tail_.store(t + 1, std::memory_order_relaxed);
+    tail_ = t + 1;
     return true;
   }
 
@@ -158,13 +158,6 @@ class job_ring {
     }
   }
 
-  /// Approximate depth; exact when called by the producer with no concurrent consumer.
-  std::size_t size_approx() const noexcept {
-    const std::uint64_t h = head_.load(std::memory_order_acquire);
-    const std::uint64_t t = tail_.load(std::memory_order_relaxed);
-    return t > h ? static_cast<std::size_t>(t - h) : 0;
-  }
-
   /// Producer only: a value this producer pushed is known to have been taken, through a
   /// channel that orders it after the taker's CAS (its reply). Counts it into the cached
   /// head, so a ring the producer knows to be empty costs producer_size() no read of the
@@ -174,7 +167,7 @@ class job_ring {
   /// (the caller's bug: a cached head past the real one would let a push overwrite a slot
   /// nobody took).
   [[nodiscard]] bool producer_saw_taken() noexcept {
-    if (taken_known_ >= tail_.load(std::memory_order_relaxed)) return false;
+    if (taken_known_ >= tail_) return false;
     ++taken_known_;
     if (taken_known_ > cached_head_) cached_head_ = taken_known_;
     return true;
@@ -184,7 +177,7 @@ class job_ring {
   /// cache says "non-empty" (so an empty ring, or one whose values producer_saw_taken
   /// accounted for, costs no remote cache-line read).
   std::size_t producer_size() noexcept {
-    const std::uint64_t t = tail_.load(std::memory_order_relaxed);
+    const std::uint64_t t = tail_;
     if (t == cached_head_) return 0;
     cached_head_ = head_.load(std::memory_order_acquire);
     return static_cast<std::size_t>(t - cached_head_);
@@ -197,9 +190,9 @@ class job_ring {
   // Writers: the consumers (CAS in try_pop). Partners: the other consumers' CAS and loads,
   // and the producer's acquire reload of cached_head_ (a slot is reused only after it).
   alignas(detail::kCacheLine) std::atomic<std::uint64_t> head_{0};
-  // The producer's line. tail_: writer the producer only; a consumer reads it only in
-  // size_approx (no value is published through it: the slots' sequences do that).
-  alignas(detail::kCacheLine) std::atomic<std::uint64_t> tail_{0};
+  // Producer-private, on the producer's line: the next index to push (the slots'
+  // sequences publish the values, so no consumer reads it).
+  alignas(detail::kCacheLine) std::uint64_t tail_ = 0;
   std::uint64_t cached_head_ = 0;  // producer-private copy of head_
   // Producer-private: how many of its values it knows were taken (producer_saw_taken).
   std::uint64_t taken_known_ = 0;
