@@ -236,10 +236,14 @@ class worker_loop {
     // long, the host's drain wakes a sleeping peer for it (lent_workers.cpp, "Held calls").
     at_interleaving_point(interleaving_point::claimed_not_started);
 
-    // The record's second line (the task and its argument, read first, then the result,
-    // written) is asked for as ours now, beside the first line's CAS: read first, it would
-    // come shared and then cross again to be written. A hint: it changes no value.
+    // The record's two lines (its state, CASed below; the task and its argument, read
+    // first, then the result, written) are asked for as ours now: read first, the second
+    // would come shared and then cross again to be written. The clock is read while they
+    // come (a CAS would wait for its line before the read could start). Hints: they change
+    // no value.
+    __builtin_prefetch(reinterpret_cast<const char*>(c), 1, 3);
     __builtin_prefetch(reinterpret_cast<const char*>(c) + kCacheLine, 1, 3);
+    const std::int64_t started = chain_ns_ != 0 ? chain_ns_ : steady_now_ns();
     const bool claimed = try_move(*c, call_state::queued, call_state::running);
     // A spin's catch left the state word at spinning (only this worker writes it then): it
     // says running from here, after that CAS, not before it: a locked instruction waits
@@ -248,7 +252,6 @@ class worker_loop {
     if (claimed) {
       me_.counters.calls_run.bump();
       if (stolen) me_.counters.calls_stolen.bump();
-      const std::int64_t started = chain_ns_ != 0 ? chain_ns_ : steady_now_ns();
       me_.call_started_ns.store(started, std::memory_order_relaxed);
       // Published for host `from`'s stuck detection, in its own entry: only that host ever
       // dereferences it (stuck_scan.hpp).

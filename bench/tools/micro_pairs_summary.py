@@ -3,7 +3,8 @@
 another: round trip p50 and p99, burst of 64 in flight, steady-stream host CPU, CPU in the
 second after a burst), each pair's median per build and its ratio to the first build, then the
 same over all pairs (a markdown table); and the cache-line floor measured before each build,
-where the header line gives it (compare a pair only where its floors agree). Builds are the
+where the header line gives it (compare a pair only where its floors agree), and the round
+trip in units of that floor. Builds are the
 labels of the `== micro pair P LABEL` lines, in the order they first appear.
 
 With --vs-peers: one line per process (pair and build) and row, knit's median beside the
@@ -12,6 +13,11 @@ lowest for a row where lower is better, the highest otherwise), as knit-micro's 
 
   bench/tools/micro_pairs_summary.py [--base LABEL] [--peer NAME] < MICRO_PAIRS_OUTPUT
   bench/tools/micro_pairs_summary.py --vs-peers < MICRO_PAIRS_OUTPUT
+  bench/tools/micro_pairs_summary.py --by-floor < MICRO_PAIRS_OUTPUT
+
+With --by-floor: the round trip in floors of every repetition, grouped by the band its
+build's floor fell in (under 80 ns, 80-200 ns, over 200 ns: the speeds seen on the AMD
+guest) and by build: count and median, so builds are compared at one speed of the machine.
 """
 import argparse
 import re
@@ -48,20 +54,24 @@ def value_of(fields):
 
 
 FLOOR = 'cache-line floor ns (the machine, before the build)'
+# The round trip in units of the floor printed before its build: comparable across the
+# speeds a guest switches between (one whose floor moves between ~100 and ~330 ns).
+IN_FLOORS = 'round trip p50 in floors (lower is better)'
 
 
 def samples(lines):
     """(pair, build label, runtime, row, value) for each value micro_pairs.sh printed, in
     order; the floor on a section's header line comes with runtime None. A section with no
     value still yields (pair, label, None, None, None), so every build is named."""
-    section = None
+    section, floor_ns = None, None
     for line in lines:
         m = re.match(r'== micro pair (\d+) (\S+)', line)
         if m:
             section = m.groups()
             floor = re.search(r'floor: ([0-9.]+) ns', line)  # the machine's, just before the build
+            floor_ns = float(floor.group(1)) if floor else None
             if floor:
-                yield (*section, None, FLOOR, float(floor.group(1)))
+                yield (*section, None, FLOOR, floor_ns)
             else:
                 yield (*section, None, None, None)
             continue
@@ -69,6 +79,8 @@ def samples(lines):
             continue
         for key, value in value_of(line.split()) or []:
             yield (*section, line.split('/')[2], key, value)
+            if key.startswith('round trip p50') and floor_ns:
+                yield (*section, line.split('/')[2], IN_FLOORS, value * 1e3 / floor_ns)
 
 
 def vs_peers(lines):
@@ -100,6 +112,29 @@ def vs_peers(lines):
             print(f'| {pair} | {label} | {key} | {mine:.3g} | {best} | {theirs:.3g} | {ratio} |')
 
 
+def by_floor(lines, peer):
+    """Round trip in floors per (floor band, build): count, median."""
+    floors, groups, labels = {}, {}, []
+    for pair, label, runtime, key, value in samples(lines):
+        if label not in labels:
+            labels.append(label)
+        if key == FLOOR:
+            floors[(pair, label)] = value
+        elif key == IN_FLOORS and runtime == peer:
+            f = floors[(pair, label)]
+            band = 'under 80 ns' if f < 80 else '80-200 ns' if f < 200 else 'over 200 ns'
+            groups.setdefault(band, {}).setdefault(label, []).append(value)
+    if not groups:
+        sys.exit('micro_pairs_summary.py: no round trip under a header with a floor')
+    print('| floor band | ' + ' | '.join(f'{b} (n)' for b in labels) + ' |')
+    print('|---|' + '---:|' * len(labels))
+    for band in ('under 80 ns', '80-200 ns', 'over 200 ns'):
+        if band in groups:
+            cells = [f'{statistics.median(v):.2f} ({len(v)})' if (v := groups[band].get(b))
+                     else '—' for b in labels]
+            print(f'| {band} | ' + ' | '.join(cells) + ' |')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,7 +142,12 @@ def main():
     ap.add_argument('--peer', default='knit', help='the peer whose rows to summarise (knit)')
     ap.add_argument('--vs-peers', action='store_true',
                     help="per process, knit's median against the best other peer's")
+    ap.add_argument('--by-floor', action='store_true',
+                    help='the round trip in floors, grouped by the floor band of its build')
     args = ap.parse_args()
+    if args.by_floor:
+        by_floor(sys.stdin, args.peer)
+        return
     if args.vs_peers:
         vs_peers(sys.stdin)
         return
