@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,14 @@ inline std::uint64_t thread_cpu_ns() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
          static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Times the calling thread has gone off its CPU (blocked, or preempted): each is a sleep
+// and a wake the kernel paid for.
+inline std::uint64_t thread_switches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return static_cast<std::uint64_t>(u.ru_nvcsw) + static_cast<std::uint64_t>(u.ru_nivcsw);
 }
 
 // On-CPU ns of thread `tid` of this process, from its own CPU clock (the kernel's

@@ -43,9 +43,13 @@ def value_of(fields):
         return [('burst 64 M calls/s (higher is better)', float(rate.rstrip('kM')) * scale)]
     if name == 'steady_stream_host_cpu':
         # Counters print in name order: [all_other_threads_cpu_us_per_call,] calls,
-        # host_cpu_us_per_call (builds before 2026-12-06 lack the first).
+        # [host_blocks_per_call,] host_cpu_us_per_call (builds before 2026-12-06 lack the
+        # first, before 2026-12-07 the third).
         rows = [('steady host CPU us/call (lower is better)', num(fields[-1]))]
-        if len(fields) >= 9:
+        if len(fields) >= 10:
+            rows.append(('steady other threads CPU us/call (work + idle)', num(fields[-4])))
+            rows.append(('steady host blocks/call (lower is better)', num(fields[-2])))
+        elif len(fields) >= 9:
             rows.append(('steady other threads CPU us/call (work + idle)', num(fields[-3])))
         return rows
     if name == 'idle_cpu_after_work':  # cores over the second after a burst: ms of CPU
