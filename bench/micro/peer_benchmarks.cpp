@@ -141,8 +141,8 @@ void steady_stream_host_cpu(benchmark::State& state) {
   benchmark::DoNotOptimize(sink);
   state.counters["calls"] = static_cast<double>(sent);
   state.counters["host_cpu_us_per_call"] = host_cpu_ns / 1e3 / static_cast<double>(sent);
-  // How often the host went off its CPU a call: its sleeps (each a wake the kernel paid
-  // for), the most of its CPU per call on a guest. Named to print before host_cpu_us.
+  // How often the host went off its CPU a call: each a sleep and a wake the kernel paid
+  // for. Named to print before host_cpu_us (micro_pairs_summary.py reads by position).
   state.counters["host_blocks_per_call"] = host_switches / static_cast<double>(sent);
   state.counters["all_other_threads_cpu_us_per_call"] =
       other_cpu_ns / 1e3 / static_cast<double>(sent);
