@@ -108,20 +108,15 @@ std::size_t host_state::pop_done() {
     // seat cleared since is an empty ring, one set since is the next drain's.
     for (std::uint64_t m = seats_out_[word]; m != 0; m &= m - 1) {
       done_ring<call_base*>& ring = *done_rings_[word * 64 + std::countr_zero(m)];
+      // Each record's two lines (what take_back reads, then the handler's result) are
+      // asked for once, before it is popped: the first here, each next one while the one
+      // before it is delivered. Only this host frees its records, so the pointer is one of
+      // its own.
+      if (const call_base* first = ring.peek()) ask_for_record(first);
       call_base* c;
       while (ring.try_pop(c)) {
         took = true;
-        // This record's two lines, both the worker's: asked for together, not one behind
-        // the other (take_back reads the first, the handler the result in the second).
-        __builtin_prefetch(c, 1, 3);
-        __builtin_prefetch(reinterpret_cast<const char*>(c) + kCacheLine, 1, 3);
-        // The next record's two lines (what take_back reads, then the handler's result)
-        // are asked for while this one is delivered. Only this host frees its records,
-        // so the pointer is one of its own; a hint, it changes no value.
-        if (call_base* next = ring.peek()) {
-          __builtin_prefetch(next, 1, 3);
-          __builtin_prefetch(reinterpret_cast<const char*>(next) + kCacheLine, 1, 3);
-        }
+        if (const call_base* next = ring.peek()) ask_for_record(next);
         delivered += take_back(c);
       }
     }
@@ -131,8 +126,7 @@ std::size_t host_state::pop_done() {
   call_base* list = done_head_.load(std::memory_order_relaxed);
   if (list != nullptr) {
     // The newest record's two lines are asked for beside the exchange, not behind it.
-    __builtin_prefetch(list, 1, 3);
-    __builtin_prefetch(reinterpret_cast<const char*>(list) + kCacheLine, 1, 3);
+    ask_for_record(list);
     // Partner: the workers' release CAS in complete().
     list = done_head_.exchange(nullptr, std::memory_order_acquire);
   }

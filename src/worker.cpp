@@ -236,13 +236,9 @@ class worker_loop {
     // long, the host's drain wakes a sleeping peer for it (lent_workers.cpp, "Held calls").
     at_interleaving_point(interleaving_point::claimed_not_started);
 
-    // The record's two lines (its state, CASed below; the task and its argument, read
-    // first, then the result, written) are asked for as ours now: read first, the second
-    // would come shared and then cross again to be written. The clock is read while they
-    // come (a CAS would wait for its line before the read could start). Hints: they change
-    // no value.
-    __builtin_prefetch(reinterpret_cast<const char*>(c), 1, 3);
-    __builtin_prefetch(reinterpret_cast<const char*>(c) + kCacheLine, 1, 3);
+    // The record's two lines are asked for as ours now, and the clock is read while they
+    // come (the CAS would wait for its line before the read could start).
+    ask_for_record(c);
     const std::int64_t started = chain_ns_ != 0 ? chain_ns_ : steady_now_ns();
     const bool claimed = try_move(*c, call_state::queued, call_state::running);
     // A spin's catch left the state word at spinning (only this worker writes it then): it
