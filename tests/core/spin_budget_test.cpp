@@ -1,11 +1,12 @@
 // The learned spin budget (spin_budget.hpp): the rule as a pure function, and a pool on
-// two CPUs whose stream's gaps sit past the 50 µs base, which its worker's spins catch
-// once it has seen one gap, while gaps past the ceiling are never learned.
+// two CPUs whose stream's gaps sit past the base, which its worker's spins catch once it
+// has seen one gap, while gaps past the ceiling are never learned.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -104,6 +105,18 @@ stream_result stream_with_gaps(knit::pool& p, std::chrono::microseconds gap, std
   return r;
 }
 
+// A worker measures a gap from the start of its idle period to the moment it finds the
+// next call: the stream's gap plus the host's drain and, when it parked, the wake-up. That
+// overhead is ~10 µs in a release build but 50 µs and more under TSan or with another
+// process on the CPUs (ctest -j2), which would push a 70 µs gap past the default 100 µs
+// ceiling on every call and leave nothing learned. So the streams that must land inside
+// the window use a 1 ms base (the gate forced on, as the default budget has it): a 1.4 ms
+// gap leaves 600 µs for the overhead below the 2 ms ceiling. The rule is the same at any
+// base (the pure tests above); gaps past the ceiling use the default, whose overhead only
+// pushes them further past it.
+constexpr unsigned kWideBaseUs = 1'000;
+constexpr std::chrono::microseconds kGapInWindow(1'400);
+
 class learned_spin : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -111,10 +124,18 @@ class learned_spin : public ::testing::Test {
     if (cpus_.size() < 2) GTEST_SKIP() << "needs two CPUs in this thread's affinity mask";
     pin_ = std::make_unique<pin_host>(cpus_[0]);
     ASSERT_TRUE(pin_->ok());
-    knit::pool_options o;  // the default budget: 50 µs, gated, one worker
+  }
+
+  // One worker on a CPU of its own; base_us unset = the default budget (50 µs, gated).
+  void start(std::optional<unsigned> base_us) {
+    knit::pool_options o;
     o.worker_cpus = {cpus_[1]};
+    if (base_us) {
+      o.spin_us = *base_us;
+      o.spin_gate = true;
+    }
+    ASSERT_TRUE(o.effective_spin_gate());
     pool_ = std::make_unique<knit::pool>(o);
-    ASSERT_EQ(o.effective_spin_us(), 50u);
   }
 
   std::vector<int> cpus_;
@@ -122,17 +143,18 @@ class learned_spin : public ::testing::Test {
   std::unique_ptr<knit::pool> pool_;
 };
 
-// Gaps of 70 µs (plus the host's drain): past the 50 µs base, inside the 100 µs ceiling.
-// With the base alone every spin misses and the backoff soon skips them; once a park has
-// measured one gap, the spins catch.
+// Gaps past the base, inside the ceiling. With the base alone every spin misses and the
+// backoff soon skips them; once a park has measured one gap, the spins catch.
 TEST_F(learned_spin, a_stream_whose_gaps_pass_the_base_is_caught_by_spins) {
-  const stream_result r = stream_with_gaps(*pool_, std::chrono::microseconds(70), 50, 5'000);
+  ASSERT_NO_FATAL_FAILURE(start(kWideBaseUs));
+  const stream_result r = stream_with_gaps(*pool_, kGapInWindow, 50, 5'000);
   EXPECT_GE(r.hits, 50u) << "after " << r.sent << " calls, " << r.spins << " spins";
 }
 
-// Gaps of 400 µs, past the 100 µs ceiling: never learned, so the spins keep missing and the
-// miss backoff keeps them rare (about one idle period in 65).
+// Gaps of 400 µs with the default 50 µs base: past its 100 µs ceiling, so never learned;
+// the spins keep missing and the miss backoff keeps them rare (about one idle period in 65).
 TEST_F(learned_spin, gaps_past_the_ceiling_are_not_learned) {
+  ASSERT_NO_FATAL_FAILURE(start(std::nullopt));
   const stream_result r = stream_with_gaps(*pool_, std::chrono::microseconds(400), 300, 300);
   EXPECT_EQ(r.sent, 300);
   EXPECT_LT(r.hits, 30u) << r.spins << " spins";
@@ -140,9 +162,10 @@ TEST_F(learned_spin, gaps_past_the_ceiling_are_not_learned) {
 
 // When the stream stops, the worker spins its learned budget at most once more (the
 // spin after the last call, if it has not begun yet) and parks: nothing wakes it, so no
-// further spin and no further park, however long nothing is sent.
+// further spin and no further park, however long nothing is sent (here 25 ceilings).
 TEST_F(learned_spin, a_stream_that_stops_costs_one_spin_at_most) {
-  const stream_result r = stream_with_gaps(*pool_, std::chrono::microseconds(70), 20, 2'000);
+  ASSERT_NO_FATAL_FAILURE(start(kWideBaseUs));
+  const stream_result r = stream_with_gaps(*pool_, kGapInWindow, 20, 2'000);
   ASSERT_GE(r.hits, 20u) << "the budget was learned";
   const knit::worker_stats before = pool_->stats().totals();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
