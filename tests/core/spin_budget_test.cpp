@@ -107,9 +107,9 @@ stream_result stream_with_gaps(knit::pool& p, std::chrono::microseconds gap, std
 
 // A worker measures a gap from the start of its idle period to the moment it finds the
 // next call: the stream's gap plus the host's drain and, when it parked, the wake-up. That
-// overhead is ~10 µs in a release build but 50 µs and more under TSan or with another
-// process on the CPUs (ctest -j2), which would push a 70 µs gap past the default 100 µs
-// ceiling on every call and leave nothing learned. So the streams that must land inside
+// overhead kept a 70 µs stream inside the default 100 µs ceiling in release builds, but
+// under TSan it reached ~55 µs a call (2,000 calls in 250 ms) and pushed every gap past the
+// ceiling in 2 runs of 20, leaving nothing learned. So the streams that must land inside
 // the window use a 1 ms base (the gate forced on, as the default budget has it): a 1.4 ms
 // gap leaves 600 µs for the overhead below the 2 ms ceiling. The rule is the same at any
 // base (the pure tests above); gaps past the ceiling use the default, whose overhead only
