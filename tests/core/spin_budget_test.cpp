@@ -135,6 +135,7 @@ class learned_spin : public ::testing::Test {
       o.spin_gate = true;
     }
     ASSERT_TRUE(o.effective_spin_gate());
+    ASSERT_EQ(o.effective_spin_us(), base_us.value_or(50u));
     pool_ = std::make_unique<knit::pool>(o);
   }
 
