@@ -94,7 +94,7 @@ void pool_impl::lend_worker() noexcept {
   w.phase.store(worker_slot::lent_phase::working, std::memory_order_relaxed);
   try {
     // The thread's start publishes the phase and the slot.
-    w.thread = std::thread(worker_main, std::ref(shared_), *free, shared_.seat_count + free_k);
+    w.thread = start_worker(shared_, *free, shared_.seat_count + free_k);
   } catch (...) {
     w.phase.store(worker_slot::lent_phase::idle, std::memory_order_relaxed);
     return;  // asked again at the next drain

@@ -19,6 +19,7 @@
 #include "knit/stats.hpp"
 #include "worker_doorbell.hpp"
 #include "worker_sched.hpp"
+#include "worker_thread.hpp"
 
 namespace knit::detail {
 
@@ -124,7 +125,7 @@ struct worker_slot {
   // Writer of both: the worker, once, before its loop.
   worker_sched_error sched_error;
   std::atomic<bool> sched_applied{false};
-  std::thread thread;
+  worker_thread thread;
 
   // A lent slot's phase (lent_workers.cpp): idle (no thread, or its thread has ended),
   // working (claiming or running calls), leaving (found nothing; re-checking before it
@@ -172,6 +173,9 @@ struct pool_shared {
 
   const pool_options options;
   idle_policy policy;
+  // The CPUs of a worker with none of its own (worker_thread.hpp): the building thread's
+  // mask, taken here, on that thread. Read-only after.
+  const cpu_set_t unpinned_cpus = building_thread_cpus();
   // options.wake_at_turn_end and no CPU for each worker beside the host (spin_gate.hpp):
   // a host that asks may hold its wakes to the end of its loop turn. Set once by the
   // pool's constructor, before any host or worker exists; read-only after.
@@ -267,5 +271,9 @@ struct pool_shared {
 // a retired, detached thread may outlive the pool, and then touches only its slot and its
 // stuck record.
 void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) noexcept;
+
+// Starts worker `self`'s thread (a seat's, or a lent one's: self >= seat_count) running
+// worker_main on its CPUs (worker_thread.hpp). Throws std::system_error as std::thread does.
+worker_thread start_worker(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self);
 
 }  // namespace knit::detail

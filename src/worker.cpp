@@ -412,26 +412,15 @@ class worker_loop {
   std::int64_t idle_since_ns_ = 0;  // when this idle period's spin (or skip) began; 0 = none
 };
 
-void apply_affinity(const pool_options& options, unsigned self) noexcept {
-  if (options.worker_cpus.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(options.worker_cpus[self % options.worker_cpus.size()], &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-    log_format("knit: worker %u: could not pin to CPU %d (continuing unpinned)", self,
-               options.worker_cpus[self % options.worker_cpus.size()]);
-  }
-}
-
 }  // namespace
 
 void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) noexcept {
-  char name[16];
+  char name[32];
   const bool lent = self >= shared.seat_count;
   std::snprintf(name, sizeof name, lent ? "knit-lent-%u" : "knit-worker-%u",
                 lent ? self - shared.seat_count : self);
+  name[15] = '\0';  // a thread's name holds 15 characters
   pthread_setname_np(pthread_self(), name);
-  apply_affinity(shared.options, self);
   (void)drop_inherited_loop_slice();  // refused: it keeps the loop's slice, nothing worse
   if (worker_sched_requested(shared.options)) {
     me->sched_error = apply_worker_sched(shared.options);
@@ -449,6 +438,25 @@ void worker_main(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned 
   } else {
     worker_loop(shared, *me, self).run();
   }
+}
+
+worker_thread start_worker(pool_shared& shared, std::shared_ptr<worker_slot> me, unsigned self) {
+  const cpu_set_t cpus = worker_cpu_set(shared.options, self, shared.unpinned_cpus);
+  bool refused = false;
+  worker_thread t(
+      cpus,
+      [&shared, me = std::move(me), self]() mutable { worker_main(shared, std::move(me), self); },
+      refused);
+  if (refused && !shared.options.worker_cpus.empty()) {
+    log_format("knit: worker %u: could not pin to CPU %d (continuing unpinned)", self,
+               shared.options.worker_cpus[self % shared.options.worker_cpus.size()]);
+  } else if (refused) {
+    log_format(
+        "knit: worker %u: could not keep to the CPUs of the thread that built the pool "
+        "(continuing on its starter's)",
+        self);
+  }
+  return t;
 }
 
 }  // namespace knit::detail

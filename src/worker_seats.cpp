@@ -55,9 +55,9 @@ void pool_impl::start_workers() {
     slots_.push_back(std::make_shared<worker_slot>(shared_.options.max_hosts));
     shared_.seats[i].store(slots_[i].get(), std::memory_order_relaxed);
   }
-  for (unsigned i = 0; i < n; ++i) {  // std::thread's start publishes the seats above
+  for (unsigned i = 0; i < n; ++i) {  // a thread's start publishes the seats above
     try {
-      slots_[i]->thread = std::thread(worker_main, std::ref(shared_), slots_[i], i);
+      slots_[i]->thread = start_worker(shared_, slots_[i], i);
     } catch (...) {
       shutdown_report ignored;
       stop_workers(ignored);
@@ -139,7 +139,7 @@ std::shared_ptr<worker_slot> pool_impl::start_fresh_slot(unsigned i, worker_slot
     shared_.seats[i].store(fresh.get(), std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     try {
-      fresh->thread = std::thread(worker_main, std::ref(shared_), fresh, i);
+      fresh->thread = start_worker(shared_, fresh, i);
     } catch (...) {
       shared_.seats[i].store(&old, std::memory_order_release);
       throw;

@@ -4,6 +4,9 @@
 // part of these figures; steady_load_benchmarks.cpp measures the real blocking host.
 #include <benchmark/benchmark.h>
 
+#include <sched.h>
+
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -77,6 +80,87 @@ void pool_round_trip_default_policy(benchmark::State& state) {
   state.SetLabel(state.range(0) ? "ns per round trip, gate on" : "ns per round trip, gate off");
 }
 BENCHMARK(pool_round_trip_default_policy)->Arg(0)->Arg(1)->MinTime(0.5);
+
+// A pool built by a thread pinned to its CPU and busy there (an event loop building its
+// pool at start-up), its worker pinned to another: the time from the constructor's call to
+// the first call's result, host busy-polling as the loop would run on. A worker thread
+// that inherited the builder's CPU could take its own only once the builder was preempted;
+// one started on its CPU (src/worker_thread.hpp) answers at once.
+void pool_first_call_after_start(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  knit_bench::pin_self(l.host);
+  knit::pool_options o;
+  o.threads = 1;
+  o.worker_cpus = {l.worker};
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    knit::pool p(o);
+    bool done = false;
+    (void)p.submit(empty_task{}, 1, [&done](knit::result<int>) { done = true; });
+    while (!done) p.poll();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  state.SetLabel("construct + first round trip");
+}
+BENCHMARK(pool_first_call_after_start)
+    ->UseManualTime()
+    ->Iterations(50)
+    ->Unit(benchmark::kMicrosecond);
+
+// Lending from a pinned host: the pool built while its thread could use the host's and the
+// worker's CPUs (no worker_cpus), then that thread pins itself to the host's CPU and polls
+// as a loop would; one call holds the only worker and a quick one queues behind it. The
+// time until the quick one's result (lend_after 1 ms of it), and the CPU it ran on: a lent
+// worker that took its starter's mask shares the host's CPU, one with the pool's may not.
+void pool_call_behind_a_held_one_lent(benchmark::State& state) {
+  const auto l = knit_bench::layout();
+  cpu_set_t both;
+  CPU_ZERO(&both);
+  CPU_SET(l.host, &both);
+  CPU_SET(l.worker, &both);
+  double on_host_cpu = 0;
+  for (auto _ : state) {
+    ::sched_setaffinity(0, sizeof both, &both);
+    knit::pool_options o;
+    o.threads = 1;
+    o.lend_after = std::chrono::milliseconds(1);
+    o.max_lent_workers = 1;
+    knit::pool p(o);
+    knit_bench::pin_self(l.host);
+    std::atomic<bool> open{false}, entered{false};
+    bool held = false, quick = false;
+    (void)p.submit(
+        [&](int) {
+          entered = true;
+          while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+          return 0;
+        },
+        0, [&](knit::result<int>) { held = true; });
+    while (!entered.load()) p.poll();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::atomic<int> cpu{-1};
+    (void)p.submit(
+        [&cpu](int) {
+          cpu.store(::sched_getcpu());
+          return 0;
+        },
+        0, [&](knit::result<int>) { quick = true; });
+    while (!quick) p.poll();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    open = true;
+    while (!held) p.poll();
+    if (cpu.load() == l.host) ++on_host_cpu;
+  }
+  state.counters["ran_on_host_cpu"] =
+      benchmark::Counter(on_host_cpu / static_cast<double>(state.iterations()));
+  state.SetLabel("queued behind a held call, lend_after 1 ms");
+}
+BENCHMARK(pool_call_behind_a_held_one_lent)
+    ->UseManualTime()
+    ->Iterations(20)
+    ->Unit(benchmark::kMicrosecond);
 
 // µs per round trip when the worker is parked (spin 0) ~300 µs before each call, as in
 // floor_futex_wake_round_trip: the wake dominates.

@@ -132,7 +132,10 @@ struct KNIT_API pool_options {
   /// worker is still woken inside submit(). Off (default): submit() checks at once.
   bool wake_at_turn_end = false;
 
-  /// Optional CPU affinity: worker i is pinned to worker_cpus[i % size]. Empty = no pinning.
+  /// Optional CPU affinity: worker i is pinned to worker_cpus[i % size] (lent workers count
+  /// on after the seats). Empty = no pinning: every worker, lent workers and replacements
+  /// included, may use the CPUs of the thread that built the pool, whichever thread starts
+  /// it. Either way a worker thread starts on its CPUs; it never first runs on its starter's.
   std::vector<int> worker_cpus;
 
   /// Nice value each worker thread gives itself when it starts, 0 to 19 (Linux nice is per

@@ -3,8 +3,8 @@
 // throws loses no line; set_log_sink returns only once no line is inside the previous sink.
 //
 // The line used is a worker's "could not pin" (worker_cpus {1023}: no such CPU here), said
-// by the worker as it starts, so the pool's destructor, which joins it, orders it before
-// the checks: no wait on time.
+// by the pool's constructor as it starts the worker, so it comes before the checks: no wait
+// on time.
 #include "knit/log.hpp"
 
 #include <gtest/gtest.h>
