@@ -19,8 +19,8 @@
 // terminates.
 #pragma once
 
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include <functional>
 #include <optional>
