@@ -68,8 +68,8 @@ void host_state::attach() noexcept {
   if (!ring_) {
     ring_failure_.clear();
     try {
-      ring_ =
-          process_ring::make_if_tasks(bell_.fd(), shared_.seat_count, shared_.options, counters_);
+      ring_ = process_ring::make_if_tasks(bell_.fd(), shared_.seat_count, shared_.options,
+                                          shared_.unpinned_cpus, counters_);
     } catch (const std::exception& e) {  // no epoll fd: this host's process calls fail, saying why
       ring_failure_ = e.what();
     } catch (...) {

@@ -21,6 +21,9 @@ namespace knit::detail {
 
 class pool_impl {
  public:
+  // The CPUs of a worker with none of its own: the building thread's mask (worker
+  // threads, worker_thread.hpp; worker processes, process/starter.hpp).
+  const cpu_set_t& unpinned_cpus() const noexcept { return shared_.unpinned_cpus; }
   explicit pool_impl(const pool_options& options);
   ~pool_impl();
 

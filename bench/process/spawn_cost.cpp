@@ -18,6 +18,7 @@
 #include "process/namespaces.hpp"
 #include "process/spawn.hpp"
 #include "process/starter.hpp"
+#include "worker_thread.hpp"
 
 namespace {
 
@@ -68,7 +69,8 @@ int main(int argc, char** argv) {
     spawn_ms.push_back(ms_since(t0));
     knit::detail::end_child(c, true);
     t0 = clock_type::now();
-    knit::detail::child_process d = knit::detail::start_child(1, o);
+    knit::detail::child_process d =
+        knit::detail::start_child(1, o, knit::detail::building_thread_cpus());  // its own mask
     start_ms.push_back(ms_since(t0));
     knit::detail::end_child(d, true);
   }

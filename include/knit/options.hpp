@@ -136,6 +136,8 @@ struct KNIT_API pool_options {
   /// on after the seats). Empty = no pinning: every worker, lent workers and replacements
   /// included, may use the CPUs of the thread that built the pool, whichever thread starts
   /// it. Either way a worker thread starts on its CPUs; it never first runs on its starter's.
+  /// Worker processes (isolation = process) are not pinned: each gets the CPUs of the
+  /// thread that built its pool.
   std::vector<int> worker_cpus;
 
   /// Nice value each worker thread gives itself when it starts, 0 to 19 (Linux nice is per

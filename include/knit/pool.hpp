@@ -66,6 +66,7 @@ struct process_call_fn;  // knit/process.hpp: a process call's function
 }  // namespace detail
 
 class pool_host;
+class process_workers;
 
 /// @brief Host threads hand calls to N worker threads and get results back on their own
 /// thread.
@@ -277,6 +278,7 @@ class KNIT_API pool {
 
  private:
   friend class pool_host;
+  friend class process_workers;  // its children take the pool's CPUs
   std::error_code admit(detail::host_state*& host);
   void* allocate_call(detail::host_state* host, std::size_t size, std::size_t align,
                       std::uint32_t& block);

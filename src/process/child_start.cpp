@@ -1,5 +1,8 @@
 // start_child (starter.hpp): one child spawned and handshaken, with the failure named: the
 // registry compared, the handshake bounded, the child counted live.
+#include <pthread.h>
+#include <sched.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,7 +28,12 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
-child_process start_child(unsigned number, const process_options& options) {
+child_process start_child(unsigned number, const process_options& options, const cpu_set_t& cpus) {
+  // A child inherits the mask of the thread that spawns it: this one, the starter, which
+  // the first thread to need it started, maybe a loop pinned to its CPU. It takes the
+  // pool's before each spawn. Refused (a cpuset without those CPUs now): the child keeps
+  // the starter's, as a worker thread keeps its starter's (worker_thread.hpp).
+  (void)::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus);
   task_registry& registry = task_registry::instance();
   registry.freeze();
   region_sandbox sandbox;

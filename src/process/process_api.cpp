@@ -13,6 +13,7 @@
 #include "heavy_share.hpp"
 #include "invariant.hpp"
 #include "knit/process.hpp"
+#include "pool_impl.hpp"
 #include "process/counters.hpp"
 #include "process/spawn.hpp"
 #include "process/standby.hpp"
@@ -43,7 +44,8 @@ std::atomic<std::uint64_t> next_batch{1};
 
 namespace detail {
 
-std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_options& options) {
+std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_options& options,
+                                         const cpu_set_t& cpus) {
   {
     std::lock_guard lock(standby_mutex);
     for (auto it = standby().begin(); it != standby().end(); ++it) {
@@ -54,7 +56,7 @@ std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_opt
     }
   }
   return std::make_shared<worker_box>(next_worker_number.fetch_add(1, std::memory_order_relaxed),
-                                      options);
+                                      options, cpus);
 }
 
 }  // namespace detail
@@ -66,7 +68,8 @@ process_workers::process_workers(const pool& pool)
   std::vector<std::shared_ptr<detail::worker_box>> boxes;
   for (unsigned i = 0; i < count_; ++i) {
     boxes.push_back(std::make_shared<detail::worker_box>(
-        next_worker_number.fetch_add(1, std::memory_order_relaxed), options, batch_));
+        next_worker_number.fetch_add(1, std::memory_order_relaxed), options,
+        pool.impl_->unpinned_cpus(), batch_));
     boxes.back()->want_child();
   }
   std::optional<std::string> failure;

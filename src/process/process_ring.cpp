@@ -55,9 +55,10 @@ void set_ring_hook(ring_hook f) noexcept { hook.store(f, std::memory_order_relax
 
 std::unique_ptr<process_ring> process_ring::make_if_tasks(int bell_fd, unsigned children,
                                                           const pool_options& pool,
+                                                          const cpu_set_t& cpus,
                                                           host_counters& counters) {
   if (task_registry::instance().count() == 0) return nullptr;
-  return std::make_unique<process_ring>(bell_fd, children, pool, counters);
+  return std::make_unique<process_ring>(bell_fd, children, pool, cpus, counters);
 }
 
 namespace {
@@ -69,9 +70,10 @@ process_options without_spare(process_options o) {
 }  // namespace
 
 process_ring::process_ring(int bell_fd, unsigned children, const pool_options& pool,
-                           host_counters& counters)
+                           const cpu_set_t& cpus, host_counters& counters)
     : options_(process_options_of(pool)),
       pool_key_(&pool),
+      cpus_(cpus),
       children_(children),
       lent_limit_(pool.effective_lent_limit()),
       lend_after_(pool.lend_after),
@@ -124,7 +126,7 @@ void process_ring::claim_boxes() {
   kids_.resize(children_ + lent_limit_);
   views_.resize(kids_.size());
   for (unsigned k = 0; k < children_; ++k) {
-    kids_[k].box = claim_worker(pool_key_, options_);
+    kids_[k].box = claim_worker(pool_key_, options_, cpus_);
     kids_[k].box->set_listener(starts_.get());
   }
 }

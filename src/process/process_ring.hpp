@@ -125,10 +125,13 @@ class process_ring {
   // knit::process_workers started for it, and its lending); `counters`: the host's, for
   // the running calls whose child this ring kills at their stuck limit (ring_calls_stuck)
   // and the children it lends and retires (ring_lent_started, ring_lent_retired).
+  // `cpus`: the mask of the thread that built the pool, which its children run with.
   static std::unique_ptr<process_ring> make_if_tasks(int bell_fd, unsigned children,
                                                      const pool_options& pool,
+                                                     const cpu_set_t& cpus,
                                                      host_counters& counters);
-  process_ring(int bell_fd, unsigned children, const pool_options& pool, host_counters& counters);
+  process_ring(int bell_fd, unsigned children, const pool_options& pool, const cpu_set_t& cpus,
+               host_counters& counters);
   ~process_ring();
   process_ring(const process_ring&) = delete;
   process_ring& operator=(const process_ring&) = delete;
@@ -253,6 +256,7 @@ class process_ring {
 
   const process_options options_;
   const void* const pool_key_;  // the pool's identity (process_workers' children)
+  const cpu_set_t cpus_;        // the pool's building thread's mask: its children's
   const unsigned children_;
   const unsigned lent_limit_;           // pool_options::effective_lent_limit()
   const steady::duration lend_after_;   // pool_options::lend_after

@@ -70,7 +70,7 @@ void process_ring::lend_if_starved(steady::time_point now) {
       try {
         // No pool's key is null: always a new worker (a number of its own), never one
         // process_workers started for the pool's own slots.
-        c.box = claim_worker(nullptr, lent_options_);
+        c.box = claim_worker(nullptr, lent_options_, cpus_);
       } catch (...) {
         return;  // no memory for a box: asked again at the next step
       }

@@ -12,7 +12,9 @@
 namespace knit::detail {
 
 // A worker for one of a ring's children: the oldest in the standby list started for the
-// pool `pool_key` (&pool.options()), else a new one (batch 0) with `options`.
-std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_options& options);
+// pool `pool_key` (&pool.options()), else a new one (batch 0) with `options`, whose
+// children run on `cpus`.
+std::shared_ptr<worker_box> claim_worker(const void* pool_key, const process_options& options,
+                                         const cpu_set_t& cpus);
 
 }  // namespace knit::detail

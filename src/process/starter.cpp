@@ -198,7 +198,7 @@ class starter {
     std::optional<child_process> child;
     std::optional<worker_box::start_failure_record> failure;
     try {
-      child = start_child(box->number(), box->options());
+      child = start_child(box->number(), box->options(), box->cpus());
       child->id = next_id();
     } catch (const process_error& e) {
       // Its words copied out, not the exception: copies of a std::runtime_error share one
@@ -247,9 +247,11 @@ class starter {
   int nudge_fd_;
 };
 
-worker_box::worker_box(unsigned number, process_options options, std::uint64_t batch)
+worker_box::worker_box(unsigned number, process_options options, const cpu_set_t& cpus,
+                       std::uint64_t batch)
     : number_(number),
       options_(std::move(options)),
+      cpus_(cpus),
       batch_(batch),
       crash_loop_(options_.crash_loop_crashes, options_.crash_loop_window, options_.backoff_initial,
                   options_.backoff_max) {}

@@ -39,6 +39,8 @@
 // sighting is not taken for a crash.
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,13 +59,17 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
  public:
   // `batch`: the process_workers that started it (it ends the box when the box is in the
   // standby list at its end), 0 for a worker made on a thread's first call.
-  worker_box(unsigned number, process_options options, std::uint64_t batch = 0);
+  // `cpus`: its children's mask, the pool's building thread's (each child takes it from the
+  // starter thread, which takes it before the spawn: start_child).
+  worker_box(unsigned number, process_options options, const cpu_set_t& cpus,
+             std::uint64_t batch = 0);
   worker_box(const worker_box&) = delete;
   worker_box& operator=(const worker_box&) = delete;
 
   unsigned number() const noexcept { return number_; }
   std::uint64_t batch() const noexcept { return batch_; }
   const process_options& options() const noexcept { return options_; }
+  const cpu_set_t& cpus() const noexcept { return cpus_; }
 
   // The end of child `id` (0: no child yet, or the last start failed) was seen: when it is
   // the first sighting, records a crash (when `crash`) in the crash loop and schedules the
@@ -107,6 +113,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
 
   const unsigned number_;
   const process_options options_;
+  const cpu_set_t cpus_;
   const std::uint64_t batch_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -135,7 +142,7 @@ class worker_box : public std::enable_shared_from_this<worker_box> {
 // child is counted in children_live (children_started and respawned are its box's start's to
 // count: only the box knows whether it replaces a child), on failure it is killed and reaped.
 // Throws process_error(worker_start_failed) naming the cause.
-child_process start_child(unsigned number, const process_options& options);
+child_process start_child(unsigned number, const process_options& options, const cpu_set_t& cpus);
 
 // What `e` was made with: its what() less the ": <code's message>" system_error appends.
 std::string message_of(const process_error& e);
