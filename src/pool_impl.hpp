@@ -21,11 +21,11 @@ namespace knit::detail {
 
 class pool_impl {
  public:
+  explicit pool_impl(const pool_options& options);
+  ~pool_impl();
   // The CPUs of a worker with none of its own: the building thread's mask (worker
   // threads, worker_thread.hpp; worker processes, process/starter.hpp).
   const cpu_set_t& unpinned_cpus() const noexcept { return shared_.unpinned_cpus; }
-  explicit pool_impl(const pool_options& options);
-  ~pool_impl();
 
   // The calling thread's host, or null: the building thread's own attachment (held by the
   // pool, made at its first submit) by its thread token, an attached host by the thread's

@@ -134,6 +134,18 @@ class pools_mask : public ::testing::Test {
     return mask.value_or(std::vector<int>{});
   }
 
+  // Submits a call that holds the pool's only worker until `g` opens; its result goes to
+  // `out`. Returns whether it was accepted.
+  static bool hold_the_worker(knit::pool& p, const std::shared_ptr<gate>& g,
+                              std::optional<knit::result<int>>& out) {
+    return !p.submit(
+        [g](int) {
+          g->wait();
+          return 1;
+        },
+        0, [&out](knit::result<int> r) { out = std::move(r); });
+  }
+
   std::vector<int> built_on_;
 };
 
@@ -148,12 +160,7 @@ TEST_F(pools_mask, a_lent_worker_started_by_a_pinned_host_keeps_it) {
   auto g = std::make_shared<gate>();
   knit_test::opens_on_exit opens{g};
   std::optional<knit::result<int>> held;
-  ASSERT_FALSE(p.submit(
-      [g](int) {
-        g->wait();
-        return 1;
-      },
-      0, [&](knit::result<int> r) { held = std::move(r); }));
+  ASSERT_TRUE(hold_the_worker(p, g, held));
   ASSERT_TRUE(eventually([&] { return g->waiting.load() == 1; }));
   EXPECT_EQ(mask_of_next_call(p), built_on_) << "the lent worker's, not the host's CPU";
   EXPECT_GE(p.stats().lent_workers_started, 1u);
@@ -171,12 +178,7 @@ TEST_F(pools_mask, a_stuck_workers_replacement_started_by_a_pinned_host_keeps_it
   auto g = std::make_shared<gate>();
   knit_test::opens_on_exit opens{g};
   std::optional<knit::result<int>> stuck;
-  ASSERT_FALSE(p.submit(
-      [g](int) {
-        g->wait();
-        return 1;
-      },
-      0, [&](knit::result<int> r) { stuck = std::move(r); }));
+  ASSERT_TRUE(hold_the_worker(p, g, stuck));
   ASSERT_TRUE(drain_until(p, [&] { return stuck.has_value(); }));
   EXPECT_EQ(stuck->error(), knit::errc::stuck);
   EXPECT_EQ(mask_of_next_call(p), built_on_) << "the replacement's, not the host's CPU";
